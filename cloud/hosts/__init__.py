@@ -1,0 +1,1 @@
+"""Host capability providers: everything that differs between host applications (Revit, IFC, ...)."""

@@ -1,0 +1,1 @@
+"""Model vendor adapters: each turns one vendor's stream into the chunk union and a neutral ModelTurn."""

@@ -1,0 +1,364 @@
+"""`openai:MODEL`: the OpenAI Responses API, streamed through the official SDK.
+
+The request is stateless (`store=False`): the whole neutral transcript is sent every turn, and the
+model's reasoning items (with their encrypted content) ride along in `vendor_state` so they can go
+back verbatim on the next OpenAI turn. Another vendor's state is dropped. Tool results go back as
+`function_call_output` items whose output holds text and images side by side.
+
+Also home to the two helpers the OpenAI-compatible adapter shares: `failure_from_sdk` (SDK error to
+the retry helper's VendorFailure) and `parse_arguments` (tool-call JSON, malformed or not).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from cloud.chunks import Chunk
+from cloud.transcript import Entry
+from cloud.vendors import images, tool_schemas
+from cloud.vendors.base import ModelTurn, TurnRequest, Usage
+from cloud.vendors.retry import (
+    DEFAULT_POLICY,
+    RetryPolicy,
+    VendorFailure,
+    parse_retry_after,
+    stream_with_retries,
+)
+
+VENDOR = "openai"
+# Model-name prefixes that reason (they take `reasoning` and return reasoning items); others refuse it.
+REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4", "codex")
+# Context windows by model-name prefix; the longest matching prefix wins.
+CONTEXT_WINDOWS = {"gpt-5": 400_000, "gpt-4.1": 1_047_576, "gpt-4o": 128_000, "o3": 200_000, "o4": 200_000}
+DEFAULT_CONTEXT_WINDOW = 128_000
+# Error codes (in a mid-stream error event or a failed response) worth another try.
+RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "overloaded", "server_is_overloaded",
+                             "internal_error", "service_unavailable", "timeout"})
+STOP_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
+
+
+# ---------------------------------------------------------------- helpers shared with openai_compat
+
+def failure_from_sdk(exc: openai.OpenAIError) -> VendorFailure:
+    """Translate an SDK exception into one attempt's failure (retryable or not)."""
+    if isinstance(exc, openai.APIStatusError):
+        return VendorFailure(exc.status_code, _describe(exc), parse_retry_after(exc.response.headers))
+    if isinstance(exc, openai.APIConnectionError):
+        return VendorFailure(None, f"connection failed: {exc.message}")
+    if isinstance(exc, openai.APIError):
+        # A mid-stream `{"error": {...}}` frame: the HTTP status was 200, the body says what went wrong.
+        return failure_from_body(exc.body, exc.message)
+    return VendorFailure(None, str(exc), retryable=False)
+
+
+def failure_from_body(body: object, fallback_message: str) -> VendorFailure:
+    body = body if isinstance(body, dict) else {}
+    code = body.get("code")
+    message = str(body.get("message") or fallback_message)
+    status = code if isinstance(code, int) else None
+    kind = str(code or body.get("type") or "")
+    retryable = (status is not None and (status == 429 or status >= 500)) or kind in RETRYABLE_CODES \
+        or kind.endswith("server_error")
+    label = f"{kind}: {message}" if kind and kind not in message else message
+    return VendorFailure(status, f"mid-stream error: {label}", retryable=retryable)
+
+
+def _describe(exc: openai.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    detail = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
+    return str(detail.get("message") or exc.message)
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """A tool call's arguments: (input, None) when they are a JSON object, else ({}, the problem)."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return {}, f"the tool arguments are not valid JSON ({exc}): {raw[:200]!r}"
+    if not isinstance(value, dict):
+        return {}, f"the tool arguments must be a JSON object, got {type(value).__name__}: {raw[:200]!r}"
+    return value, None
+
+
+def data_url(image: dict[str, Any]) -> str:
+    return f"data:{image.get('media_type', 'image/png')};base64,{image['data']}"
+
+
+def tool_call_chunk(part: dict[str, Any]) -> Chunk:
+    meta = {"tool_call_id": part["id"], "name": part["name"], "input": part["input"]}
+    if "input_error" in part:
+        meta["input_error"] = part["input_error"]
+    return Chunk("ToolCall", part["name"], meta)
+
+
+def longest_prefix_value(table: dict[str, int], model: str, default: int) -> int:
+    matches = [prefix for prefix in table if model.startswith(prefix)]
+    return table[max(matches, key=len)] if matches else default
+
+
+# ---------------------------------------------------------------- neutral transcript -> Responses input
+
+def _own_state(part: dict[str, Any]) -> dict[str, Any] | None:
+    state = part.get("vendor_state")
+    return state if isinstance(state, dict) and state.get("vendor") == VENDOR else None
+
+
+def _input_image(image: dict[str, Any], model: str) -> dict[str, Any]:
+    scaled = images.scale_for(VENDOR, model, image)
+    return {"type": "input_image", "image_url": data_url(scaled), "detail": "auto"}
+
+
+def _user_item(entry: Entry, model: str) -> dict[str, Any] | None:
+    content = []
+    for part in entry.get("content", []):
+        if part.get("type") == "text":
+            content.append({"type": "input_text", "text": part["text"]})
+        elif part.get("type") == "image":
+            content.append(_input_image(part, model))
+    return {"role": "user", "content": content} if content else None
+
+
+def _assistant_items(entry: Entry) -> Iterable[dict[str, Any]]:
+    for part in entry.get("content", []):
+        kind, state = part.get("type"), _own_state(part)
+        if kind == "thinking":
+            if state and "item" in state:
+                yield state["item"]  # id, summary, encrypted_content: exactly as received
+        elif kind == "text" and part.get("text"):
+            message = {"type": "message", "role": "assistant",
+                       "content": [{"type": "output_text", "text": part["text"]}]}
+            if state and state.get("phase"):
+                message["phase"] = state["phase"]
+            yield message
+        elif kind == "tool_call":
+            arguments = state["arguments"] if state and "arguments" in state else json.dumps(part["input"])
+            yield {"type": "function_call", "call_id": part["id"], "name": part["name"], "arguments": arguments}
+
+
+def _tool_output_items(entry: Entry, model: str) -> Iterable[dict[str, Any]]:
+    for part in entry.get("content", []):
+        if part.get("type") != "tool_result":
+            continue
+        pieces = part.get("content", [])
+        texts = [p["text"] for p in pieces if p.get("type") == "text"]
+        pictures = [p for p in pieces if p.get("type") == "image"]
+        output: str | list[dict[str, Any]]
+        if pictures:
+            output = [{"type": "input_text", "text": t} for t in texts]
+            output += [_input_image(p, model) for p in pictures]
+        else:
+            output = "\n".join(texts)
+        yield {"type": "function_call_output", "call_id": part["tool_call_id"], "output": output}
+
+
+def to_responses_input(transcript: list[Entry], model: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for entry in transcript:
+        role = entry.get("role")
+        if role == "user":
+            item = _user_item(entry, model)
+            if item:
+                items.append(item)
+        elif role == "assistant":
+            items.extend(_assistant_items(entry))
+        elif role == "tool":
+            items.extend(_tool_output_items(entry, model))
+    return items
+
+
+# ---------------------------------------------------------------- Responses stream -> chunks + ModelTurn
+
+def normalise_usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "input_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) or 0
+    written = getattr(details, "cache_write_tokens", 0) or 0
+    reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0
+    # input_tokens counts cached (and cache-written) tokens too: the uncached share is what is left.
+    return Usage(uncached_input=max(0, usage.input_tokens - cached - written), cache_read=cached,
+                 cache_write=written, output=usage.output_tokens, reasoning=reasoning)
+
+
+@dataclass
+class ResponsesStreamReader:
+    """Folds one Responses event stream into chunks and a ModelTurn; `finished` once a terminal event came."""
+
+    turn: ModelTurn = field(default_factory=ModelTurn)
+    parts: dict[int, dict[str, Any]] = field(default_factory=dict)  # output_index -> neutral part
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # item_id -> tool_call part (open)
+    raw_arguments: dict[str, str] = field(default_factory=dict)  # item_id -> arguments so far
+    by_item: dict[str, dict[str, Any]] = field(default_factory=dict)  # item_id -> neutral part
+    summary_index: dict[str, int] = field(default_factory=dict)  # reasoning item_id -> summary part seen last
+    finished: bool = False
+
+    def read(self, event: Any) -> Iterable[Chunk]:
+        kind = event.type
+        if kind == "response.output_text.delta":
+            self._part(event.item_id, event.output_index, "text")["text"] += event.delta
+            return (Chunk("Message", event.delta),)
+        if kind == "response.function_call_arguments.delta":
+            part = self.calls.get(event.item_id)
+            if part is None:
+                return ()
+            self.raw_arguments[event.item_id] += event.delta
+            return (Chunk("ToolInputDelta", event.delta, {"tool_call_id": part["id"], "name": part["name"]}),)
+        if kind == "response.reasoning_summary_text.delta":
+            part = self._part(event.item_id, event.output_index, "thinking")
+            if self.summary_index.setdefault(event.item_id, event.summary_index) != event.summary_index:
+                self.summary_index[event.item_id] = event.summary_index
+                part["text"] += "\n\n"
+            part["text"] += event.delta
+            return (Chunk("Thinking", event.delta),)
+        if kind == "response.refusal.delta":
+            self._part(event.item_id, event.output_index, "text")["text"] += event.delta
+            self.turn.stop_reason = "refusal"
+            return (Chunk("Message", event.delta),)
+        if kind == "response.output_item.added":
+            return self._item_added(event.output_index, event.item)
+        if kind == "response.output_item.done":
+            return self._item_done(event.output_index, event.item)
+        if kind in ("response.completed", "response.incomplete"):
+            return self._finish(event.response)
+        if kind == "response.failed":
+            error = event.response.error
+            raise failure_from_body({"code": getattr(error, "code", None), "message": getattr(error, "message", "")},
+                                    "the response failed")
+        if kind == "error":
+            raise failure_from_body({"code": event.code, "message": event.message}, "stream error")
+        return ()
+
+    def _part(self, item_id: str, output_index: int, kind: str) -> dict[str, Any]:
+        part = self.by_item.get(item_id)
+        if part is None:
+            part = {"type": kind, "text": ""}
+            self.by_item[item_id] = self.parts[output_index] = part
+        return part
+
+    def _item_added(self, output_index: int, item: Any) -> Iterable[Chunk]:
+        if item.type == "function_call":
+            part = {"type": "tool_call", "id": item.call_id, "name": item.name, "input": {}}
+            self.calls[item.id] = self.by_item[item.id] = self.parts[output_index] = part
+            self.raw_arguments[item.id] = ""
+        elif item.type == "reasoning":
+            self._part(item.id, output_index, "thinking")
+        elif item.type == "message":
+            self._part(item.id, output_index, "text")
+        return ()
+
+    def _item_done(self, output_index: int, item: Any) -> Iterable[Chunk]:
+        if item.type == "reasoning":
+            part = self._part(item.id, output_index, "thinking")
+            kept = {"type": "reasoning", "id": item.id, "summary": [s.model_dump() for s in item.summary]}
+            if item.encrypted_content is not None:
+                kept["encrypted_content"] = item.encrypted_content
+            part["vendor_state"] = {"vendor": VENDOR, "item": kept}
+            if not part["text"] and item.summary:
+                part["text"] = "\n\n".join(s.text for s in item.summary)
+        elif item.type == "message":
+            part = self._part(item.id, output_index, "text")
+            if not part["text"]:
+                part["text"] = "".join(getattr(c, "text", "") or getattr(c, "refusal", "") for c in item.content)
+            if getattr(item, "phase", None):
+                part["vendor_state"] = {"vendor": VENDOR, "phase": item.phase}
+        elif item.type == "function_call":
+            if item.id not in self.calls:
+                self._item_added(output_index, item)
+            return (self._close_call(item.id, item.arguments),)
+        return ()
+
+    def _close_call(self, item_id: str, arguments: str | None = None, problem: str | None = None) -> Chunk:
+        part = self.calls.pop(item_id)
+        raw = arguments if arguments is not None else self.raw_arguments.get(item_id, "")
+        part["input"], error = parse_arguments(raw)
+        if error or problem:
+            part["input_error"] = " ".join(p for p in (problem, error) if p)
+            part["vendor_state"] = {"vendor": VENDOR, "arguments": raw}
+        return tool_call_chunk(part)
+
+    def _finish(self, response: Any) -> Iterable[Chunk]:
+        self.finished = True
+        self.turn.usage = normalise_usage(response.usage)
+        reason = getattr(response.incomplete_details, "reason", None) if response.incomplete_details else None
+        # A call cut off by the output limit still reaches the loop, which tells the model what happened.
+        chunks = [self._close_call(item_id, problem="the call was cut off before its arguments were complete.")
+                  for item_id in list(self.calls)]
+        self.turn.content = [self.parts[i] for i in sorted(self.parts)]
+        if reason:
+            self.turn.stop_reason = STOP_REASONS.get(reason, reason)
+        elif self.turn.stop_reason != "refusal":
+            self.turn.stop_reason = "tool_use" if self.turn.tool_calls else "end_turn"
+        return chunks
+
+
+# ---------------------------------------------------------------- the adapter
+
+class OpenAIResponsesModel:
+    vendor = VENDOR
+
+    def __init__(self, model: str, client: openai.OpenAI | None = None, policy: RetryPolicy = DEFAULT_POLICY):
+        self.model = model
+        self.spec = f"{VENDOR}:{model}"
+        self.context_window = longest_prefix_value(CONTEXT_WINDOWS, model, DEFAULT_CONTEXT_WINDOW)
+        self.image_max_px = images.image_max_px(VENDOR, model)
+        self.policy = policy
+        self._client = client
+
+    @property
+    def client(self) -> openai.OpenAI:
+        if self._client is None:
+            # Retries are stream_with_retries' alone (it emits reset_turn and keeps the bound).
+            self._client = openai.OpenAI(max_retries=0)
+        return self._client
+
+    def request_params(self, request: TurnRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "instructions": request.system,
+            "input": to_responses_input(request.transcript, self.model),
+            "tools": tool_schemas.responses_tools(request.tools),
+            "max_output_tokens": request.max_tokens,
+            "prompt_cache_key": request.session_id,
+            "store": False,
+            "stream": True,
+        }
+        if self.model.startswith(REASONING_PREFIXES):
+            params["reasoning"] = {"summary": "auto"}
+            params["include"] = ["reasoning.encrypted_content"]
+        return params
+
+    def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
+        params = self.request_params(request)
+        return (yield from stream_with_retries(VENDOR, lambda: self._attempt(params, cancel), cancel, self.policy))
+
+    def _attempt(self, params: dict[str, Any], cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
+        reader = ResponsesStreamReader()
+        try:
+            with self.client.responses.create(**params) as events:
+                for event in events:
+                    yield from reader.read(event)
+                    if reader.finished:
+                        return reader.turn
+                    if cancel.is_set():
+                        reader.turn.content = [reader.parts[i] for i in sorted(reader.parts)]
+                        reader.turn.stop_reason = "cancelled"
+                        return reader.turn
+        except openai.OpenAIError as exc:
+            raise failure_from_sdk(exc) from exc
+        raise VendorFailure(None, "the stream ended before response.completed (truncated)")
+
+
+def create(model: str) -> OpenAIResponsesModel:
+    return OpenAIResponsesModel(model)
+
+
+def is_configured() -> bool:
+    return bool(os.environ.get("OPENAI_API_KEY"))

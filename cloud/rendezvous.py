@@ -1,0 +1,110 @@
+"""Where a suspended tool call meets its result: one pending request per session, capacity one.
+
+The loop opens a request, sends the command to the host, and waits. The result arrives on another
+connection (the host's websocket, or a browser POST relaying it) and is delivered here. A delivery for
+a request that is not pending, or that was already answered, is refused and the loop never sees it.
+This in-process implementation is the embedded default; a Redis one would keep the same methods.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+CANCEL_POLL_S = 0.1
+ANSWERED_MEMORY = 64
+
+
+class Delivery(Enum):
+    ACCEPTED = "accepted"
+    NOT_PENDING = "not_pending"
+    ALREADY_ANSWERED = "already_answered"
+    WRONG_SENDER = "wrong_sender"
+
+
+@dataclass
+class _Pending:
+    request_id: str
+    tool_call_id: str
+    host_id: str | None
+    result: dict[str, Any] | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class ToolResultChannel:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}  # session_id -> the one pending request
+        self._by_request: dict[str, str] = {}  # request_id -> session_id
+        self._answered: dict[str, list[str]] = {}  # session_id -> recent request/tool-call ids
+
+    def open(self, session_id: str, request_id: str, tool_call_id: str, host_id: str | None) -> None:
+        with self._lock:
+            if session_id in self._pending:
+                raise RuntimeError(f"session {session_id} already has a pending request")
+            self._pending[session_id] = _Pending(request_id, tool_call_id, host_id)
+            self._by_request[request_id] = session_id
+
+    def session_for_request(self, request_id: str) -> str | None:
+        with self._lock:
+            return self._by_request.get(request_id)
+
+    def pending_tool_call(self, session_id: str) -> str | None:
+        with self._lock:
+            pending = self._pending.get(session_id)
+            return pending.tool_call_id if pending else None
+
+    def _accept(self, session_id: str, pending: _Pending, result: dict[str, Any]) -> Delivery:
+        if pending.done.is_set():
+            return Delivery.ALREADY_ANSWERED
+        pending.result = result
+        pending.done.set()
+        return Delivery.ACCEPTED
+
+    def deliver_from_host(self, request_id: str, host_id: str, result: dict[str, Any]) -> Delivery:
+        with self._lock:
+            session_id = self._by_request.get(request_id)
+            pending = self._pending.get(session_id) if session_id else None
+            if pending is None or pending.request_id != request_id:
+                return Delivery.NOT_PENDING
+            if pending.host_id is not None and pending.host_id != host_id:
+                return Delivery.WRONG_SENDER
+            return self._accept(session_id, pending, result)
+
+    def deliver_tool_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> Delivery:
+        """A browser relaying a host's answer for the session's pending tool call."""
+        with self._lock:
+            pending = self._pending.get(session_id)
+            if pending is None or pending.tool_call_id != tool_call_id:
+                answered = tool_call_id in self._answered.get(session_id, [])
+                return Delivery.ALREADY_ANSWERED if answered else Delivery.NOT_PENDING
+            return self._accept(session_id, pending, result)
+
+    def wait(self, session_id: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
+        """Block until the pending request is answered; None on timeout or cancellation. Always closes it."""
+        with self._lock:
+            pending = self._pending[session_id]
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not cancel.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                if pending.done.wait(min(remaining, CANCEL_POLL_S)):
+                    return pending.result
+            return None
+        finally:
+            self.close(session_id)
+
+    def close(self, session_id: str) -> None:
+        """Forget the session's pending request; later deliveries for it are refused as already answered."""
+        with self._lock:
+            pending = self._pending.pop(session_id, None)
+            if pending is None:
+                return
+            self._by_request.pop(pending.request_id, None)
+            answered = self._answered.setdefault(session_id, [])
+            answered.extend([pending.request_id, pending.tool_call_id])
+            del answered[:-ANSWERED_MEMORY]

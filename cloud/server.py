@@ -1,0 +1,35 @@
+"""Serving the app with Werkzeug's threaded server: one thread per stream, fine for an embedded default.
+
+For production, run under gunicorn with the gevent worker (see README): waitress cannot serve websockets.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from flask import Flask
+from werkzeug.serving import BaseWSGIServer, make_server
+
+
+@dataclass
+class ServerHandle:
+    server: BaseWSGIServer
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def shutdown(self) -> None:
+        self.server.shutdown()
+        self.thread.join(timeout=10)
+
+
+def start_server(app: Flask, bind: str = "127.0.0.1", port: int = 0) -> ServerHandle:
+    """Start serving on a daemon thread (port 0 picks a free port) and return at once."""
+    server = make_server(bind, port, app, threaded=True)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="nexus-http", daemon=True)
+    thread.start()
+    return ServerHandle(server, thread)

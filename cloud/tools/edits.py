@@ -1,0 +1,141 @@
+"""Anchored edits on the script the server holds: replace exact old text, leniently, and advise, never block."""
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+NEAREST_CONTEXT = 2
+
+
+@dataclass
+class EditOutcome:
+    script: str | None  # None when an edit missed: nothing runs
+    applied: list[int] = field(default_factory=list)  # indexes of edits applied
+    problem: str | None = None
+    notes: list[str] = field(default_factory=list)  # advisory validator findings
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _exact_occurrences(script: str, old: str) -> list[int]:
+    found, start = [], script.find(old)
+    while start != -1:
+        found.append(start)
+        start = script.find(old, start + 1)
+    return found
+
+
+def _lenient_occurrences(lines: list[str], old_lines: list[str]) -> list[int]:
+    """Line indexes where old's lines match ignoring surrounding whitespace."""
+    want = [s.strip() for s in old_lines]
+    while want and not want[-1]:
+        want.pop()
+    if not want:
+        return []
+    stripped = [s.strip() for s in lines]
+    return [i for i in range(len(lines) - len(want) + 1) if stripped[i:i + len(want)] == want]
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _reindent(new: str, from_indent: str, to_indent: str) -> str:
+    if from_indent == to_indent:
+        return new
+    out = []
+    for line in new.split("\n"):
+        if line.startswith(from_indent):
+            line = to_indent + line[len(from_indent):]
+        elif line.strip():
+            line = to_indent + line.lstrip()
+        out.append(line)
+    return "\n".join(out)
+
+
+def _nearest_lines(script: str, old: str) -> str:
+    lines = script.split("\n")
+    first = next((s for s in old.split("\n") if s.strip()), old).strip()
+    scored = sorted(((difflib.SequenceMatcher(None, first, s.strip()).ratio(), i) for i, s in enumerate(lines)),
+                    reverse=True)
+    if not scored or scored[0][0] < 0.3:
+        return "no similar lines found"
+    i = scored[0][1]
+    lo, hi = max(0, i - NEAREST_CONTEXT), min(len(lines), i + NEAREST_CONTEXT + 1)
+    return "\n".join(f"{n + 1:>4}| {lines[n]}" for n in range(lo, hi))
+
+
+def _choose(candidates: list[int], line_of: Any, line: int | None) -> tuple[int | None, str | None]:
+    if len(candidates) == 1:
+        return candidates[0], None
+    starts = [line_of(c) for c in candidates]
+    if line is None:
+        return None, (f"the old text occurs {len(candidates)} times (lines {', '.join(map(str, starts))}); "
+                      "add `line` to choose one")
+    best = min(range(len(candidates)), key=lambda k: abs(starts[k] - line))
+    return candidates[best], None
+
+
+def _apply_one(script: str, old: str, new: str, line: int | None) -> tuple[str | None, str | None]:
+    """Return (merged script, None) or (None, what went wrong)."""
+    exact = _exact_occurrences(script, old)
+    if exact:
+        at, problem = _choose(exact, lambda off: _line_of(script, off), line)
+        if at is None:
+            return None, problem
+        return script[:at] + new + script[at + len(old):], None
+    lines = script.split("\n")
+    old_lines = old.strip("\n").split("\n")
+    loose = _lenient_occurrences(lines, old_lines)
+    if not loose:
+        return None, "the old text was not found. Nearest lines in the current script:\n" + _nearest_lines(script, old)
+    at, problem = _choose(loose, lambda i: i + 1, line)
+    if at is None:
+        return None, problem
+    width = len(old_lines)
+    new_text = _reindent(new.strip("\n"), _indent(old_lines[0]), _indent(lines[at]))
+    merged = lines[:at] + new_text.split("\n") + lines[at + width:]
+    return "\n".join(merged), None
+
+
+def _advise(before: str, after: str, edits: list[dict[str, Any]], check_syntax: bool) -> list[str]:
+    notes = []
+    after_lines = after.split("\n")
+    for i in range(1, len(after_lines)):
+        line = after_lines[i]
+        if line.strip() and len(line.strip()) > 3 and line == after_lines[i - 1] and line not in before:
+            notes.append(f"line {i + 1} duplicates the line before it")
+    for n, edit in enumerate(edits):
+        old_first = next((s for s in edit["old"].split("\n") if s.strip()), "")
+        new_first = next((s for s in edit["new"].split("\n") if s.strip()), "")
+        if old_first and new_first and _indent(old_first) != _indent(new_first):
+            notes.append(f"edit {n + 1} changes the indentation of its first line")
+    if len(after) < len(before) / 2:
+        notes.append(f"the script shrank by more than half ({len(before):,} -> {len(after):,} characters)")
+    if check_syntax:
+        try:
+            ast.parse(after)
+        except SyntaxError as exc:
+            notes.append(f"the merged script does not parse: {exc.msg} (line {exc.lineno})")
+    return notes
+
+
+def apply_edits(script: str, edits: list[dict[str, Any]], check_syntax: bool = True) -> EditOutcome:
+    current = script
+    outcome = EditOutcome(script=None)
+    for n, edit in enumerate(edits):
+        merged, problem = _apply_one(current, edit["old"], edit["new"], edit.get("line"))
+        if merged is None:
+            done = ", ".join(str(i + 1) for i in outcome.applied) or "none"
+            outcome.problem = (f"edit {n + 1} of {len(edits)} could not be applied: {problem}\n"
+                               f"Edits applied before it: {done}. Nothing was run; the script is unchanged.")
+            return outcome
+        current = merged
+        outcome.applied.append(n)
+    outcome.script = current
+    outcome.notes = _advise(script, current, edits, check_syntax)
+    return outcome

@@ -1,0 +1,282 @@
+"""The JSON API of DESIGN.md: sessions, messages (SSE), tool results, approval, policy, cancel, hosts."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Blueprint, Response, g, jsonify, request
+
+from cloud.contract import ContractError
+from cloud.rendezvous import Delivery
+from cloud.runs import KEEPALIVE, Run
+from cloud.tools.execute import validate_relayed_result
+from cloud.transcript import model_view
+from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, configured_vendors, create_model
+from cloud.web.auth import api_error, require_user
+from cloud.web.runner import POLICY_STRICTNESS, drive_run
+from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
+from cloud.web.state import nexus
+
+api = Blueprint("api", __name__, url_prefix="/api")
+
+MAX_MESSAGE_CHARS = 100_000
+
+
+def _json_body(*required: str, optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ContractError("request body must be a JSON object")
+    missing = [k for k in required if k not in body]
+    if missing:
+        raise ContractError(f"missing field(s): {', '.join(missing)}")
+    unknown = set(body) - set(required) - set(optional)
+    if unknown:
+        raise ContractError(f"unknown field(s): {', '.join(sorted(unknown))}")
+    return body
+
+
+@api.errorhandler(ContractError)
+def _bad_request(exc: ContractError):
+    return api_error(400, str(exc))
+
+
+class Forbidden(Exception):
+    pass
+
+
+@api.errorhandler(Forbidden)
+def _forbidden(exc: Forbidden):
+    return api_error(403, str(exc))
+
+
+@api.errorhandler(ModelSpecError)
+def _bad_model(exc: ModelSpecError):
+    return api_error(exc.status, str(exc))
+
+
+def _own_session(session_id: str) -> tuple[dict[str, Any] | None, Response | None]:
+    row = nexus().store.get_session(session_id)
+    if row is None:
+        return None, api_error(404, f"no session {session_id}")
+    if row["user_name"] != g.user.name:
+        return None, api_error(403, "this session belongs to another user")
+    return row, None
+
+
+def _check_model(spec: Any) -> str:
+    if not isinstance(spec, str) or not spec:
+        raise ContractError("model: expected a model spec like anthropic:claude-sonnet-4-5")
+    check_allowed_for_http(spec)
+    return spec
+
+
+def _check_host(host_id: Any) -> str | None:
+    if host_id is None:
+        return None
+    if not isinstance(host_id, str):
+        raise ContractError("host_id: expected a string")
+    owner = nexus().hosts.owner(host_id)
+    if owner is None:
+        raise ContractError(f"host_id: no host {host_id} is known")
+    if owner != g.user.name:
+        raise Forbidden(f"host {host_id} belongs to another user")
+    return host_id
+
+
+@api.post("/sessions")
+@require_user()
+def create_session():
+    body = _json_body(optional=("host_id", "model"))
+    state = nexus()
+    host_id = _check_host(body.get("host_id"))
+    if host_id is None:
+        mine = state.hosts.for_user(g.user.name)
+        host_id = mine[0].host_id if len(mine) == 1 else None
+    model = _check_model(body["model"]) if body.get("model") is not None else state.default_model
+    session_id = state.store.create_session(g.user.name, host_id, model, {"policy": "auto"})
+    return jsonify({"session_id": session_id, "host_id": host_id, "model": model}), 201
+
+
+@api.get("/sessions")
+@require_user()
+def list_sessions():
+    return jsonify({"sessions": nexus().store.list_sessions(g.user.name)})
+
+
+@api.get("/sessions/<session_id>")
+@require_user()
+def get_session(session_id: str):
+    row, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    state = nexus()
+    run = state.runs.get(session_id)
+    return jsonify({
+        "session_id": row["id"], "host_id": row["host_id"], "model": row["model"], "status": row["status"],
+        "policy": row["state"].get("policy", "auto"), "messages": model_view(state.store.transcript(session_id)),
+        "usage": state.store.session_usage(session_id), "running": run is not None,
+        "run_chunks": len(run.chunks) if run else 0,
+    })
+
+
+@api.put("/sessions/<session_id>/host")
+@require_user()
+def set_host(session_id: str):
+    row, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    host_id = _check_host(_json_body("host_id")["host_id"])
+    nexus().store.update_session(session_id, host_id=host_id)
+    return jsonify({"session_id": session_id, "host_id": host_id})
+
+
+def _follow(run: Run, after: int) -> Iterator[str]:
+    keepalive_s = nexus().settings.keepalive_s
+    index = after
+    for chunk in run.follow(after, keepalive_s):
+        if chunk is KEEPALIVE:
+            yield KEEPALIVE_FRAME
+        else:
+            yield frame(chunk, index)
+            index += 1
+
+
+@api.post("/sessions/<session_id>/messages")
+@require_user()
+def post_message(session_id: str):
+    row, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    body = _json_body("text", optional=("model",))
+    text = body["text"]
+    if not isinstance(text, str) or not text.strip():
+        raise ContractError("text: expected a non-empty string")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ContractError(f"text: longer than {MAX_MESSAGE_CHARS:,} characters")
+    state = nexus()
+    spec = _check_model(body["model"]) if body.get("model") is not None else row["model"]
+    if not spec:
+        raise ContractError("model: this session has no model; send one (e.g. anthropic:claude-sonnet-4-5)")
+    model = create_model(spec)
+    if spec != row["model"]:
+        state.store.update_session(session_id, model=spec)
+        row["model"] = spec
+    run = state.runs.start(session_id, drive_run(state, row, model, text))
+    if run is None:
+        return api_error(409, "a run is already in progress in this session")
+    return stream_response(_follow(run, 0))
+
+
+@api.get("/sessions/<session_id>/stream")
+@require_user()
+def reattach(session_id: str):
+    _, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    run = nexus().runs.get(session_id)
+    if run is None:
+        return api_error(404, "no run in progress in this session")
+    after = request.args.get("after", "0")
+    if not after.isdigit():
+        raise ContractError("after: expected a chunk index")
+    return stream_response(_follow(run, int(after)))
+
+
+@api.post("/sessions/<session_id>/tool-results")
+@require_user()
+def post_tool_result(session_id: str):
+    row, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    body = _json_body("tool_call_id", "result")
+    if not isinstance(body["tool_call_id"], str):
+        raise ContractError("tool_call_id: expected a string")
+    result = body["result"]
+    if isinstance(result, dict):
+        result = {**result, "request_id": result.get("request_id") or body["tool_call_id"]}
+    result = validate_relayed_result(result)
+    delivery = nexus().channel.deliver_tool_result(session_id, body["tool_call_id"], result)
+    if delivery is not Delivery.ACCEPTED:
+        return api_error(409, f"tool call {body['tool_call_id']} is not pending ({delivery.value})")
+    return jsonify({"accepted": True}), 202
+
+
+@api.post("/sessions/<session_id>/approval")
+@require_user()
+def post_approval(session_id: str):
+    _, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    body = _json_body("tool_call_id", "decision", optional=("comment",))
+    if body["decision"] not in ("keep", "discard"):
+        raise ContractError("decision: expected 'keep' or 'discard'")
+    return api_error(409, "nothing in this session awaits approval")
+
+
+@api.put("/sessions/<session_id>/policy")
+@require_user()
+def put_policy(session_id: str):
+    row, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    policy = _json_body("policy")["policy"]
+    if policy not in POLICY_STRICTNESS:
+        raise ContractError(f"policy: expected one of {', '.join(POLICY_STRICTNESS)}")
+    state = row["state"]
+    state["policy"] = policy
+    nexus().store.update_session(session_id, state=state)
+    return jsonify({"session_id": session_id, "policy": policy})
+
+
+@api.post("/sessions/<session_id>/cancel")
+@require_user()
+def cancel(session_id: str):
+    _, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    run = nexus().runs.get(session_id)
+    if run is None:
+        return api_error(409, "no run in progress in this session")
+    run.cancel.set()
+    return jsonify({"cancelled": True}), 202
+
+
+@api.get("/sessions/<session_id>/results/<tool_call_id>")
+@require_user()
+def get_result(session_id: str, tool_call_id: str):
+    _, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    result = nexus().store.get_result(session_id, tool_call_id)
+    return jsonify(result) if result is not None else api_error(404, f"no result for {tool_call_id}")
+
+
+@api.get("/sessions/<session_id>/images/<image_id>")
+@require_user()
+def get_image(session_id: str, image_id: str):
+    _, refusal = _own_session(session_id)
+    if refusal:
+        return refusal
+    png = nexus().store.get_image(session_id, image_id)
+    if png is None:
+        return api_error(404, f"no image {image_id}")
+    return Response(png, mimetype="image/png", headers={"Cache-Control": "private, max-age=86400"})
+
+
+@api.get("/hosts")
+@require_user()
+def list_hosts():
+    return jsonify({"hosts": [h.describe() for h in nexus().hosts.for_user(g.user.name)]})
+
+
+@api.get("/models")
+@require_user()
+def list_models():
+    state = nexus()
+    return jsonify({"default": state.default_model, "configured_vendors": configured_vendors()})
+
+
+@api.get("/me")
+@require_user()
+def me():
+    return jsonify({"user": g.user.name, "is_admin": g.user.is_admin, "policy": g.user.policy})

@@ -1,0 +1,221 @@
+"""A protocol-conformant test host: an in-memory document behind a real websocket client.
+
+It models what matters of a real host: scripts run against a copy of the document that is committed
+only when an `automate` script succeeds (a failure leaves it exactly as it was; `collect` never
+commits), changes are reported as exact added/modified/deleted id sets, the stamped epilogue runs
+after the script with `nexus_changes()`, and views export as real PNGs. Knobs let tests make it slow,
+silent or wrong.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import io
+import json
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import websocket
+from PIL import Image, ImageDraw
+
+from cloud.hosts.base import DIRECTIVE_PREFIX, ViewRequest, split_epilogue_output
+
+
+class Document:
+    """Elements by id: {"class", "name", "level"}. Scripts see it as `doc`."""
+
+    def __init__(self, elements: dict[int, dict[str, Any]] | None = None):
+        self.elements = elements if elements is not None else {}
+        self.next_id = max(self.elements, default=100) + 1
+
+    def add(self, cls: str, name: str, level: str = "Level 1") -> int:
+        element_id = self.next_id
+        self.next_id += 1
+        self.elements[element_id] = {"class": cls, "name": name, "level": level}
+        return element_id
+
+    def delete(self, element_id: int) -> None:
+        del self.elements[element_id]
+
+    def by_class(self, cls: str) -> list[int]:
+        return sorted(i for i, e in self.elements.items() if e["class"] == cls)
+
+
+def sample_document() -> Document:
+    doc = Document()
+    for level in ("Level 1", "Level 2"):
+        for n in range(3):
+            doc.add("Door", f"D{n + 1}", level)
+        doc.add("Wall", "Generic 200", level)
+    return doc
+
+
+@dataclass
+class TestHost:
+    ws_url: str
+    token: str
+    document: Document = field(default_factory=sample_document)
+    delay_s: float = 0.0  # answer execute this late
+    silent: bool = False  # never answer execute
+    received: list[dict[str, Any]] = field(default_factory=list)
+    host_id: str | None = None
+    host_app: str = "test"
+
+    def __post_init__(self) -> None:
+        self._ws: websocket.WebSocket | None = None
+        self._thread: threading.Thread | None = None
+        self._send_lock = threading.Lock()
+        self.welcomed = threading.Event()
+
+    # connection
+    def start(self) -> TestHost:
+        self._ws = websocket.create_connection(self.ws_url, header=[f"Authorization: Bearer {self.token}"], timeout=30)
+        self.send({"type": "hello", "host_app": self.host_app, "host_version": "test-1", "runtime_version": "1.0",
+                   "python_version": sys.version.split()[0], "document": {"title": "Test document"},
+                   **({"host_id": self.host_id} if self.host_id else {})})
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        if not self.welcomed.wait(10):
+            raise TimeoutError("no welcome from the server")
+        return self
+
+    def stop(self) -> None:
+        if self._ws is not None:
+            try:
+                self._ws.close()
+            except Exception:
+                pass
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        with self._send_lock:
+            self._ws.send(message if isinstance(message, str) else json.dumps(message))
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                raw = self._ws.recv()
+            except Exception:
+                return
+            if not raw:
+                continue
+            message = json.loads(raw)
+            self.received.append(message)
+            kind = message.get("type")
+            if kind == "welcome":
+                self.host_id = message["host_id"]
+                self.welcomed.set()
+            elif kind == "execute":
+                threading.Thread(target=self._answer_execute, args=(message,), daemon=True).start()
+            elif kind == "export_view":
+                self.send(self.export_view(message))
+            elif kind == "ping":
+                self.send({"type": "pong"})
+
+    def _answer_execute(self, message: dict[str, Any]) -> None:
+        if self.silent:
+            return
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        self.send(self.execute(message))
+
+    # primitives
+    def execute(self, message: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        working = copy.deepcopy(self.document)
+        out = io.StringIO()
+        result: dict[str, Any] = {"type": "execute_result", "request_id": message["request_id"], "ok": True,
+                                  "committed": False, "stdout": "", "failures": [],
+                                  "changes": {"added": [], "modified": [], "deleted": []}, "duration_ms": 0}
+        try:
+            exec(compile(message["code"], "<script>", "exec"), {"doc": working, "print": _printer(out)})
+        except Exception as exc:
+            tb = traceback.extract_tb(exc.__traceback__)
+            line = next((f.lineno for f in reversed(tb) if f.filename == "<script>"), None)
+            result.update(ok=False, error={"type": type(exc).__name__, "message": str(exc), "line": line,
+                                           "traceback": "".join(traceback.format_exception(exc))})
+        result["stdout"] = out.getvalue()
+        if result["ok"]:
+            changes = _diff(self.document, working)
+            result["changes"] = changes
+            if message["mode"] == "automate":
+                if message.get("epilogue"):
+                    result["epilogue_stdout"] = _run_epilogue(message["epilogue"]["code"], working, changes)
+                self.document = working
+                result["committed"] = True
+        result["duration_ms"] = (time.monotonic() - started) * 1000
+        return result
+
+    def export_view(self, message: dict[str, Any]) -> dict[str, Any]:
+        size = message["max_px"]
+        image = Image.new("RGB", (size, size * 3 // 4), "white")
+        draw = ImageDraw.Draw(image)
+        for n in range(len(message.get("element_ids", []))):
+            draw.rectangle([10 + 20 * n, 10, 25 + 20 * n, 25], fill=(255, 120, 0))
+        buffer = io.BytesIO()
+        image.save(buffer, "PNG")
+        return {"type": "export_view_result", "request_id": message["request_id"], "ok": True,
+                "png_base64": base64.b64encode(buffer.getvalue()).decode(), "width": image.width,
+                "height": image.height, "view": message.get("view") or "Level 1"}
+
+
+def _printer(out: io.StringIO):
+    def _print(*args: Any, sep: str = " ", end: str = "\n", **_: Any) -> None:
+        out.write(sep.join(str(a) for a in args) + end)
+    return _print
+
+
+def _diff(before: Document, after: Document) -> dict[str, list[int]]:
+    old, new = before.elements, after.elements
+    return {"added": sorted(set(new) - set(old)), "deleted": sorted(set(old) - set(new)),
+            "modified": sorted(i for i in set(old) & set(new) if old[i] != new[i])}
+
+
+def _run_epilogue(code: str, doc: Document, changes: dict[str, list[int]]) -> str:
+    out = io.StringIO()
+    exec(compile(code, "<epilogue>", "exec"), {"doc": doc, "print": _printer(out), "nexus_changes": lambda: changes})
+    return out.getvalue()
+
+
+TEST_EPILOGUE = f'''
+changes = nexus_changes()
+touched = changes["added"] + changes["modified"]
+if len(touched) <= 15:
+    print(str(len(touched)) + " element(s) changed:")
+    for i in touched:
+        e = doc.elements[i]
+        print("- #" + str(i) + " " + e["class"] + " | " + e["name"] + " | " + e["level"])
+else:
+    groups = {{}}
+    for i in touched:
+        groups.setdefault(doc.elements[i]["class"], []).append(i)
+    for cls, ids in sorted(groups.items()):
+        print("- " + str(len(ids)) + "x " + cls + " | e.g. #" + str(ids[0]))
+if changes["deleted"]:
+    print(str(len(changes["deleted"])) + " element(s) deleted")
+import json as _json
+print({DIRECTIVE_PREFIX!r} + _json.dumps({{"geometry_changed": bool(changes["added"] or changes["deleted"]),
+                                           "element_ids": touched[:50]}}))
+'''
+
+
+class TestProvider:
+    """The capability provider for the test host (host_app "test")."""
+
+    host_app = "test"
+    capability_version = "test-1.0"
+
+    def system_prompt_fragment(self, hello: dict[str, Any]) -> str:
+        return "Scripts see `doc`, an in-memory test document (doc.add, doc.delete, doc.by_class, doc.elements)."
+
+    def build_task_automation_epilogue(self) -> str:
+        return TEST_EPILOGUE
+
+    def view_to_capture(self, result: dict[str, Any]) -> ViewRequest | None:
+        _, directives = split_epilogue_output(result.get("epilogue_stdout"))
+        if not directives.get("geometry_changed"):
+            return None
+        return ViewRequest("Level 1", directives.get("element_ids", []))

@@ -17,7 +17,9 @@ Scenarios:
         `raw_json` streams exactly that text as the arguments (malformed or truncated JSON).
         stop: override the vendor stop/finish reason. fault: "error_event" (the vendor's in-stream
         error after `fault_after` content events) or "truncate" (the connection drops mid-body after
-        `fault_after` content events). piece_chars: size of the streamed deltas.
+        `fault_after` content events). piece_chars: size of the streamed deltas. finish_message: the
+        vendor's explanation of the stop, where it has one (Gemini's MALFORMED_FUNCTION_CALL text).
+        An item may carry "signature" (a thought signature, on vendors that sign parts).
     HttpError(status, message="...", retry_after=None, error_type=None)
         An error status before any stream (429, 500, 529, 400 ...), in the vendor's error body shape.
     Any callable(RecordedRequest) -> Reply: the raw hook for anything else (fault injection).
@@ -79,6 +81,7 @@ class Turn:
     fault: str | None = None  # "error_event" | "truncate"
     fault_after: int = 2
     piece_chars: int = 8
+    finish_message: str | None = None
 
 
 @dataclass

@@ -15,12 +15,13 @@ API (stable; the loop calls it before each model turn):
   turn; a cut only ever falls before a user or assistant entry, so a tool_call always stays with its
   tool_result), summarises the rest with one call through the same adapter (instructions from
   cloud/prompts/compaction.md: user goal/context, done, pending, current script state), and returns
-  the NEW transcript: the old entries untouched, then
+  the NEW transcript, append-only: every old entry untouched, then
       {"role": "compaction", "summary": str, "replaced": N, "model": spec, "usage": {...},
        "scripted_turns": n}
-  then the kept recent entries. `transcript.model_view` shows the model only the summary and what
-  follows. N counts the conversation entries the summary stands for; `usage` is the summarisation
-  call's Usage.as_dict() (add it to the run's usage); `scripted_turns` lets the scripted model resume.
+  then copies of the kept recent entries (so `new[len(transcript):]` is exactly what to persist).
+  `transcript.model_view` shows the model only the summary and what follows it. N counts the
+  conversation entries the summary stands for; `usage` is the summarisation call's Usage.as_dict()
+  (add it to the run's usage); `scripted_turns` counts the scripted model's turns it hides.
 - Yields one Metadata chunk, kind "compaction" ("Context summarised"), with replaced, tokens_before,
   tokens_after and the summary, for the person to see.
 - When the model answers with no usable summary (a tool call, nothing, cancelled), a mechanical summary
@@ -170,7 +171,8 @@ def maybe_compact(
     if model.vendor == "scripted":
         entry["scripted_turns"] = sum(1 for e in transcript[start:cut]
                                       if e.get("role") == "assistant" and e.get("model") == model.spec)
-    new_transcript = [*transcript[:cut], entry, *transcript[cut:]]
+    # Append-only: history stays as it was; the kept recent entries are repeated after the marker.
+    new_transcript = [*transcript, entry, *transcript[cut:]]
     after = estimate_request_tokens(system, tools, model_view(new_transcript))
     yield metadata("compaction", "Context summarised", replaced=replaced, tokens_before=size, tokens_after=after,
                    summary=summary, model=model.spec)

@@ -18,7 +18,7 @@ API (stable; the loop calls it before each model turn):
   the NEW transcript, append-only: every old entry untouched, then
       {"role": "compaction", "summary": str, "replaced": N, "model": spec, "usage": {...},
        "scripted_turns": n}
-  then copies of the kept recent entries (so `new[len(transcript):]` is exactly what to persist).
+  then copies of the kept recent entries, minus their stale `usage` (so `new[len(transcript):]` is exactly what to persist).
   `transcript.model_view` shows the model only the summary and what follows it. N counts the
   conversation entries the summary stands for; `usage` is the summarisation call's Usage.as_dict()
   (add it to the run's usage); `scripted_turns` counts the scripted model's turns it hides.
@@ -171,8 +171,10 @@ def maybe_compact(
     if model.vendor == "scripted":
         entry["scripted_turns"] = sum(1 for e in transcript[start:cut]
                                       if e.get("role") == "assistant" and e.get("model") == model.spec)
-    # Append-only: history stays as it was; the kept recent entries are repeated after the marker.
-    new_transcript = [*transcript, entry, *transcript[cut:]]
+    # Append-only: history stays as it was; the kept recent entries are repeated after the marker,
+    # without their usage, which measured the context before it was summarised.
+    kept = [{k: v for k, v in e.items() if k != "usage"} for e in transcript[cut:]]
+    new_transcript = [*transcript, entry, *kept]
     after = estimate_request_tokens(system, tools, model_view(new_transcript))
     yield metadata("compaction", "Context summarised", replaced=replaced, tokens_before=size, tokens_after=after,
                    summary=summary, model=model.spec)

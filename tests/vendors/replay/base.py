@@ -35,7 +35,8 @@ is looked for at each breakpoint and up to `lookback` segments before it, the pr
 to the last breakpoint is a cache write); None = implicit caching (OpenAI, Gemini: every segment
 boundary is stored, the longest stored prefix is read, writes are free). Tokens are chars / 4.
 
-Helpers: sse(data, event=None) -> bytes, pieces(text, size) -> list[str], tokens_of(text) -> int.
+Helpers: sse(data, event=None) -> bytes, pieces(text, size) -> list[str], tokens_of(text) -> int,
+drain(adapter_stream) -> (chunks, ModelTurn), image_part(width, height) -> a neutral PNG image part.
 """
 from __future__ import annotations
 
@@ -293,3 +294,26 @@ class ReplayServer(abc.ABC):
                     self.wfile.flush()
 
         return Handler
+
+
+def drain(stream: Any) -> tuple[list[Any], Any]:
+    """Run an adapter's stream to the end: (the chunks it yielded, the ModelTurn it returned)."""
+    out = []
+    while True:
+        try:
+            out.append(next(stream))
+        except StopIteration as done:
+            return out, done.value
+
+
+def image_part(width: int, height: int, color: tuple[int, int, int] = (200, 30, 30)) -> dict[str, Any]:
+    """A neutral image part holding a real PNG of that size."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, format="PNG")
+    return {"type": "image", "media_type": "image/png", "data": base64.b64encode(buffer.getvalue()).decode(),
+            "width": width, "height": height}

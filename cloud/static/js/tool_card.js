@@ -1,0 +1,232 @@
+// One tool call, from the script being written to its result: code (highlighted as it streams), the wait
+// for the host, then the outcome, error, host failures, change report, view image and the full output.
+
+import { api } from "./api.js";
+import { clear, codeBlock, h, pill, throttled, zoomableImage } from "./dom.js";
+import { outputView } from "./output.js";
+import { parsePartialJson } from "./partial_json.js";
+
+const TOOL_LABELS = {
+  execute_data_collection: "Inspecting the model",
+  execute_task_automation: "Changing the model",
+  capture_view: "Capturing a view",
+  lookup_api: "Looking up the API",
+};
+
+export const ESC_HINT_AFTER_S = 10;
+export const ESC_HINT = "If Revit stays busy, press Esc in Revit (a dialog or edit mode may be open).";
+
+export class ToolCard {
+  constructor({ sessionId, toolCallId, name, hostLabel }) {
+    this.sessionId = sessionId;
+    this.toolCallId = toolCallId;
+    this.name = name || "tool";
+    this.hostLabel = hostLabel || "the host";
+    this.raw = "";
+    this.input = undefined;
+    this.timer = null;
+    this.status = pill("writing", "info");
+    this.code = h("div", { class: "tool-input" });
+    this.wait = h("div", { class: "tool-wait", hidden: true });
+    this.result = h("div", { class: "tool-result" });
+    this.el = h("section", { class: "tool-card", dataset: { toolCallId: toolCallId || "", state: "writing", tool: this.name } },
+      h("header", { class: "tool-head" },
+        h("span", { class: "tool-icon", "aria-hidden": "true", text: this.name === "execute_task_automation" ? "✎" : "⌕" }),
+        h("span", { class: "tool-label", text: TOOL_LABELS[this.name] || this.name }),
+        h("code", { class: "tool-name", text: this.name }),
+        h("span", { class: "spacer" }),
+        this.status),
+      this.code, this.wait, this.result);
+    this.renderRaw = throttled(() => this.renderInput(parsePartialJson(this.raw), false));
+  }
+
+  setState(state, label, kind) {
+    this.el.dataset.state = state;
+    this.status.textContent = label;
+    this.status.className = "pill " + (kind || "");
+  }
+
+  // A piece of the tool's JSON arguments, as the model writes them.
+  appendInput(piece) {
+    this.raw += piece;
+    // Render at once (not per frame): the script visibly grows with every piece the model sends.
+    this.renderInput(parsePartialJson(this.raw), false);
+  }
+
+  renderInput(input, final) {
+    if (input === undefined || input === null || typeof input !== "object") return;
+    this.input = input;
+    clear(this.code);
+    if (typeof input.code === "string") {
+      const block = codeBlock(input.code);
+      block.querySelector("code").dataset.role = "script";
+      this.code.append(block);
+      if (!final) block.classList.add("streaming");
+    } else if (Array.isArray(input.edits)) {
+      this.code.append(editsView(input.edits));
+    } else if (Object.keys(input).length) {
+      this.code.append(h("dl", { class: "tool-args" },
+        Object.entries(input).map(([key, value]) => [
+          h("dt", { text: key }),
+          h("dd", { text: typeof value === "string" ? value : JSON.stringify(value) }),
+        ])));
+    }
+  }
+
+  // The complete call (ToolCall chunk, or a call read back from the transcript).
+  called(input, { live = true, waitedFor = null } = {}) {
+    this.renderInput(input || {}, true);
+    if (!live) {
+      this.setState("done", "done", "muted");
+      return;
+    }
+    this.setState("running", "running", "info");
+    this.startWait(waitedFor);
+  }
+
+  startWait(label) {
+    const started = performance.now();
+    this.wait.hidden = false;
+    const text = h("span", { class: "wait-text" });
+    const hint = h("div", { class: "hint", hidden: true, text: ESC_HINT });
+    clear(this.wait).append(h("span", { class: "spinner", "aria-hidden": "true" }), text, hint);
+    const tick = () => {
+      const seconds = Math.floor((performance.now() - started) / 1000);
+      text.textContent = `${label || "Waiting for " + this.hostLabel} · ${seconds} s`;
+      hint.hidden = seconds < ESC_HINT_AFTER_S;
+    };
+    tick();
+    this.timer = setInterval(tick, 1000);
+  }
+
+  stopWait() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.wait.hidden = true;
+  }
+
+  // The person's full copy of the result (a `tool_result` Metadata chunk, or GET .../results/<id>).
+  showResult(meta) {
+    this.stopWait();
+    clear(this.result);
+    const ok = meta.ok !== false;
+    if (meta.timed_out) this.setState("failed", "timed out", "bad");
+    else if (meta.mode === "automate") this.setState(meta.committed ? "committed" : "rolled-back",
+      meta.committed ? "committed" : "rolled back", meta.committed ? "good" : "bad");
+    else this.setState(ok ? "done" : "failed", ok ? "done" : "failed", ok ? "good" : "bad");
+    if (!meta.mode && meta.summary && !meta.image) {
+      // A refusal or a problem before anything ran: the explanation is all there is.
+      this.result.append(h("div", { class: ok ? "note" : "note warn", text: meta.summary }));
+      return;
+    }
+    this.result.append(outcomeLine(meta));
+    if (meta.error) this.result.append(errorView(meta.error));
+    if (meta.failures && meta.failures.length) this.result.append(failuresView(meta.failures));
+    if (meta.change_report || meta.changes) this.result.append(changesView(meta));
+    if (meta.image) this.result.append(imageView(this.sessionId, meta.image));
+    if (meta.mode) this.result.append(outputView(meta.stdout || "", "Output"));
+    if (meta.stdout_truncated) this.result.append(h("div", { class: "note", text: "The host truncated this output." }));
+    if (meta.notes && meta.notes.length) {
+      this.result.append(h("ul", { class: "notes" }, meta.notes.map((n) => h("li", { text: n }))));
+    }
+    if (meta.summary) {
+      this.result.append(h("details", { class: "model-copy" },
+        h("summary", { text: "What the model received" }), h("pre", { class: "plain-text", text: meta.summary })));
+    }
+  }
+
+  // Fallback when no full copy was stored: the model's copy from the transcript.
+  showTranscriptResult(part) {
+    this.stopWait();
+    const text = (part.content || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
+    this.setState(part.is_error ? "failed" : "done", part.is_error ? "failed" : "done", part.is_error ? "bad" : "good");
+    clear(this.result).append(h("pre", { class: "plain-text result-text", text }));
+  }
+
+  showApproval(meta, onDecided) {
+    this.stopWait();
+    this.setState("awaiting", "awaiting approval", "warn");
+    this.result.append(approvalView(this.sessionId, meta, onDecided));
+  }
+
+  cancelled() {
+    this.stopWait();
+    if (this.el.dataset.state === "running" || this.el.dataset.state === "writing") this.setState("cancelled", "cancelled", "muted");
+  }
+}
+
+function editsView(edits) {
+  return h("div", { class: "edits" }, edits.map((edit, index) => h("div", { class: "edit" },
+    h("div", { class: "edit-head muted", text: `Edit ${index + 1}` + (edit && edit.line ? ` (near line ${edit.line})` : "") }),
+    edit && typeof edit.old === "string" ? h("pre", { class: "diff old", text: edit.old }) : null,
+    edit && typeof edit.new === "string" ? h("pre", { class: "diff new", text: edit.new }) : null)));
+}
+
+function outcomeLine(meta) {
+  const parts = [];
+  if (meta.mode === "automate") parts.push(meta.committed ? pill("Committed", "good") : pill("Rolled back: the model is unchanged", "bad"));
+  else if (meta.mode === "collect") parts.push(pill(meta.ok ? "Read-only run" : "Read-only run failed", meta.ok ? "muted" : "bad"));
+  if (meta.timed_out) parts.push(pill("Timed out", "bad"));
+  if (typeof meta.duration_ms === "number") parts.push(h("span", { class: "muted", text: `ran in ${(meta.duration_ms / 1000).toFixed(meta.duration_ms < 10000 ? 2 : 0)} s` }));
+  return h("div", { class: "outcome" }, parts);
+}
+
+function errorView(error) {
+  const where = error.line ? ` at line ${error.line}` : "";
+  return h("div", { class: "error-box" },
+    h("div", { class: "error-title" }, h("strong", { text: error.type || "Error" }), where, ": ", error.message || ""),
+    error.traceback ? h("details", {}, h("summary", { text: "Traceback" }), h("pre", { class: "plain-text", text: error.traceback })) : null);
+}
+
+function failuresView(failures) {
+  return h("div", { class: "failures" },
+    h("div", { class: "section-title", text: `Host reported ${failures.length} warning${failures.length === 1 ? "" : "s"} or error${failures.length === 1 ? "" : "s"}` }),
+    h("ul", {}, failures.map((f) => h("li", {},
+      pill(f.severity || "warning", f.severity === "error" ? "bad" : "warn"), " ", f.message || JSON.stringify(f)))));
+}
+
+function changesView(meta) {
+  const changes = meta.changes || {};
+  const counts = ["added", "modified", "deleted"].map((k) => [k, (changes[k] || []).length]).filter(([, n]) => n);
+  return h("div", { class: "changes" },
+    h("div", { class: "section-head" }, h("span", { class: "section-title", text: "Change report" }),
+      counts.map(([k, n]) => pill(`${n} ${k}`, k === "deleted" ? "bad" : k === "added" ? "good" : "info"))),
+    meta.change_report ? h("pre", { class: "plain-text change-report", text: meta.change_report })
+      : h("div", { class: "muted", text: counts.length ? "" : "No elements changed." }));
+}
+
+function imageView(sessionId, image) {
+  if (image.error) return h("div", { class: "note warn", text: "The view image could not be captured: " + image.error });
+  const src = `/api/sessions/${encodeURIComponent(sessionId)}/images/${encodeURIComponent(image.image_id)}`;
+  return h("figure", { class: "view-image" },
+    zoomableImage(src, `View ${image.view || ""}`, image.width, image.height),
+    h("figcaption", { class: "muted", text: `${image.view || "View"} · ${image.width}×${image.height} · click to enlarge` }));
+}
+
+export function approvalView(sessionId, meta, onDecided) {
+  const status = h("span", { class: "muted" });
+  const decide = async (decision) => {
+    for (const b of buttons) b.disabled = true;
+    status.textContent = "Sending…";
+    try {
+      await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/approval`, { tool_call_id: meta.tool_call_id, decision });
+      status.textContent = decision === "keep" ? "Kept." : "Discarded.";
+      box.dataset.decision = decision;
+      if (onDecided) onDecided(decision);
+    } catch (error) {
+      status.textContent = error.message;
+      for (const b of buttons) b.disabled = false;
+    }
+  };
+  const buttons = [
+    h("button", { class: "primary", type: "button", text: "Keep", onclick: () => decide("keep") }),
+    h("button", { class: "danger", type: "button", text: "Discard", onclick: () => decide("discard") }),
+  ];
+  const report = meta.change_report || meta.report;
+  const box = h("div", { class: "approval", dataset: { toolCallId: meta.tool_call_id || "" } },
+    h("div", { class: "section-title", text: "This change awaits your decision" }),
+    typeof report === "string" && report ? h("pre", { class: "plain-text change-report", text: report }) : null,
+    meta.image && meta.image.image_id ? imageView(sessionId, meta.image) : null,
+    h("div", { class: "actions" }, buttons, status));
+  return box;
+}

@@ -15,6 +15,7 @@ from cloud import chunks
 from cloud.chunks import Chunk
 from cloud.config import Settings
 from cloud.contract import ContractError, validate_host_message, validate_tool_input
+from cloud.grounding.registry import NoApiIndex, api_index
 from cloud.hostlink import HostConnection, HostDirectory, HostUnavailable
 from cloud.hosts.base import ViewRequest, split_epilogue_output
 from cloud.hosts.registry import UnknownHostApp, content_hash, get_provider, stamped_epilogue
@@ -29,6 +30,7 @@ from cloud.transcript import tool_result_part
 AUTOMATION = "execute_task_automation"
 COLLECTION = "execute_data_collection"
 CAPTURE = "capture_view"
+LOOKUP = "lookup_api"
 
 
 @dataclass
@@ -82,6 +84,8 @@ def execute_tool(ctx: ToolContext, call: dict[str, Any]) -> Generator[Chunk, Non
     connection = _host(ctx)
     if connection is None:
         return (yield from _plain(call, message("no_host")))
+    if call["name"] == LOOKUP:
+        return (yield from _lookup(ctx, call, connection, arguments["query"]))
     if call["name"] == CAPTURE:
         view = ViewRequest(arguments.get("view"), arguments.get("element_ids", []))
         return (yield from _capture(ctx, call, view))
@@ -272,6 +276,17 @@ def _capture(ctx: ToolContext, call: dict[str, Any], view: ViewRequest) -> Gener
     ctx.store.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)
     return tool_result_part(call["id"], call["name"], text, [image["part"]])
+
+
+def _lookup(ctx: ToolContext, call: dict[str, Any], connection: HostConnection,
+            query: str) -> Generator[Chunk, None, dict[str, Any]]:
+    try:
+        answer = api_index(connection.host_app, connection.hello).answer(query)
+    except NoApiIndex as exc:
+        return (yield from _plain(call, str(exc)))
+    ctx.session.state.last_completed_tool = call["name"]
+    ctx.save_state()
+    return (yield from _plain(call, answer, is_error=False))
 
 
 def validate_relayed_result(result: Any) -> dict[str, Any]:

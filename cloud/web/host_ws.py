@@ -14,6 +14,7 @@ from flask import g
 from simple_websocket import ConnectionClosed
 
 from cloud.contract import ContractError, validate_host_message
+from cloud.grounding.registry import warm as warm_api_index
 from cloud.hostlink import HostConnection
 from cloud.rendezvous import Delivery
 from cloud.web.state import NexusState
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 
 HELLO_TIMEOUT_S = 30
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-RESULT_TYPES = ("execute_result", "export_view_result", "error")
+RESULT_TYPES = ("execute_result", "export_view_result", "context_result", "error")
 
 
 def _send(ws: Any, message: dict[str, Any]) -> None:
@@ -66,6 +67,7 @@ def serve_host(state: NexusState, ws: Any) -> None:
         ws.close(reason=1008, message="no hello")
         return
     connection = state.hosts.register(user.name, hello, lambda m: _send(ws, m))
+    warm_api_index(connection.host_app, hello)
     with connection.send_lock:
         _send(ws, {"type": "welcome", "host_id": connection.host_id})
     log.info("host %s connected (%s, user %s)", connection.host_id, connection.host_app, user.name)

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cloud.chunks import Chunk
+from cloud.context import fetch_context, render_context_block
 from cloud.hosts.registry import UnknownHostApp, get_provider
 from cloud.loop import RunContext, run_agentic_loop
 from cloud.prompts import text
@@ -60,7 +61,7 @@ def drive_run(state: NexusState, row: dict[str, Any], model: ModelAdapter, user_
         if policy_of_user is not None:
             session.state.policy = stricter(session.state.policy, policy_of_user.policy)
         save_state()
-        append(user_text(user_message))
+        append(_user_turn(state, session, user_message, run))
         store.update_session(session.session_id, status="running")
         tools = ToolContext(store=store, channel=state.channel, hosts=state.hosts, settings=state.settings,
                             session=session, cancel=run.cancel,
@@ -77,6 +78,17 @@ def drive_run(state: NexusState, row: dict[str, Any], model: ModelAdapter, user_
             store.update_session(session.session_id, status=status)
 
     return drive
+
+
+def _user_turn(state: NexusState, session: Session, user_message: str, run: Run) -> Entry:
+    """The person's message, led by a fresh context block when a host is connected."""
+    entry = user_text(user_message)
+    connection = state.hosts.get(session.host_id)
+    if connection is not None and connection.user_name == session.user_name:
+        context = fetch_context(state.channel, state.hosts, connection, session.session_id, run.cancel)
+        entry["content"].insert(0, {"type": "text", "kind": "host_context",
+                                    "text": render_context_block(connection, context)})
+    return entry
 
 
 POLICY_STRICTNESS = {"auto": 0, "ask": 1, "readonly": 2}

@@ -56,6 +56,7 @@ def sample_document() -> Document:
 
 @dataclass
 class TestHost:
+    __test__ = False  # not a pytest test class
     ws_url: str
     token: str
     document: Document = field(default_factory=sample_document)
@@ -204,6 +205,8 @@ print({DIRECTIVE_PREFIX!r} + _json.dumps({{"geometry_changed": bool(changes["add
 
 class TestProvider:
     """The capability provider for the test host (host_app "test")."""
+
+    __test__ = False
 
     host_app = "test"
     capability_version = "test-1.0"

@@ -1,0 +1,72 @@
+"""The short context block that leads each request's user turn: what the host has open, right now.
+
+It goes in the user turn, not the system prompt, so the cached prefix (tools + system) never changes.
+Hosts whose hello lists the `context` capability answer a cheap `context` request; for others the
+block is built from the hello alone.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+from cloud.hostlink import HostConnection, HostDirectory, HostUnavailable
+from cloud.prompts import text
+from cloud.rendezvous import ToolResultChannel
+
+CONTEXT_TIMEOUT_S = 10.0
+MAX_LEVELS = 40
+MAX_COUNTS = 25
+MAX_SELECTION = 50
+
+
+def fetch_context(channel: ToolResultChannel, hosts: HostDirectory, connection: HostConnection,
+                  session_id: str, cancel: threading.Event) -> dict[str, Any] | None:
+    if "context" not in (connection.hello.get("capabilities") or []):
+        return None
+    request_id = "ctx_" + uuid.uuid4().hex[:12]
+    channel.open(session_id, request_id, request_id, connection.host_id)
+    try:
+        hosts.send(connection.host_id, {"type": "context", "request_id": request_id})
+    except HostUnavailable:
+        channel.close(session_id)
+        return None
+    reply = channel.wait(session_id, CONTEXT_TIMEOUT_S, cancel)
+    if not reply or reply.get("type") != "context_result" or not reply.get("ok"):
+        return None
+    return reply.get("context")
+
+
+def render_context_block(connection: HostConnection, context: dict[str, Any] | None) -> str:
+    hello = connection.hello
+    context = context or {}
+    document = context.get("document") or hello.get("document", {}).get("title", "?")
+    lines = [f"Host: {hello.get('host_app')} {context.get('host_version') or hello.get('host_version', '')}".rstrip()
+             + f" (scripts run on Python {hello.get('python_version', '?')})",
+             f"Document: {document}"]
+    schema = hello.get("document", {}).get("schema")
+    if schema:
+        lines.append(f"Schema: {schema}")
+    levels = context.get("levels") or []
+    if levels:
+        shown = ", ".join(_level(level) for level in levels[:MAX_LEVELS])
+        lines.append(f"Levels/storeys ({len(levels)}): {shown}" + (" ..." if len(levels) > MAX_LEVELS else ""))
+    if context.get("active_view"):
+        lines.append(f"Active view: {context['active_view']}")
+    selection = context.get("selection") or []
+    lines.append(f"Selected element ids ({len(selection)}): " + (", ".join(map(str, selection[:MAX_SELECTION]))
+                                                               + (" ..." if len(selection) > MAX_SELECTION else "")
+                                                               if selection else "none"))
+    counts = sorted((context.get("counts") or {}).items(), key=lambda kv: -kv[1])
+    if counts:
+        lines.append("Element counts: " + ", ".join(f"{name} {n}" for name, n in counts[:MAX_COUNTS])
+                     + (f" (+{len(counts) - MAX_COUNTS} more kinds)" if len(counts) > MAX_COUNTS else ""))
+    units = context.get("units") or {}
+    if units:
+        lines.append("Units: " + ", ".join(f"{k} {v}" for k, v in units.items()))
+    return text("context_block.txt").format(lines="\n".join(lines)).strip()
+
+
+def _level(level: dict[str, Any]) -> str:
+    elevation = level.get("elevation")
+    return level["name"] + (f" ({elevation:g})" if isinstance(elevation, (int, float)) else "")

@@ -1,0 +1,96 @@
+"""The IFC host's API index, built from the installed ifcopenshell: api and util functions, schema entities."""
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+
+import ifcopenshell
+import ifcopenshell.api
+import ifcopenshell.util
+from ifcopenshell import ifcopenshell_wrapper
+
+from cloud.grounding.index import ApiEntry, ApiIndex
+
+_NAMED_TYPE = re.compile(r"<(?:type|entity|enumeration|select) (\w+)")
+# Modules that are tooling rather than API a script would call.
+SKIPPED_UTIL = {"ifc4x3dev_scrape_data_for_docs", "generate_pset_templates", "profiler", "doc", "mvd_info"}
+
+
+def _doc(obj: object) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.split("\n\n", 1)[0] + ("\n\n" + doc.split("\n\n", 2)[1] if doc.count("\n\n") >= 1 else "")
+
+
+def _signature(fn: object) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _api_functions() -> list[ApiEntry]:
+    entries = []
+    for info in pkgutil.iter_modules(ifcopenshell.api.__path__):
+        try:
+            module = importlib.import_module(f"ifcopenshell.api.{info.name}")
+        except Exception:  # an optional dependency of one api module must not hide the rest
+            continue
+        entries.append(ApiEntry(module.__name__, "module", "", _doc(module)))
+        for name in getattr(module, "__all__", []):
+            fn = getattr(module, name, None)
+            if callable(fn):
+                entries.append(ApiEntry(f"{module.__name__}.{name}", "function", _signature(fn), _doc(fn)))
+    return entries
+
+
+def _util_functions() -> list[ApiEntry]:
+    entries = []
+    for info in pkgutil.iter_modules(ifcopenshell.util.__path__):
+        if info.name in SKIPPED_UTIL:
+            continue
+        try:
+            module = importlib.import_module(f"ifcopenshell.util.{info.name}")
+        except Exception:
+            continue
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj):
+                entries.append(ApiEntry(f"{module.__name__}.{name}", "function", _signature(obj), _doc(obj)))
+            elif inspect.isclass(obj):
+                entries.append(ApiEntry(f"{module.__name__}.{name}", "class", _signature(obj), _doc(obj)))
+    return entries
+
+
+def _type_name(attribute: object) -> str:
+    """`IfcLabel`, `IfcObjectPlacement`, `SET [1:?] OF IfcRepresentation`, ... from the wrapper's repr."""
+    text = str(attribute.type_of_attribute())
+    named = _NAMED_TYPE.match(text)
+    return named.group(1) if named else text.strip("<>")
+
+
+def _schema_entities(schema_name: str) -> list[ApiEntry]:
+    schema = ifcopenshell_wrapper.schema_by_name(schema_name)
+    entries = []
+    for decl in schema.declarations():
+        if isinstance(decl, ifcopenshell_wrapper.entity):
+            attributes = ", ".join(f"{a.name()}: {_type_name(a)}" for a in decl.all_attributes())
+            supertype = decl.supertype().name() if decl.supertype() else ""
+            doc = f"{schema_name} entity" + (f", subtype of {supertype}" if supertype else "") + \
+                (" (abstract)" if decl.is_abstract() else "")
+            entries.append(ApiEntry(decl.name(), "entity", f"({attributes})", doc))
+            for attribute in decl.attributes():  # the ones it declares itself
+                entries.append(ApiEntry(f"{decl.name()}.{attribute.name()}", "attribute",
+                                        f": {_type_name(attribute)}",
+                                        "optional" if attribute.optional() else "required"))
+        elif isinstance(decl, ifcopenshell_wrapper.enumeration_type):
+            entries.append(ApiEntry(decl.name(), "enum", f"({', '.join(decl.enumeration_items())})",
+                                    f"{schema_name} enumeration"))
+    return entries
+
+
+def build_ifc_index(schema_name: str = "IFC4") -> ApiIndex:
+    entries = [*_api_functions(), *_util_functions(), *_schema_entities(schema_name)]
+    return ApiIndex(entries, f"ifcopenshell {ifcopenshell.version} API and {schema_name} schema")

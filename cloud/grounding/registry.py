@@ -1,0 +1,58 @@
+"""Which API index answers `lookup_api` for a host, built once per host app and version, then kept."""
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from cloud.grounding.index import ApiIndex
+
+
+class NoApiIndex(LookupError):
+    pass
+
+
+def _ifc(hello: dict[str, Any]) -> tuple[str, Callable[[], ApiIndex]]:
+    from cloud.grounding.ifc_api import build_ifc_index
+
+    schema = str(hello.get("document", {}).get("schema") or "IFC4").upper()
+    return f"ifc:{schema}", lambda: build_ifc_index(schema)
+
+
+def _revit(hello: dict[str, Any]) -> tuple[str, Callable[[], ApiIndex]]:
+    from cloud.grounding.revit_api import build_revit_index
+
+    digits = re.findall(r"\d+", str(hello.get("host_version", "")))
+    year = int(digits[0]) if digits else 2026
+    version = year - 2000 if year > 2000 else year
+    return f"revit:{version}", lambda: build_revit_index(version)
+
+
+BUILDERS: dict[str, Callable[[dict[str, Any]], tuple[str, Callable[[], ApiIndex]]]] = {"ifc": _ifc, "revit": _revit}
+
+_lock = threading.Lock()
+_indexes: dict[str, ApiIndex] = {}
+
+
+def api_index(host_app: str, hello: dict[str, Any]) -> ApiIndex:
+    """The index for this host (built on first use; call `warm` when a host connects to build it early)."""
+    if host_app not in BUILDERS:
+        raise NoApiIndex(f"no API reference is available for {host_app!r} hosts")
+    key, build = BUILDERS[host_app](hello)
+    with _lock:
+        if key not in _indexes:
+            try:
+                _indexes[key] = build()
+            except LookupError as exc:
+                raise NoApiIndex(str(exc)) from exc
+        return _indexes[key]
+
+
+def warm(host_app: str, hello: dict[str, Any]) -> None:
+    def build() -> None:
+        try:
+            api_index(host_app, hello)
+        except NoApiIndex:
+            pass
+    threading.Thread(target=build, name=f"api-index-{host_app}", daemon=True).start()

@@ -1,0 +1,173 @@
+"""What runs inside the forked child that executes one script against a copy-on-write copy of the model.
+
+The child runs the script (and, after a successful automation, the epilogue), reports, then obeys the
+keeper: `commit` writes the model to a path and exits, `snapshot` writes it and waits for more (a held
+automation being previewed), `discard` exits. Whatever the script does, the keeper's model is untouched.
+"""
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+from typing import Any, NoReturn
+
+import ifcopenshell
+from ifcopenshell.file import Transaction
+
+from ifc_host.changes import ChangeRecorder, ChangeSet
+from ifc_host.model_file import fsync_file
+from ifc_host.pipes import MessageReader, send_message
+from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
+
+SCRIPT_FILENAME = "<script>"
+EPILOGUE_FILENAME = "<epilogue>"
+
+
+class TransactionsAreManagedByTheHost(RuntimeError):
+    pass
+
+
+def child_main(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int]) -> NoReturn:
+    """Entry point right after fork(); never returns (os._exit keeps the keeper's cleanup from running here)."""
+    code = 70
+    try:
+        os.setpgid(0, 0)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        faulthandler.enable(file=os.fdopen(os.dup(fds["crash"]), "w"), all_threads=False)
+        os.dup2(fds["stdout"], 1)
+        os.dup2(fds["stdout"], 2)
+        result = _run_job(model, job, fds)
+        send_message(fds["to_keeper"], {"kind": "result", "result": result})
+        _obey_keeper(model, fds)
+        code = 0
+    except BaseException:  # noqa: B036 - nothing may escape a forked child
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _run_job(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int]) -> dict[str, Any]:
+    stdout = CappedOutput(1, STDOUT_CAP_BYTES)
+    sys.stdout = sys.stderr = stdout
+    _forbid_script_transactions()
+    recorder = ChangeRecorder(model)
+    model.transaction = recorder
+    try:
+        outcome = run_code(job["code"], SCRIPT_FILENAME, _script_globals(model))
+    finally:
+        stdout.flush()
+        model.transaction = None
+    result: dict[str, Any] = {
+        "ok": outcome.ok, "error": outcome.error, "stdout_truncated": stdout.truncated, "failures": [],
+        "changes": {"added": [], "modified": [], "deleted": []}, "epilogue_stdout": None,
+    }
+    if not outcome.ok:
+        return result
+    if job["mode"] == "collect":
+        if recorder.touched_anything:
+            counts = recorder.counts
+            result["failures"].append({"severity": "warning", "message": (
+                "this data-collection script changed the model (created {created}, edited {edited}, deleted "
+                "{deleted} entities); everything was rolled back as always for data collection").format(**counts)})
+        return result
+    changes = recorder.finish()
+    result["changes"] = changes.as_contract()
+    result["geometry_changed"] = changes.geometry
+    if job.get("epilogue_code"):
+        _run_epilogue(model, job["epilogue_code"], changes, fds, result)
+    return result
+
+
+def _run_epilogue(model: ifcopenshell.file, code: str, changes: ChangeSet, fds: dict[str, int],
+                  result: dict[str, Any]) -> None:
+    output = CappedOutput(fds["epilogue"], STDOUT_CAP_BYTES)
+    sys.stdout = sys.stderr = output
+    guard = ChangeRecorder(model)
+    model.transaction = guard
+    try:
+        outcome = run_code(code, EPILOGUE_FILENAME, _epilogue_globals(model, changes))
+    finally:
+        output.flush()
+        model.transaction = None
+        sys.stdout = sys.stderr = CappedOutput(1, 0)
+    result["epilogue_truncated"] = output.truncated
+    if not outcome.ok and outcome.error:
+        error = outcome.error
+        result["failures"].append({"severity": "warning", "message": (
+            f"the change report could not be completed: {error['type']}: {error['message']} "
+            f"(epilogue line {error.get('line')})")})
+    if guard.touched_anything:
+        result["ok"] = False
+        result["error"] = {"type": "EpilogueModifiedModel", "line": None, "traceback": "", "message": (
+            "the host's change-report script modified the model, so the automation was not committed")}
+
+
+def _script_globals(model: ifcopenshell.file) -> dict[str, Any]:
+    return {"__name__": "__main__", "__builtins__": __builtins__, "model": model, "ifcopenshell": ifcopenshell}
+
+
+def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet) -> dict[str, Any]:
+    def nexus_changes() -> dict[str, list[int]]:
+        return changes.as_contract()
+
+    def nexus_deleted_info() -> dict[int, dict[str, Any]]:
+        return {k: dict(v) for k, v in changes.deleted_info.items()}
+
+    def nexus_geometry_changed() -> list[int]:
+        return list(changes.geometry)
+
+    return {**_script_globals(model), "nexus_changes": nexus_changes, "nexus_deleted_info": nexus_deleted_info,
+            "nexus_geometry_changed": nexus_geometry_changed}
+
+
+def _forbid_script_transactions() -> None:
+    """Scripts run inside one host transaction. IfcOpenShell's own transactions nest on the recorder (a few
+    API functions use one to discard temporary entities); undo/redo would reach outside the script."""
+    file_class = ifcopenshell.file
+
+    def begin_transaction(self: Any) -> None:
+        recorder = self.transaction
+        if isinstance(recorder, ChangeRecorder):
+            recorder.nested.append(Transaction(self))
+        else:
+            raise TransactionsAreManagedByTheHost("transactions are managed by the host")
+
+    def end_transaction(self: Any) -> None:
+        recorder = self.transaction
+        if isinstance(recorder, ChangeRecorder) and recorder.nested:
+            recorder.nested.pop()
+
+    def discard_transaction(self: Any) -> None:
+        recorder = self.transaction
+        if isinstance(recorder, ChangeRecorder) and recorder.nested:
+            recorder.nested.pop().rollback()
+
+    def refuse(self: Any) -> None:
+        raise TransactionsAreManagedByTheHost(
+            "undo/redo is not available: the whole script is one transaction that the host commits when the "
+            "script succeeds; raise an exception to roll everything back")
+
+    file_class.begin_transaction = begin_transaction
+    file_class.end_transaction = end_transaction
+    file_class.discard_transaction = discard_transaction
+    file_class.undo = refuse
+    file_class.redo = refuse
+
+
+def _obey_keeper(model: ifcopenshell.file, fds: dict[str, int]) -> None:
+    reader = MessageReader(fds["from_keeper"])
+    while True:
+        command = reader.read(None)
+        if command is None or command.get("op") == "discard":
+            return
+        if command.get("op") in ("commit", "snapshot"):
+            try:
+                model.write(command["path"])
+                fsync_file(command["path"])
+                send_message(fds["to_keeper"], {"kind": "written", "ok": True})
+            except Exception as exc:
+                send_message(fds["to_keeper"], {"kind": "written", "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+            if command["op"] == "commit":
+                return

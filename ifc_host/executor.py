@@ -1,0 +1,193 @@
+"""Isolated script execution, seen from the runtime: a proxy to the model keeper process.
+
+The keeper is started as a fresh interpreter (`python -m ifc_host.keeper`), never forked from this process,
+which has threads (websocket, and in `nexus run` a whole web server). If the keeper itself dies, the proxy
+starts a new one from the last committed file, so nothing committed is lost and the host keeps serving.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import ifc_host
+from ifc_host.keeper import COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
+from ifc_host.model_file import BadModelError
+
+log = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 300.0
+DEFAULT_HOLD_TIMEOUT_S = 900.0
+
+
+class KeeperUnavailable(RuntimeError):
+    """The keeper process died or stopped answering (it has been restarted if possible)."""
+
+
+@dataclass(frozen=True)
+class ExecuteJob:
+    request_id: str
+    mode: str  # "collect" | "automate"
+    code: str
+    timeout_s: float
+    epilogue_code: str | None = None
+    hold: bool = False
+
+    def as_request(self) -> dict[str, Any]:
+        return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
+                "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
+                "hold": self.hold and self.mode == "automate"}
+
+
+class IsolatedExecutor:
+    """Runs scripts against the model held by a keeper process; thread-safe, one request at a time."""
+
+    def __init__(self, model_path: str | os.PathLike[str], save_path: str | os.PathLike[str] | None = None,
+                 hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S) -> None:
+        self.model_path = Path(model_path).resolve()
+        self.save_path = Path(save_path).resolve() if save_path else self.model_path
+        if not self.save_path.parent.is_dir():
+            raise BadModelError(f"{self.save_path}: the output folder {self.save_path.parent} does not exist")
+        self.hold_timeout_s = hold_timeout_s
+        self._lock = threading.Lock()
+        self._committed_here = False
+        self._held: tuple[str, float] | None = None  # request id, expiry (time.monotonic())
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self.document = self._start(self.model_path)
+
+    # --- public ---------------------------------------------------------------------------------------
+    @property
+    def committed_path(self) -> Path:
+        """The file that holds the committed model right now (what a plan of the committed model renders)."""
+        return self.save_path if self._committed_here else self.model_path
+
+    @property
+    def held_request_id(self) -> str | None:
+        if self._held is None or time.monotonic() >= self._held[1]:
+            return None
+        return self._held[0]
+
+    def execute(self, job: ExecuteJob) -> dict[str, Any]:
+        try:
+            result = self._call(job.as_request(), job.timeout_s + COMMIT_TIMEOUT_S + 30)
+        except KeeperUnavailable as exc:
+            return _keeper_lost(str(exc))
+        self._note(result, job.request_id)
+        return result
+
+    def decide(self, request_id: str, decision: str) -> dict[str, Any]:
+        try:
+            result = self._call({"op": "decide", "request_id": request_id, "decision": decision},
+                                COMMIT_TIMEOUT_S + 30)
+        except KeeperUnavailable as exc:
+            return _keeper_lost(str(exc))
+        self._note(result, request_id)
+        return result
+
+    def snapshot_held(self, path: str | os.PathLike[str]) -> None:
+        """Write the held (uncommitted) model to `path`, e.g. to render a preview of it."""
+        reply = self._call({"op": "snapshot_held", "path": str(path)}, SNAPSHOT_TIMEOUT_S + 30)
+        if not reply.get("ok"):
+            raise RuntimeError(reply.get("message") or "the held model could not be written")
+
+    @property
+    def keeper_pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop_keeper()
+
+    # --- internals -----------------------------------------------------------------------------------
+    def _note(self, result: dict[str, Any], request_id: str) -> None:
+        if result.get("committed"):
+            self._committed_here = True
+        if result.get("held"):
+            self._held = (request_id, time.monotonic() + self.hold_timeout_s)
+        elif self._held is not None and self._held[0] == request_id:
+            self._held = None
+
+    def _call(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        with self._lock:
+            try:
+                if self._conn is None:
+                    raise OSError("the keeper is not running")
+                self._conn.send(request)
+                if not self._conn.poll(timeout_s):
+                    raise TimeoutError(f"no answer within {timeout_s:g} s")
+                return self._conn.recv()
+            except (EOFError, OSError, TimeoutError) as exc:
+                self._held = None
+                code = self._proc.poll() if self._proc else None
+                self._stop_keeper()
+                why = f"exit status {code}" if code is not None else str(exc) or type(exc).__name__
+                log.error("model keeper lost (%s); restarting from %s", why, self.committed_path)
+                try:
+                    self._start(self.committed_path)
+                except (BadModelError, KeeperUnavailable) as restart_error:
+                    raise KeeperUnavailable(f"the model keeper process was lost ({why}) and could not be "
+                                            f"restarted: {restart_error}") from exc
+                raise KeeperUnavailable(f"the model keeper process was lost ({why}); it was restarted from the "
+                                        "last committed model") from exc
+
+    def _start(self, path: Path) -> dict[str, Any]:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        package_root = str(Path(ifc_host.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        # The keeper forks: native thread pools (OpenBLAS via numpy) must not exist in it.
+        env.update({name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
+        command = [sys.executable, "-m", "ifc_host.keeper", "--fd", str(theirs.fileno()),
+                   "--hold-timeout", repr(self.hold_timeout_s), str(path), str(self.save_path)]
+        try:
+            proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env,
+                                    start_new_session=True)
+        finally:
+            theirs.close()
+        conn = Connection(ours.detach())
+        try:
+            if not conn.poll(STARTUP_TIMEOUT_S):
+                raise KeeperUnavailable(f"the model keeper did not start within {STARTUP_TIMEOUT_S:g} s")
+            reply = conn.recv()
+        except (EOFError, OSError, KeeperUnavailable) as exc:
+            proc.kill()
+            proc.wait()
+            conn.close()
+            raise KeeperUnavailable(f"the model keeper failed to start (exit status {proc.returncode})") from exc
+        if not reply.get("ok"):
+            proc.wait(timeout=30)
+            conn.close()
+            raise BadModelError(reply.get("error") or f"{path}: could not be opened")
+        self._proc, self._conn = proc, conn
+        return reply["document"]
+
+    def _stop_keeper(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.send({"op": "shutdown"})
+            except OSError:
+                pass
+            self._conn.close()
+            self._conn = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+
+
+def _keeper_lost(message: str) -> dict[str, Any]:
+    return {"ok": False, "committed": False, "stdout": "", "failures": [], "duration_ms": 0,
+            "changes": {"added": [], "modified": [], "deleted": []},
+            "error": {"type": "HostCrash", "message": message, "line": None, "traceback": ""}}

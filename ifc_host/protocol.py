@@ -1,0 +1,100 @@
+"""The host side of the host protocol: parsing what the cloud sends, shaping what the host answers.
+
+Everything is checked against shared_contract/ in both directions, so a malformed command gets an `error`
+reply naming the problem, and the host never sends a message the cloud would reject.
+"""
+from __future__ import annotations
+
+import json
+import platform
+from typing import Any
+
+import ifcopenshell
+
+from cloud.contract import ContractError, validate_host_message
+
+RUNTIME_VERSION = "1.0.0"
+HOST_APP = "ifc"
+CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping"]
+CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "ping", "pong", "error")
+RESULT_FIELDS = (
+    "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",
+    "stdout_truncated", "held",
+)
+
+
+class ProtocolProblem(ValueError):
+    """An inbound message the host cannot act on; `request_id` is set when the message carried one."""
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+def parse_inbound(raw: str | bytes) -> dict[str, Any]:
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", errors="replace")
+    try:
+        message = json.loads(raw)
+    except ValueError as exc:
+        raise ProtocolProblem(f"malformed message: not valid JSON ({exc})") from exc
+    request_id = message.get("request_id") if isinstance(message, dict) else None
+    request_id = request_id if isinstance(request_id, str) and request_id else None
+    try:
+        validate_host_message(message)
+    except ContractError as exc:
+        raise ProtocolProblem(f"malformed message: {exc}", request_id) from exc
+    if message["type"] not in CLOUD_TO_HOST:
+        raise ProtocolProblem(
+            f"unexpected message type {message['type']!r}: an IFC host accepts {', '.join(CLOUD_TO_HOST)}", request_id)
+    return message
+
+
+def hello(document: dict[str, Any], host_id: str | None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "type": "hello", "host_app": HOST_APP, "host_version": ifcopenshell.version,
+        "runtime_version": RUNTIME_VERSION, "python_version": platform.python_version(),
+        "document": document, "capabilities": list(CAPABILITIES),
+    }
+    if host_id:
+        message["host_id"] = host_id
+    return checked(message)
+
+
+def error(message: str, request_id: str | None = None) -> dict[str, Any]:
+    return checked({"type": "error", "request_id": request_id, "message": message or "error"})
+
+
+def pong(ping: dict[str, Any]) -> dict[str, Any]:
+    return checked({"type": "pong", **({"nonce": ping["nonce"]} if "nonce" in ping else {})})
+
+
+def execute_result(request_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Shape a keeper result into an execute_result; host-only extras travel in `details`."""
+    message: dict[str, Any] = {"type": "execute_result", "request_id": request_id}
+    for key in RESULT_FIELDS:
+        if key in result and (result[key] is not None or key in ("error", "epilogue_stdout")):
+            message[key] = result[key]
+    message.setdefault("stdout", "")
+    message.setdefault("failures", [])
+    message.setdefault("changes", {"added": [], "modified": [], "deleted": []})
+    message.setdefault("committed", False)
+    message.setdefault("duration_ms", 0)
+    details = {k: result[k] for k in ("geometry_changed", "epilogue_truncated") if result.get(k) is not None}
+    if details:
+        message["details"] = details
+    return checked(message)
+
+
+def export_view_result(request_id: str, *, png_base64: str, width: int, height: int, view: str) -> dict[str, Any]:
+    return checked({"type": "export_view_result", "request_id": request_id, "ok": True, "png_base64": png_base64,
+                    "width": width, "height": height, "view": view})
+
+
+def export_view_failure(request_id: str, reason: str) -> dict[str, Any]:
+    return checked({"type": "export_view_result", "request_id": request_id, "ok": False, "error": reason})
+
+
+def checked(message: dict[str, Any]) -> dict[str, Any]:
+    validate_host_message(message)
+    return message

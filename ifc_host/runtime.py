@@ -1,0 +1,412 @@
+"""The IFC host runtime: a websocket client that serves the host protocol for one IFC model.
+
+It connects to the orchestrator's `/ws/host`, says hello (with its previous host id after a reconnect),
+and answers commands. Scripts run one at a time in the model keeper (see executor.py); a second `execute`
+while one runs is refused with an `error` reply rather than queued, because the cloud waits for each result
+before sending the next script. Plan images render in their own process. Pings are answered at once, even
+while a script runs. The connection is re-established with capped exponential backoff until stopped.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import random
+import shutil
+import tempfile
+import threading
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import websocket
+
+from cloud.contract import ContractError
+from cloud.hosts.registry import content_hash
+from ifc_host import protocol
+from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, ExecuteJob, IsolatedExecutor
+
+log = logging.getLogger("nexus.ifc_host")
+
+HOST_PATH = "/ws/host"
+CONNECT_TIMEOUT_S = 10.0
+HEARTBEAT_S = 20.0
+MAX_PENDING_REPLIES = 32
+
+
+class HostRejected(RuntimeError):
+    """The orchestrator refused this host (bad or revoked token): retrying would not help."""
+
+
+@dataclass(frozen=True)
+class ReconnectPolicy:
+    first_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    factor: float = 2.0
+    jitter: float = 0.2
+
+    def delays(self) -> Any:
+        delay = self.first_delay_s
+        while True:
+            yield delay * random.uniform(1 - self.jitter, 1 + self.jitter)
+            delay = min(self.max_delay_s, delay * self.factor)
+
+
+def websocket_url(server_url: str) -> str:
+    """http(s)://host[:port][/prefix] -> ws(s)://host[:port][/prefix]/ws/host (a ws(s) URL is used as given)."""
+    parts = urlsplit(server_url.strip())
+    if parts.scheme in ("ws", "wss"):
+        return server_url
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"server URL must look like http://host:port, got {server_url!r}")
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + HOST_PATH, "", ""))
+
+
+class HostRuntime:
+    """Serves one model over one websocket at a time; survives disconnects, bad messages and bad scripts."""
+
+    def __init__(self, executor: IsolatedExecutor, server_url: str, token: str,
+                 reconnect: ReconnectPolicy | None = None, render_timeout_s: float = 60.0) -> None:
+        self.executor = executor
+        self.ws_url = websocket_url(server_url)
+        self.token = token
+        self.reconnect = reconnect or ReconnectPolicy()
+        self.render_timeout_s = render_timeout_s
+        self.host_id: str | None = None
+        self.connected = threading.Event()
+        self.connections = 0  # how many times a welcome was received (tests and logs)
+        self._ws: websocket.WebSocket | None = None
+        self._send_lock = threading.Lock()
+        self._job_lock = threading.Lock()
+        self._view_lock = threading.Lock()
+        self._pending: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_REPLIES)
+        self._workers: set[threading.Thread] = set()
+
+    # --- connection loop ---------------------------------------------------------------------------
+    def serve(self, stop: threading.Event) -> None:
+        """Connect, serve, reconnect with backoff, until `stop` is set. Raises HostRejected on 401/403."""
+        watcher = threading.Thread(target=self._close_on_stop, args=(stop,), name="ifc-host-stop", daemon=True)
+        watcher.start()
+        delays = self.reconnect.delays()
+        while not stop.is_set():
+            try:
+                ws = websocket.create_connection(
+                    self.ws_url, timeout=CONNECT_TIMEOUT_S, header=[f"Authorization: Bearer {self.token}"],
+                    enable_multithread=True)
+            except websocket.WebSocketBadStatusException as exc:
+                if exc.status_code in (401, 403):
+                    raise HostRejected(f"the server refused this host's token (HTTP {exc.status_code})") from exc
+                log.warning("connecting to %s failed: %s", self.ws_url, exc)
+            except (OSError, websocket.WebSocketException) as exc:
+                log.warning("connecting to %s failed: %s", self.ws_url, exc)
+            else:
+                if self._serve_connection(ws, stop):
+                    delays = self.reconnect.delays()
+            if stop.is_set():
+                break
+            delay = next(delays)
+            log.info("reconnecting in %.1f s", delay)
+            stop.wait(delay)
+
+    def _close_on_stop(self, stop: threading.Event) -> None:
+        stop.wait()
+        self._drop_connection()
+
+    def _serve_connection(self, ws: websocket.WebSocket, stop: threading.Event) -> bool:
+        """Serve one connection until it drops; True if it got as far as a welcome."""
+        ws.settimeout(None)
+        with self._send_lock:
+            self._ws = ws
+        welcomed = False
+        heartbeat_stop = threading.Event()
+        try:
+            if stop.is_set():
+                return False
+            self._send(protocol.hello(self._document(), self.host_id), queue_if_down=False)
+            threading.Thread(target=self._heartbeat, args=(heartbeat_stop,), name="ifc-host-heartbeat",
+                             daemon=True).start()
+            while not stop.is_set():
+                raw = ws.recv()
+                if raw is None or raw == "":
+                    break
+                if self._handle(raw):
+                    welcomed = True
+        except (OSError, websocket.WebSocketException) as exc:
+            if not stop.is_set():
+                log.warning("connection to %s lost: %s", self.ws_url, exc)
+        finally:
+            heartbeat_stop.set()
+            self.connected.clear()
+            self._drop_connection()
+        return welcomed
+
+    def _drop_connection(self) -> None:
+        with self._send_lock:
+            ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                ws.close(timeout=1)
+            except (OSError, websocket.WebSocketException):
+                pass
+
+    def _heartbeat(self, done: threading.Event) -> None:
+        # Keeps idle proxies from closing the socket, and makes a dead connection fail a send.
+        while not done.wait(HEARTBEAT_S):
+            self._send({"type": "ping"}, queue_if_down=False)
+
+    def _document(self) -> dict[str, Any]:
+        document = dict(self.executor.document)
+        document["path"] = str(self.executor.model_path)
+        if self.executor.save_path != self.executor.model_path:
+            document["saved_to"] = str(self.executor.save_path)
+        return document
+
+    # --- sending -------------------------------------------------------------------------------------
+    def _send(self, message: dict[str, Any], queue_if_down: bool = True) -> None:
+        text = websocket_json(message)
+        with self._send_lock:
+            ws = self._ws
+            if ws is not None:
+                try:
+                    ws.send(text)
+                    return
+                except (OSError, websocket.WebSocketException) as exc:
+                    log.warning("sending %s failed: %s", message.get("type"), exc)
+            if queue_if_down:
+                # Delivered after the next welcome: a result is not lost to a brief disconnect.
+                self._pending.append(message)
+
+    def _reply(self, message: dict[str, Any]) -> None:
+        self._send(message)
+
+    def _flush_pending(self) -> None:
+        while self._pending:
+            self._send(self._pending.popleft())
+
+    # --- dispatch ------------------------------------------------------------------------------------
+    def _handle(self, raw: str | bytes) -> bool:
+        """Act on one inbound frame; returns True when it was a welcome."""
+        try:
+            message = protocol.parse_inbound(raw)
+        except protocol.ProtocolProblem as problem:
+            log.warning("refused a message: %s", problem)
+            self._reply(protocol.error(str(problem), problem.request_id))
+            return False
+        kind = message["type"]
+        if kind == "welcome":
+            self.host_id = message["host_id"]
+            self.connections += 1
+            self.connected.set()
+            log.info("connected to %s as host %s", self.ws_url, self.host_id)
+            self._flush_pending()
+            return True
+        if kind == "ping":
+            self._reply(protocol.pong(message))
+        elif kind == "execute":
+            self._start_execute(message)
+        elif kind == "decide":
+            self._start_job(message["request_id"], self._run_decide, message)
+        elif kind == "export_view":
+            self._start_worker(self._run_export_view, message)
+        elif kind == "error":
+            log.warning("the server reported a problem: %s", message.get("message"))
+        return False
+
+    def _start_execute(self, message: dict[str, Any]) -> None:
+        request_id = message["request_id"]
+        held = self.executor.held_request_id
+        if held is not None:
+            self._reply(protocol.error(
+                f"busy: automation {held} awaits a keep/discard decision; request {request_id} was not run",
+                request_id))
+            return
+        epilogue = message.get("epilogue")
+        if epilogue is not None and content_hash(epilogue["code"]) != epilogue["sha256"]:
+            self._reply(protocol.error(
+                f"the epilogue's sha256 does not match its code (capability {epilogue['capability_version']}); "
+                f"request {request_id} was not run", request_id))
+            return
+        self._start_job(request_id, self._run_execute, message)
+
+    def _start_job(self, request_id: str, target: Any, message: dict[str, Any]) -> None:
+        if not self._job_lock.acquire(blocking=False):
+            self._reply(protocol.error(
+                f"busy: another script is running; request {request_id} was not run (one execute at a time)",
+                request_id))
+            return
+
+        def run() -> None:
+            try:
+                target(message)
+            finally:
+                self._job_lock.release()
+
+        self._spawn(run, f"ifc-host-{message['type']}")
+
+    def _start_worker(self, target: Any, message: dict[str, Any]) -> None:
+        self._spawn(lambda: target(message), f"ifc-host-{message['type']}")
+
+    def _spawn(self, run: Any, name: str) -> None:
+        def guarded() -> None:
+            try:
+                run()
+            except Exception:  # a bug here must not kill the connection; it is logged with its traceback
+                log.exception("%s failed", name)
+            finally:
+                self._workers.discard(threading.current_thread())
+
+        thread = threading.Thread(target=guarded, name=name, daemon=True)
+        self._workers.add(thread)
+        thread.start()
+
+    # --- work ----------------------------------------------------------------------------------------
+    def _run_execute(self, message: dict[str, Any]) -> None:
+        epilogue = message.get("epilogue") or {}
+        job = ExecuteJob(request_id=message["request_id"], mode=message["mode"], code=message["code"],
+                         timeout_s=float(message["timeout_s"]), epilogue_code=epilogue.get("code"),
+                         hold=bool(message.get("hold")))
+        log.info("running %s script for request %s", job.mode, job.request_id)
+        result = self.executor.execute(job)
+        self._reply_result(job.request_id, result)
+
+    def _run_decide(self, message: dict[str, Any]) -> None:
+        result = self.executor.decide(message["request_id"], message["decision"])
+        if result.get("unknown"):
+            self._reply(protocol.error(result["message"], message["request_id"]))
+            return
+        self._reply_result(message["request_id"], result)
+
+    def _reply_result(self, request_id: str, result: dict[str, Any]) -> None:
+        log.info("request %s: ok=%s committed=%s held=%s (%.0f ms)", request_id, result.get("ok"),
+                 result.get("committed"), bool(result.get("held")), result.get("duration_ms") or 0)
+        try:
+            reply = protocol.execute_result(request_id, result)
+        except ContractError as exc:
+            log.error("result for %s does not fit the contract: %s", request_id, exc)
+            reply = protocol.error(f"the host produced an invalid result: {exc}", request_id)
+        self._reply(reply)
+
+    def _run_export_view(self, message: dict[str, Any]) -> None:
+        request_id = message["request_id"]
+        with self._view_lock:
+            try:
+                reply = self._render(message)
+            except Exception as exc:  # every failure becomes ok: false, the host keeps serving
+                log.warning("export_view %s failed: %s", request_id, exc)
+                reply = protocol.export_view_failure(request_id, f"{type(exc).__name__}: {exc}")
+        self._reply(reply)
+
+    def _render(self, message: dict[str, Any]) -> dict[str, Any]:
+        from ifc_host.render import RenderError, render_view
+
+        request_id = message["request_id"]
+        scratch = Path(tempfile.mkdtemp(prefix="nexus-view-"))
+        try:
+            path = self.executor.committed_path
+            if self.executor.held_request_id is not None:
+                # A held automation is previewed: show the model as it would be if kept.
+                path = scratch / "held.ifc"
+                self.executor.snapshot_held(path)
+            try:
+                rendered = render_view(str(path), message.get("view"), list(message.get("element_ids") or []),
+                                       int(message["max_px"]), timeout_s=self.render_timeout_s)
+            except RenderError as exc:
+                return protocol.export_view_failure(request_id, str(exc))
+            return protocol.export_view_result(
+                request_id, png_base64=base64.b64encode(rendered.png).decode("ascii"), width=rendered.width,
+                height=rendered.height, view=rendered.view)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def wait_idle(self, timeout: float = 10.0) -> None:
+        for thread in list(self._workers):
+            thread.join(timeout)
+
+
+def websocket_json(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+class HostHandle:
+    """A host runtime serving on a background thread (for `nexus run` / `nexus demo`)."""
+
+    def __init__(self, runtime: HostRuntime, stop: threading.Event) -> None:
+        self.runtime = runtime
+        self._stop = stop
+        self.error: BaseException | None = None
+        self.finished = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="ifc-host", daemon=True)
+
+    @property
+    def connected(self) -> threading.Event:
+        return self.runtime.connected
+
+    @property
+    def host_id(self) -> str | None:
+        return self.runtime.host_id
+
+    def wait_connected(self, timeout: float = 30.0) -> str:
+        """Block until welcomed; returns the host id. Raises the runtime's error if it gave up."""
+        if not self.connected.wait(timeout):
+            if self.error is not None:
+                raise self.error
+            raise TimeoutError(f"the IFC host did not connect to {self.runtime.ws_url} within {timeout:g} s")
+        return self.runtime.host_id or ""
+
+    def _serve(self) -> None:
+        try:
+            self.runtime.serve(self._stop)
+        except BaseException as exc:  # kept for the owner to inspect via .error
+            self.error = exc
+            log.error("IFC host stopped: %s", exc)
+        finally:
+            self.runtime.wait_idle()
+            self.runtime.executor.close()
+            self.finished.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self.thread.join(timeout)
+
+
+def _build_runtime(model_path: str, server_url: str, token: str, out_path: str | None,
+                   hold_timeout_s: float, reconnect: ReconnectPolicy | None) -> HostRuntime:
+    executor = IsolatedExecutor(model_path, out_path, hold_timeout_s=hold_timeout_s)
+    try:
+        return HostRuntime(executor, server_url, token, reconnect=reconnect)
+    except Exception:
+        executor.close()
+        raise
+
+
+def run_host(model_path: str, server_url: str, token: str, stop: threading.Event | None = None,
+             out_path: str | None = None, *, hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S,
+             reconnect: ReconnectPolicy | None = None) -> None:
+    """Serve `model_path` to the orchestrator at `server_url` until `stop` is set (blocking).
+
+    Raises BadModelError at once for an unusable file, HostRejected if the server refuses the token.
+    Commits go to `out_path` when given (the input file is then never modified), else back to `model_path`.
+    """
+    stop = stop or threading.Event()
+    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect)
+    try:
+        runtime.serve(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        stop.set()
+        runtime.wait_idle()
+        runtime.executor.close()
+
+
+def start_host_thread(model_path: str, server_url: str, token: str, stop: threading.Event | None = None,
+                      out_path: str | None = None, *, hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S,
+                      reconnect: ReconnectPolicy | None = None) -> HostHandle:
+    """Like run_host, on a background thread. The model is opened (and checked) before this returns."""
+    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect)
+    handle = HostHandle(runtime, stop or threading.Event())
+    handle.thread.start()
+    return handle

@@ -138,7 +138,7 @@ def _tool_loop_without_signed_thinking(messages: list[dict[str, Any]]) -> bool:
 
 def thinking_config(mode: str, max_tokens: int) -> dict[str, Any] | None:
     if mode == "adaptive":
-        return {"type": "adaptive"}
+        return {"type": "adaptive", "display": "summarized"}  # the person watches the reasoning
     if mode == "budget" and max_tokens > 2 * MIN_THINKING_BUDGET:
         return {"type": "enabled", "budget_tokens": max(MIN_THINKING_BUDGET, min(MAX_THINKING_BUDGET, max_tokens // 2))}
     return None

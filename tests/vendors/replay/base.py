@@ -199,7 +199,8 @@ class ReplayServer(abc.ABC):
             self.queue.extend(scenarios)
 
     def start(self) -> ReplayServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="replay-server", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="replay-server", daemon=True)
         self._thread.start()
         return self
 

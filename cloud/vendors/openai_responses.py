@@ -40,6 +40,7 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 # Error codes (in a mid-stream error event or a failed response) worth another try.
 RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "overloaded", "server_is_overloaded",
                              "internal_error", "service_unavailable", "timeout"})
+CUT_OFF = "the call was cut off by the output limit before its arguments were complete."
 STOP_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
 
 
@@ -126,7 +127,15 @@ def _user_item(entry: Entry, model: str) -> dict[str, Any] | None:
     return {"role": "user", "content": content} if content else None
 
 
-def _assistant_items(entry: Entry) -> Iterable[dict[str, Any]]:
+def _assistant_items(entry: Entry) -> list[dict[str, Any]]:
+    items = list(_assistant_parts_as_items(entry))
+    # The API rejects a reasoning item with nothing after it (its call may have been dropped as cut off).
+    while items and items[-1]["type"] == "reasoning":
+        items.pop()
+    return items
+
+
+def _assistant_parts_as_items(entry: Entry) -> Iterable[dict[str, Any]]:
     for part in entry.get("content", []):
         kind, state = part.get("type"), _own_state(part)
         if kind == "thinking":
@@ -272,7 +281,8 @@ class ResponsesStreamReader:
         elif item.type == "function_call":
             if item.id not in self.calls:
                 self._item_added(output_index, item)
-            return (self._close_call(item.id, item.arguments),)
+            cut = CUT_OFF if getattr(item, "status", None) == "incomplete" else None
+            return (self._close_call(item.id, item.arguments, problem=cut),)
         return ()
 
     def _close_call(self, item_id: str, arguments: str | None = None, problem: str | None = None) -> Chunk:
@@ -289,7 +299,7 @@ class ResponsesStreamReader:
         self.turn.usage = normalise_usage(response.usage)
         reason = getattr(response.incomplete_details, "reason", None) if response.incomplete_details else None
         # A call cut off by the output limit still reaches the loop, which tells the model what happened.
-        chunks = [self._close_call(item_id, problem="the call was cut off before its arguments were complete.")
+        chunks = [self._close_call(item_id, problem=CUT_OFF)
                   for item_id in list(self.calls)]
         self.turn.content = [self.parts[i] for i in sorted(self.parts)]
         if reason:
@@ -343,17 +353,18 @@ class OpenAIResponsesModel:
         reader = ResponsesStreamReader()
         try:
             with self.client.responses.create(**params) as events:
+                # Read to the end even after the terminal event, so the connection goes back to the pool.
                 for event in events:
                     yield from reader.read(event)
-                    if reader.finished:
-                        return reader.turn
-                    if cancel.is_set():
+                    if cancel.is_set() and not reader.finished:
                         reader.turn.content = [reader.parts[i] for i in sorted(reader.parts)]
                         reader.turn.stop_reason = "cancelled"
                         return reader.turn
         except openai.OpenAIError as exc:
             raise failure_from_sdk(exc) from exc
-        raise VendorFailure(None, "the stream ended before response.completed (truncated)")
+        if not reader.finished:
+            raise VendorFailure(None, "the stream ended before response.completed (truncated)")
+        return reader.turn
 
 
 def create(model: str) -> OpenAIResponsesModel:

@@ -84,6 +84,7 @@ class OpenAIResponsesReplay(ReplayServer):
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         self._ids = itertools.count(1)
+        self.billed: list[dict[str, Any]] = []  # the usage object of every completed response, in order
 
     # --------------------------------------------------------------- errors before the stream
     def render_error(self, request: RecordedRequest, error: HttpError) -> Reply:
@@ -136,10 +137,12 @@ class OpenAIResponsesReplay(ReplayServer):
         bill = self.cache.bill(segments_of(body))
         output = (stream.output_chars + 3) // 4
         reasoning = (stream.reasoning_chars + 3) // 4
-        return {"input_tokens": bill.total, "input_tokens_details": {"cached_tokens": bill.cache_read,
-                                                                      "cache_write_tokens": 0},
-                "output_tokens": output, "output_tokens_details": {"reasoning_tokens": reasoning},
-                "total_tokens": bill.total + output}
+        usage = {"input_tokens": bill.total,
+                 "input_tokens_details": {"cached_tokens": bill.cache_read, "cache_write_tokens": 0},
+                 "output_tokens": output, "output_tokens_details": {"reasoning_tokens": reasoning},
+                 "total_tokens": bill.total + output}
+        self.billed.append(usage)
+        return usage
 
     def _render_item(self, stream: ResponsesStream, index: int, item: dict[str, Any], turn: Turn, n: int) -> None:
         if "thinking" in item or "redacted_thinking" in item:

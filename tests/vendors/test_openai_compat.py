@@ -1,0 +1,299 @@
+"""The `openai-compat:` adapter through the real openai SDK against the loopback Chat Completions replay server."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+
+import openai
+import pytest
+from PIL import Image
+
+from cloud.chunks import Chunk
+from cloud.contract import tool_definitions
+from cloud.transcript import tool_result_part, tool_results, user_text
+from cloud.vendors import registry
+from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
+from cloud.vendors.openai_compat import OpenAICompatModel, split_model
+from cloud.vendors.openai_responses import OpenAIResponsesModel
+from cloud.vendors.retry import RetryPolicy
+from tests.vendors.replay.base import HttpError, Turn, tokens_of
+from tests.vendors.replay.chat_completions import ChatCompletionsReplay, segments_of
+from tests.vendors.replay.openai_responses import OpenAIResponsesReplay
+
+SYSTEM = "You automate BIM authoring tools."
+SESSION = "session-local-1"
+LOOK = {"name": "execute_data_collection", "input": {"code": "print(len(model.by_type('IfcWall')))"}}
+CAPTURE = {"name": "capture_view", "input": {"view": "Level 2", "element_ids": [101, 102]}}
+
+
+@pytest.fixture
+def server():
+    with ChatCompletionsReplay() as replay:
+        yield replay
+
+
+@pytest.fixture
+def model(server):
+    return OpenAICompatModel(f"qwen3-coder@{server.url}/v1", policy=RetryPolicy.fast())
+
+
+def run(model, transcript, max_tokens=2000, tools=None) -> tuple[list[Chunk], ModelTurn]:
+    request = TurnRequest(SYSTEM, transcript, tool_definitions() if tools is None else tools, max_tokens, SESSION)
+    stream = model.stream(request, threading.Event())
+    chunks = []
+    while True:
+        try:
+            chunks.append(next(stream))
+        except StopIteration as done:
+            return chunks, done.value
+
+
+def assistant(model, turn: ModelTurn) -> dict:
+    return {"role": "assistant", "model": model.spec, "content": turn.content}
+
+
+def png(width: int, height: int) -> dict:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 80, 40)).save(buffer, format="PNG")
+    return {"type": "image", "media_type": "image/png", "data": base64.b64encode(buffer.getvalue()).decode(),
+            "width": width, "height": height}
+
+
+def image_size(data_url: str) -> tuple[int, int]:
+    with Image.open(io.BytesIO(base64.b64decode(data_url.split(",", 1)[1]))) as image:
+        return image.size
+
+
+def kinds(chunks: list[Chunk]) -> list[str]:
+    return [c.type for c in chunks]
+
+
+def test_spec_names_model_and_base_url():
+    assert split_model("qwen3-coder@http://127.0.0.1:11434/v1") == ("qwen3-coder", "http://127.0.0.1:11434/v1")
+    assert split_model("org/model:7b@https://vllm.internal/v1") == ("org/model:7b", "https://vllm.internal/v1")
+    with pytest.raises(registry.ModelSpecError):
+        split_model("qwen3-coder")
+    with pytest.raises(registry.ModelSpecError):
+        split_model("qwen3-coder@localhost:11434")
+
+
+def test_multi_turn_tool_run_with_streamed_fragments(server, model):
+    server.enqueue(
+        Turn([{"thinking": "Walls first."}, {"text": "Counting walls."}, {"tool_call": LOOK, "id": "call_a"},
+              {"tool_call": CAPTURE, "id": "call_b"}], piece_chars=6),
+        Turn([{"text": "There are 40 walls."}]),
+    )
+    chunks, first = run(model, [user_text("How many walls?")])
+    assert kinds(chunks)[0] == "Thinking" and "Message" in kinds(chunks)
+    assert first.stop_reason == "tool_use"
+    assert [(c["id"], c["name"], c["input"]) for c in first.tool_calls] == [
+        ("call_a", LOOK["name"], LOOK["input"]), ("call_b", CAPTURE["name"], CAPTURE["input"])]
+    deltas = [c for c in chunks if c.type == "ToolInputDelta"]
+    for call_id, call in (("call_a", LOOK), ("call_b", CAPTURE)):
+        mine = [c for c in deltas if c.metadata["tool_call_id"] == call_id]
+        assert len(mine) > 2 and {c.metadata["name"] for c in mine} == {call["name"]}
+        assert json.loads("".join(c.content for c in mine)) == call["input"]
+    assert [c.metadata["tool_call_id"] for c in chunks if c.type == "ToolCall"] == ["call_a", "call_b"]
+
+    transcript = [user_text("How many walls?"), assistant(model, first),
+                  tool_results([tool_result_part("call_a", LOOK["name"], "40"),
+                                tool_result_part("call_b", CAPTURE["name"], "rendered")])]
+    _, second = run(model, transcript)
+    assert second.text == "There are 40 walls." and second.stop_reason == "end_turn"
+
+    body = server.requests[1].json
+    assert server.requests[1].path == "/v1/chat/completions"
+    assert body["model"] == "qwen3-coder" and body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True} and body["max_tokens"] == 2000
+    assert [t["function"]["name"] for t in body["tools"]] == [t["name"] for t in tool_definitions()]
+    system, user, reply, result_a, result_b = body["messages"]
+    assert system == {"role": "system", "content": SYSTEM}
+    assert user == {"role": "user", "content": "How many walls?"}
+    assert reply["role"] == "assistant" and reply["content"] == "Counting walls."
+    assert "Walls first." not in json.dumps(body)  # reasoning is not sent back to these servers
+    assert reply["tool_calls"] == [
+        {"id": "call_a", "type": "function", "function": {"name": LOOK["name"], "arguments": json.dumps(LOOK["input"])}},
+        {"id": "call_b", "type": "function",
+         "function": {"name": CAPTURE["name"], "arguments": json.dumps(CAPTURE["input"])}}]
+    assert result_a == {"role": "tool", "tool_call_id": "call_a", "content": "40"}
+    assert result_b == {"role": "tool", "tool_call_id": "call_b", "content": "rendered"}
+
+
+def test_ollama_style_whole_calls_still_produce_deltas_and_calls():
+    with ChatCompletionsReplay(whole_tool_calls=True) as server:
+        model = OpenAICompatModel(f"llama3.1@{server.url}/v1", policy=RetryPolicy.fast())
+        server.enqueue(Turn([{"tool_call": LOOK, "id": "call_1"}, {"tool_call": CAPTURE, "id": "call_2"}]))
+        chunks, turn = run(model, [user_text("go")])
+    assert kinds(chunks) == ["ToolInputDelta", "ToolInputDelta", "ToolCall", "ToolCall"]
+    assert json.loads(chunks[0].content) == LOOK["input"] and chunks[1].metadata["tool_call_id"] == "call_2"
+    assert [c["input"] for c in turn.tool_calls] == [LOOK["input"], CAPTURE["input"]]
+
+
+def test_calls_repeating_index_zero_with_new_ids_stay_separate():
+    with ChatCompletionsReplay(whole_tool_calls=True) as server:
+        model = OpenAICompatModel(f"m@{server.url}/v1", policy=RetryPolicy.fast())
+
+        def every_call_at_index_zero(request):
+            reply = server.render_turn(request, Turn([{"tool_call": LOOK, "id": "c1"}, {"tool_call": CAPTURE, "id": "c2"}]))
+            reply.frames = [f.replace(b'"index":1', b'"index":0') for f in reply.frames]
+            return reply
+
+        server.enqueue(every_call_at_index_zero)
+        _, turn = run(model, [user_text("go")])
+    assert [(c["id"], c["input"]) for c in turn.tool_calls] == [("c1", LOOK["input"]), ("c2", CAPTURE["input"])]
+
+
+@pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
+def test_reasoning_from_either_extra_field_becomes_thinking(field):
+    with ChatCompletionsReplay(reasoning_field=field) as server:
+        model = OpenAICompatModel(f"m@{server.url}/v1", policy=RetryPolicy.fast())
+        server.enqueue(Turn([{"thinking": "Considering the storeys."}, {"text": "Two storeys."}]))
+        chunks, turn = run(model, [user_text("go")])
+    assert "".join(c.content for c in chunks if c.type == "Thinking") == "Considering the storeys."
+    assert turn.content == [{"type": "thinking", "text": "Considering the storeys."},
+                            {"type": "text", "text": "Two storeys."}]
+
+
+def test_tool_result_images_follow_in_a_user_message_scaled_for_local_models(server, model):
+    server.enqueue(Turn([{"text": "I see it."}]))
+    transcript = [
+        user_text("Show me level 2."),
+        {"role": "assistant", "model": model.spec, "content": [
+            {"type": "tool_call", "id": "call_v", "name": "capture_view", "input": {"view": "Level 2"}}]},
+        tool_results([tool_result_part("call_v", "capture_view", "Level 2 plan", images=[png(2400, 1800)])]),
+        user_text("What do you see?"),
+    ]
+    run(model, transcript)
+    messages = server.requests[0].json["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
+    tool, follow = messages[3], messages[4]
+    assert isinstance(tool["content"], str) and tool["content"].startswith("Level 2 plan")
+    assert "image_url" not in json.dumps(tool)
+    label, picture, question = follow["content"]
+    assert "call_v" in label["text"] and question == {"type": "text", "text": "What do you see?"}
+    width, height = image_size(picture["image_url"]["url"])
+    assert max(width, height) <= 1024 and width * height <= 1_000_000 and model.image_max_px == 1024
+
+
+def test_switching_vendors_both_ways_with_openai_responses(server, model):
+    with OpenAIResponsesReplay() as responses_server:
+        client = openai.OpenAI(api_key="k", base_url=responses_server.url + "/v1", max_retries=0)
+        cloud = OpenAIResponsesModel("gpt-5.1", client=client, policy=RetryPolicy.fast())
+        responses_server.enqueue(Turn([{"thinking": "Plan.", "signature": "ENCRYPTED-REASONING"},
+                                       {"tool_call": LOOK, "id": "call_cloud"}]),
+                                 Turn([{"text": "Back on OpenAI."}]))
+        server.enqueue(Turn([{"thinking": "local thoughts"}, {"tool_call": CAPTURE, "id": "call_local"}]))
+
+        transcript = [user_text("Count walls, then show level 2.")]
+        _, turn = run(cloud, transcript)
+        transcript += [assistant(cloud, turn), tool_results([tool_result_part("call_cloud", LOOK["name"], "40")])]
+        _, turn = run(model, transcript)  # OpenAI -> local
+        transcript += [assistant(model, turn), tool_results([tool_result_part("call_local", CAPTURE["name"], "ok")])]
+        _, turn = run(cloud, transcript)  # local -> OpenAI
+        assert turn.text == "Back on OpenAI."
+
+    local_body = server.requests[0].body.decode()
+    assert "ENCRYPTED-REASONING" not in local_body and "Plan." not in local_body
+    assert [m["role"] for m in server.requests[0].json["messages"]] == ["system", "user", "assistant", "tool"]
+    back = responses_server.requests[1].json["input"]
+    assert [i.get("type", i.get("role")) for i in back] == [
+        "user", "reasoning", "function_call", "function_call_output", "function_call", "function_call_output"]
+    assert back[1]["encrypted_content"] == "ENCRYPTED-REASONING"  # its own state still goes back
+    assert "local thoughts" not in responses_server.requests[1].body.decode()
+
+
+def test_stop_with_tool_calls_is_still_a_tool_turn_and_length_is_max_tokens(server, model):
+    server.enqueue(Turn([{"tool_call": LOOK}], stop="stop"),
+                   Turn([{"text": "This answer was cut"}], stop="length"))
+    _, turn = run(model, [user_text("a")])
+    assert turn.stop_reason == "tool_use"
+    _, turn = run(model, [user_text("b")], max_tokens=5)
+    assert turn.stop_reason == "max_tokens" and server.requests[1].json["max_tokens"] == 5
+
+
+def test_usage_comes_from_the_final_chunk_with_cached_tokens_normalised(server, model):
+    server.enqueue(Turn([{"text": "one"}]), Turn([{"text": "two"}]))
+    _, first = run(model, [user_text("first question")])
+    _, second = run(model, [user_text("first question"), assistant(model, first), user_text("and then?")])
+    total = sum(tokens_of(s) for s in segments_of(server.requests[1].json))
+    assert first.usage.cache_read == 0
+    assert second.usage.cache_read > 0
+    assert second.usage.uncached_input + second.usage.cache_read == total
+    assert second.usage.output == 1 and second.usage.cache_write == 0
+
+
+def test_no_tools_means_no_tools_field(server, model):
+    server.enqueue(Turn([{"text": "summary"}]))
+    run(model, [user_text("summarise")], tools=())
+    assert "tools" not in server.requests[0].json
+
+
+# --------------------------------------------------------------------------- faults and retries
+
+def test_429_then_success(server, model):
+    server.enqueue(HttpError(429, retry_after=0), Turn([{"text": "ok"}]))
+    chunks, turn = run(model, [user_text("hi")])
+    assert turn.text == "ok" and len(server.requests) == 2 and "Metadata" not in kinds(chunks)
+
+
+def test_5xx_twice_then_success(server, model):
+    server.enqueue(HttpError(502), HttpError(503), Turn([{"text": "ok"}]))
+    _, turn = run(model, [user_text("hi")])
+    assert turn.text == "ok" and len(server.requests) == 3
+
+
+def test_exhausted_retries_name_vendor_status_and_retry_after(server, model):
+    server.enqueue(*[HttpError(503, "model is loading", retry_after=0.02)] * 4)
+    with pytest.raises(ModelError) as caught:
+        run(model, [user_text("hi")])
+    assert (caught.value.vendor, caught.value.status, caught.value.retry_after) == ("openai-compat", 503, 0.02)
+    assert "model is loading" in str(caught.value)
+
+
+@pytest.mark.parametrize("fault", ["error_event", "truncate", "end_early"])
+def test_mid_stream_failure_after_partial_tool_input_resets_and_retries(server, model, fault):
+    server.enqueue(Turn([{"tool_call": LOOK}], fault=fault, fault_after=2),
+                   Turn([{"tool_call": LOOK, "id": "call_retry"}]))
+    chunks, turn = run(model, [user_text("hi")])
+    types = kinds(chunks)
+    reset = types.index("Metadata")
+    assert types[:reset] == ["ToolInputDelta"] * reset and reset >= 1
+    assert chunks[reset].metadata["kind"] == "reset_turn"
+    assert [c["id"] for c in turn.tool_calls] == ["call_retry"] and turn.tool_calls[0]["input"] == LOOK["input"]
+    assert len(server.requests) == 2
+
+
+def test_a_non_retryable_mid_stream_error_fails_at_once(server, model):
+    server.error_body = {"message": "tool grammar not supported", "type": "BadRequestError", "code": 400}
+    server.enqueue(Turn([{"text": "partial"}], fault="error_event", fault_after=1))
+    with pytest.raises(ModelError) as caught:
+        run(model, [user_text("hi")])
+    assert "tool grammar not supported" in str(caught.value) and len(server.requests) == 1
+
+
+def test_malformed_tool_json_is_a_call_with_input_error_sent_back_verbatim(server, model):
+    bad = "{'code': 'print(1)'}"
+    server.enqueue(Turn([{"tool_call": {"name": LOOK["name"], "raw_json": bad}, "id": "call_bad"}]),
+                   Turn([{"text": "fixed"}]))
+    chunks, turn = run(model, [user_text("hi")])
+    [call] = turn.tool_calls
+    assert call["input"] == {} and "not valid JSON" in call["input_error"]
+    assert chunks[-1].type == "ToolCall" and chunks[-1].metadata["input_error"] == call["input_error"]
+    run(model, [user_text("hi"), assistant(model, turn),
+                tool_results([tool_result_part("call_bad", LOOK["name"], call["input_error"], is_error=True)])])
+    assert server.requests[1].json["messages"][2]["tool_calls"][0]["function"]["arguments"] == bad
+
+
+def test_key_from_the_environment_or_a_placeholder(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_COMPAT_API_KEY", raising=False)
+    server.default = Turn([{"text": "hi"}])
+    run(registry.create_model(f"openai-compat:m@{server.url}/v1"), [user_text("a")])
+    monkeypatch.setenv("OPENAI_COMPAT_API_KEY", "local-secret")
+    adapter = registry.create_model(f"openai-compat:m@{server.url}/v1")
+    run(adapter, [user_text("b")])
+    assert server.requests[0].headers["authorization"] == "Bearer not-needed"
+    assert server.requests[1].headers["authorization"] == "Bearer local-secret"
+    assert adapter.spec == f"openai-compat:m@{server.url}/v1" and adapter.vendor == "openai-compat"
+    assert "openai-compat" in registry.configured_vendors()

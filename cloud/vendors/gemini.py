@@ -46,10 +46,13 @@ def mint_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-def malformed_call_part(finish_message: str | None, known_tools: set[str]) -> dict[str, Any]:
+def malformed_call_part(finish_message: str | None, known_tools: list[str]) -> dict[str, Any]:
+    """A stand-in call that tells the model its call could not be parsed. It names the tool the finish
+    message mentions, else the first declared tool: a declared name keeps the history valid for Gemini.
+    (google-genai drops finishMessage on the Gemini API, so the name is often unknown.)"""
     message = (finish_message or "").strip()
     names = [n for n in MALFORMED_NAME.findall(message) if n in known_tools]
-    name = names[0] if names else (next(iter(known_tools)) if len(known_tools) == 1 else "unknown_tool")
+    name = names[0] if names else (known_tools[0] if known_tools else "unknown_tool")
     shown = message if len(message) <= 300 else message[:300] + "..."
     note = ("Your last function call was malformed and could not be parsed, so it was not run"
             + (f" ({shown})" if shown else "") + ". Call the tool again with valid arguments.")
@@ -72,7 +75,7 @@ def _retry_after(exc: errors.APIError) -> float | None:
 class StreamState:
     """Folds the streamed responses of one attempt into neutral parts, yielding chunks."""
 
-    def __init__(self, known_tools: set[str]) -> None:
+    def __init__(self, known_tools: list[str]) -> None:
         self.turn = ModelTurn()
         self.known_tools = known_tools
         self.open_part: dict[str, Any] | None = None  # the text/thinking part still taking deltas
@@ -196,11 +199,11 @@ class GeminiModel:
 
     def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
         contents, config = self.request_parts(request)
-        known_tools = {t["name"] for t in request.tools}
+        known_tools = [t["name"] for t in request.tools]
         return (yield from stream_with_retries(
             VENDOR, lambda: self._attempt(contents, config, known_tools, cancel), cancel, self.retry))
 
-    def _attempt(self, contents: list[dict[str, Any]], config: types.GenerateContentConfig, known_tools: set[str],
+    def _attempt(self, contents: list[dict[str, Any]], config: types.GenerateContentConfig, known_tools: list[str],
                  cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
         state = StreamState(known_tools)
         responses = self.client.models.generate_content_stream(model=self.model, contents=contents, config=config)

@@ -22,6 +22,12 @@ function compactionMarker(text, summary) {
     summary ? h("details", {}, h("summary", { text: "Summary" }), h("pre", { class: "plain-text", text: summary })) : null);
 }
 
+// What the host told the model about the open document when the person's message was sent.
+function hostContext(text) {
+  return h("details", { class: "host-context" },
+    h("summary", { text: "Host context sent with this message" }), h("pre", { class: "plain-text", text }));
+}
+
 class ThinkingBlock {
   constructor(open) {
     this.text = "";
@@ -145,12 +151,9 @@ export class RunView {
         this.newTurn();
         break;
       }
-      case "approval_request": {
-        const card = this.cards.get(meta.tool_call_id);
-        if (card) card.showApproval(meta, this.onApproval);
-        else this.add(this.card(meta.tool_call_id, meta.name).el) && this.cards.get(meta.tool_call_id).showApproval(meta, this.onApproval);
+      case "approval_request":
+        this.card(meta.tool_call_id, meta.name).showApproval(meta, this.onApproval);
         break;
-      }
       case "compaction":
         this.body.append(compactionMarker(chunk.content, meta.summary));
         this.newTurn();
@@ -262,11 +265,15 @@ export async function renderTranscript(container, entries, { sessionId, fetchRes
   for (const entry of entries) {
     if (entry.role === "user") {
       run = null;
+      const notes = [];
       for (const part of entry.content || []) {
         if (part.type !== "text") continue;
-        if (part.text.startsWith(SUMMARY_HEAD)) container.append(compactionMarker(null, part.text.slice(SUMMARY_HEAD.length).trim()));
+        if (part.kind === "host_context") notes.push(hostContext(part.text));
+        else if (part.kind) continue; // other notes the server added for the model
+        else if (part.text.startsWith(SUMMARY_HEAD)) container.append(compactionMarker(null, part.text.slice(SUMMARY_HEAD.length).trim()));
         else container.append(userBubble(part.text));
       }
+      container.append(...notes);
     } else if (entry.role === "compaction") {
       container.append(compactionMarker(`Earlier conversation summarised (${entry.replaced || "?"} entries replaced)`, entry.summary));
     } else if (entry.role === "assistant" || entry.role === "tool") {
@@ -293,6 +300,6 @@ export function beforeRunInProgress(entries) {
 
 function isPersonMessage(entry) {
   // The loop adds one kind of user entry of its own mid-run: the note that a tool call was cut off.
-  const text = (entry.content || []).filter((p) => p.type === "text").map((p) => p.text).join("");
+  const text = (entry.content || []).filter((p) => p.type === "text" && !p.kind).map((p) => p.text).join("");
   return !text.startsWith("Your previous reply was cut off at the output limit");
 }

@@ -1,0 +1,439 @@
+// The chat page: pick a host and a model, start or resume a conversation, stream runs live, cancel, and
+// pick a run back up after a reload or a dropped connection.
+
+import { api, ApiError, openStream, readEvents } from "./api.js";
+import { clear, formatCost, formatTime, h, pill } from "./dom.js";
+import { RunView, beforeRunInProgress, renderTranscript, shortModel, userBubble } from "./conversation.js";
+
+const REMEMBERED = "nexus.session";
+const HOST_POLL_MS = 5000;
+const REATTACH_TRIES = 5;
+const WELL_KNOWN_MODELS = {
+  anthropic: ["anthropic:claude-sonnet-4-5", "anthropic:claude-opus-4-6", "anthropic:claude-haiku-4-5"],
+  openai: ["openai:gpt-5.1", "openai:gpt-5.1-mini"],
+  gemini: ["gemini:gemini-2.5-pro", "gemini:gemini-2.5-flash"],
+  "openai-compat": [],
+};
+const HOST_NAMES = { revit: "Revit", ifc: "the IFC host" };
+const POLICY_RANK = { auto: 0, ask: 1, readonly: 2 };
+
+const $ = (id) => document.getElementById(id);
+const sessionPath = (id, rest = "") => `/api/sessions/${encodeURIComponent(id)}${rest}`;
+
+class ChatPage {
+  constructor() {
+    this.conversation = $("conversation");
+    this.prompt = $("prompt");
+    this.send = $("send");
+    this.cancel = $("cancel");
+    this.hostSelect = $("host");
+    this.modelInput = $("model");
+    this.policySelect = $("policy");
+    this.notice = $("notice");
+    this.sessionId = null;
+    this.session = null;
+    this.hosts = [];
+    this.running = false;
+    this.controller = null;
+    this.wantedHost = new URLSearchParams(location.search).get("host");
+    this.userPolicy = "auto";
+    this.defaultModel = null;
+  }
+
+  async start() {
+    this.send.addEventListener("click", () => this.sendMessage());
+    this.cancel.addEventListener("click", () => this.cancelRun());
+    this.prompt.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.sendMessage();
+      }
+    });
+    this.prompt.addEventListener("input", () => this.autosize());
+    this.hostSelect.addEventListener("change", () => this.hostChanged());
+    this.policySelect.addEventListener("change", () => this.policyChanged());
+    $("new-session").addEventListener("click", () => this.newConversation());
+    $("sessions-toggle").addEventListener("click", () => this.toggleSessions());
+    $("sessions-close").addEventListener("click", () => this.toggleSessions(false));
+    for (const example of document.querySelectorAll("[data-example]")) {
+      example.addEventListener("click", () => {
+        this.prompt.value = example.dataset.example;
+        this.autosize();
+        this.prompt.focus();
+      });
+    }
+    await Promise.all([this.loadMe(), this.loadModels(), this.refreshHosts()]);
+    setInterval(() => this.refreshHosts(), HOST_POLL_MS);
+    const remembered = this.rememberedSession();
+    if (remembered) await this.openSession(remembered, { quiet: true });
+    else this.showEmpty();
+    window.addEventListener("hashchange", () => {
+      const id = this.rememberedSession();
+      if (id && id !== this.sessionId && !this.running) this.openSession(id);
+    });
+    document.body.dataset.ready = "1";
+  }
+
+  // ---- settings: who, hosts, models, policy ----
+  async loadMe() {
+    try {
+      const me = await api("GET", "/api/me");
+      this.userPolicy = me.policy || "auto";
+    } catch (error) {
+      this.showNotice(error.message);
+    }
+  }
+
+  async loadModels() {
+    const list = $("model-options");
+    try {
+      const models = await api("GET", "/api/models");
+      this.defaultModel = models.default;
+      const specs = new Set([models.default, ...models.configured_vendors.flatMap((v) => WELL_KNOWN_MODELS[v] || [])]);
+      clear(list).append(...[...specs].filter(Boolean).map((spec) => h("option", { value: spec })));
+      if (!this.modelInput.value && models.default) this.modelInput.value = models.default;
+      if (!models.default && !models.configured_vendors.length) {
+        this.modelInput.placeholder = "vendor:model (no vendor key configured)";
+      }
+    } catch (error) {
+      this.showNotice(error.message);
+    }
+  }
+
+  async refreshHosts() {
+    let hosts;
+    try {
+      hosts = (await api("GET", "/api/hosts")).hosts;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) this.showNotice(error.message);
+      return;
+    }
+    const key = (list) => list.map((x) => x.host_id).join(",");
+    const changed = key(hosts) !== key(this.hosts);
+    this.hosts = hosts;
+    if (!changed && this.hostSelect.options.length) return this.updateHostState();
+    const selected = this.hostSelect.value || (this.session && this.session.host_id) || this.wantedHost;
+    clear(this.hostSelect);
+    if (!hosts.length) this.hostSelect.append(h("option", { value: "", text: "No host connected" }));
+    for (const host of hosts) {
+      const title = (host.document && host.document.title) || host.host_id;
+      this.hostSelect.append(h("option", { value: host.host_id, text: `${hostApp(host)} · ${title}` }));
+    }
+    // A session bound to a host that is gone keeps showing it, so the person sees why runs wait.
+    if (selected && !hosts.some((x) => x.host_id === selected)) {
+      this.hostSelect.append(h("option", { value: selected, text: "Disconnected host" }));
+    }
+    if (selected) this.hostSelect.value = selected;
+    this.updateHostState();
+  }
+
+  updateHostState() {
+    const id = this.hostSelect.value;
+    const connected = this.hosts.some((x) => x.host_id === id);
+    $("host-state").className = "dot " + (connected ? "on" : "off");
+    $("host-state").title = connected ? "Connected" : "Not connected";
+    $("no-host").hidden = this.hosts.length > 0;
+  }
+
+  hostLabel() {
+    const host = this.hosts.find((x) => x.host_id === (this.session && this.session.host_id));
+    return host ? HOST_NAMES[host.host_app] || host.host_app : "the host";
+  }
+
+  async hostChanged() {
+    this.updateHostState();
+    if (!this.sessionId || !this.hostSelect.value) return;
+    try {
+      const answer = await api("PUT", sessionPath(this.sessionId, "/host"), { host_id: this.hostSelect.value });
+      this.session.host_id = answer.host_id;
+    } catch (error) {
+      this.showNotice(error.message);
+    }
+  }
+
+  async policyChanged() {
+    this.updatePolicyNote();
+    if (!this.sessionId) return;
+    try {
+      await api("PUT", sessionPath(this.sessionId, "/policy"), { policy: this.policySelect.value });
+      this.session.policy = this.policySelect.value;
+    } catch (error) {
+      this.showNotice(error.message);
+    }
+  }
+
+  updatePolicyNote() {
+    const stricter = POLICY_RANK[this.userPolicy] > POLICY_RANK[this.policySelect.value];
+    $("policy-note").hidden = !stricter;
+    $("policy-note").textContent = stricter ? `Your administrator set “${this.userPolicy}” for you; the stricter policy applies.` : "";
+  }
+
+  // ---- sessions ----
+  rememberedSession() {
+    const match = /(?:^#|&)session=([0-9a-f]+)/.exec(location.hash);
+    if (match) return match[1];
+    return this.wantedHost ? null : localStorage.getItem(REMEMBERED);
+  }
+
+  remember(id) {
+    const url = new URL(location.href);
+    url.hash = id ? "session=" + id : "";
+    history.replaceState(null, "", url.pathname + url.search + url.hash);
+    if (id) localStorage.setItem(REMEMBERED, id);
+    else localStorage.removeItem(REMEMBERED);
+  }
+
+  showEmpty() {
+    clear(this.conversation).append($("empty-template").content.cloneNode(true));
+    for (const example of this.conversation.querySelectorAll("[data-example]")) {
+      example.addEventListener("click", () => {
+        this.prompt.value = example.dataset.example;
+        this.autosize();
+        this.prompt.focus();
+      });
+    }
+    $("session-cost").textContent = "";
+  }
+
+  newConversation() {
+    if (this.running) return;
+    this.sessionId = null;
+    this.session = null;
+    this.remember(null);
+    this.policySelect.value = "auto";
+    this.updatePolicyNote();
+    this.showEmpty();
+    this.toggleSessions(false);
+    this.prompt.focus();
+  }
+
+  async openSession(id, { quiet = false } = {}) {
+    let session;
+    try {
+      session = await api("GET", sessionPath(id));
+    } catch (error) {
+      if (!quiet) this.showNotice(error.message);
+      this.remember(null);
+      this.showEmpty();
+      return;
+    }
+    if (this.wantedHost && session.host_id !== this.wantedHost && !session.running && quiet) {
+      this.remember(null);
+      this.showEmpty();
+      return;
+    }
+    this.sessionId = id;
+    this.session = session;
+    this.remember(id);
+    if (session.host_id) {
+      if (![...this.hostSelect.options].some((o) => o.value === session.host_id)) {
+        this.hostSelect.append(h("option", { value: session.host_id, text: "Disconnected host" }));
+      }
+      this.hostSelect.value = session.host_id;
+      this.updateHostState();
+    }
+    if (session.model) this.modelInput.value = session.model;
+    this.policySelect.value = session.policy || "auto";
+    this.updatePolicyNote();
+    this.showCost(session.usage);
+    clear(this.conversation);
+    const entries = session.running ? beforeRunInProgress(session.messages) : session.messages;
+    await renderTranscript(this.conversation, entries, { sessionId: id, hostLabel: this.hostLabel() });
+    this.scrollToBottom(true);
+    if (session.running) await this.reattach(this.newRun(), 0);
+  }
+
+  async toggleSessions(open) {
+    const drawer = $("sessions");
+    const show = open === undefined ? drawer.hidden : open;
+    drawer.hidden = !show;
+    $("sessions-toggle").setAttribute("aria-expanded", String(show));
+    if (!show) return;
+    const list = $("session-list");
+    clear(list).append(h("li", { class: "muted", text: "Loading…" }));
+    try {
+      const [{ sessions }, { previews }] = await Promise.all([
+        api("GET", "/api/sessions"), api("GET", "/api/sessions/previews")]);
+      clear(list);
+      if (!sessions.length) list.append(h("li", { class: "muted", text: "No conversations yet." }));
+      for (const s of sessions) {
+        const item = h("li", { class: s.id === this.sessionId ? "current" : "" },
+          h("button", { type: "button", class: "session-item", dataset: { sessionId: s.id } },
+            h("span", { class: "session-title", text: previews[s.id] || "(no messages yet)" }),
+            h("span", { class: "session-meta muted" },
+              formatTime(s.updated), " · ", shortModel(s.model) || "no model", " · ", formatCost(s.cost),
+              s.status === "running" ? pill("running", "info") : null)));
+        item.querySelector("button").addEventListener("click", () => {
+          this.toggleSessions(false);
+          if (!this.running) this.openSession(s.id);
+        });
+        list.append(item);
+      }
+    } catch (error) {
+      clear(list).append(h("li", { class: "muted", text: error.message }));
+    }
+  }
+
+  showCost(usage) {
+    $("session-cost").textContent = usage && usage.cost ? `${formatCost(usage.cost)} so far` : "";
+  }
+
+  // ---- runs ----
+  newRun() {
+    const run = new RunView({ sessionId: this.sessionId, hostLabel: this.hostLabel() });
+    this.conversation.append(run.el);
+    return run;
+  }
+
+  async sendMessage() {
+    const text = this.prompt.value.trim();
+    if (!text || this.running) return;
+    this.hideNotice();
+    const model = this.modelInput.value.trim() || null;
+    this.setRunning(true);
+    try {
+      if (!this.sessionId) await this.createSession(model);
+      const body = { text };
+      if (model && model !== this.session.model) body.model = model;
+      this.controller = new AbortController();
+      const response = await openStream("POST", sessionPath(this.sessionId, "/messages"), body, this.controller.signal);
+      if (model) this.session.model = model;
+      this.prompt.value = "";
+      this.autosize();
+      if (this.conversation.querySelector(".empty")) clear(this.conversation);
+      this.conversation.append(userBubble(text));
+      const run = this.newRun();
+      this.scrollToBottom(true);
+      await this.pump(response, run, 0);
+    } catch (error) {
+      this.showNotice(error.message);
+      this.setRunning(false);
+    }
+  }
+
+  async createSession(model) {
+    const body = {};
+    if (this.hostSelect.value) body.host_id = this.hostSelect.value;
+    if (model) body.model = model;
+    const created = await api("POST", "/api/sessions", body);
+    this.sessionId = created.session_id;
+    this.session = { session_id: created.session_id, host_id: created.host_id, model: created.model, policy: "auto" };
+    this.remember(this.sessionId);
+    if (this.policySelect.value !== "auto") {
+      await api("PUT", sessionPath(this.sessionId, "/policy"), { policy: this.policySelect.value });
+      this.session.policy = this.policySelect.value;
+    }
+  }
+
+  // Read a run's stream to its end; if the connection drops first, re-attach where it left off.
+  async pump(response, run, received) {
+    this.setRunning(true);
+    let terminal = false;
+    try {
+      for await (const frame of readEvents(response)) {
+        if (!frame.chunk) continue;
+        received = frame.id !== null && !Number.isNaN(frame.id) ? frame.id + 1 : received + 1;
+        const follow = this.nearBottom();
+        run.handle(frame.chunk);
+        if (frame.chunk.type === "Complete" || frame.chunk.type === "Error") terminal = true;
+        if (follow) this.scrollToBottom();
+      }
+    } catch (error) {
+      if (this.controller && this.controller.signal.aborted) return this.runEnded();
+    }
+    if (!terminal) return this.reattach(run, received);
+    this.runEnded();
+  }
+
+  async reattach(run, after) {
+    this.setRunning(true);
+    for (let attempt = 0; attempt < REATTACH_TRIES; attempt++) {
+      try {
+        this.controller = new AbortController();
+        const response = await openStream("GET", sessionPath(this.sessionId, `/stream?after=${after}`), undefined, this.controller.signal);
+        this.hideNotice();
+        return await this.pump(response, run, after);
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) {
+          // The run ended while we were away: its turns are in the transcript now.
+          run.el.remove();
+          this.setRunning(false);
+          return this.openSession(this.sessionId);
+        }
+        if (error instanceof ApiError) {
+          this.showNotice(error.message);
+          break;
+        }
+        this.showNotice("Connection lost; reconnecting…");
+        await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** attempt));
+      }
+    }
+    run.finish("detached");
+    this.runEnded();
+  }
+
+  async runEnded() {
+    this.setRunning(false);
+    try {
+      const session = await api("GET", sessionPath(this.sessionId));
+      this.session = { ...this.session, ...session, messages: undefined };
+      this.showCost(session.usage);
+    } catch {
+      // the cost line is a nicety; the run itself is already shown
+    }
+  }
+
+  async cancelRun() {
+    if (!this.sessionId || !this.running) return;
+    this.cancel.disabled = true;
+    this.cancel.textContent = "Cancelling…";
+    try {
+      await api("POST", sessionPath(this.sessionId, "/cancel"));
+    } catch (error) {
+      this.showNotice(error.message);
+      this.cancel.disabled = false;
+      this.cancel.textContent = "Cancel";
+    }
+  }
+
+  setRunning(running) {
+    this.running = running;
+    document.body.dataset.running = running ? "1" : "0";
+    this.send.hidden = running;
+    this.cancel.hidden = !running;
+    this.cancel.disabled = false;
+    this.cancel.textContent = "Cancel";
+    this.hostSelect.disabled = running;
+    this.policySelect.disabled = running;
+  }
+
+  // ---- small things ----
+  autosize() {
+    this.prompt.style.height = "auto";
+    this.prompt.style.height = Math.min(this.prompt.scrollHeight, 220) + "px";
+  }
+
+  nearBottom() {
+    const c = this.conversation;
+    return c.scrollHeight - c.scrollTop - c.clientHeight < 120;
+  }
+
+  scrollToBottom(force = false) {
+    if (force || this.nearBottom()) this.conversation.scrollTop = this.conversation.scrollHeight;
+  }
+
+  showNotice(message) {
+    this.notice.textContent = message;
+    this.notice.hidden = false;
+  }
+
+  hideNotice() {
+    this.notice.hidden = true;
+  }
+}
+
+function hostApp(host) {
+  return { revit: "Revit", ifc: "IFC" }[host.host_app] || host.host_app;
+}
+
+new ChatPage().start();

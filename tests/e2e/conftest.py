@@ -1,0 +1,104 @@
+"""Real-browser fixtures: Debian's Chromium driven by Playwright against the real test server."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+if not CHROMIUM.exists():
+    pytest.skip(f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)",
+                allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
+
+# Records, on every DOM change, how much of each streaming script is shown and the card's state; this
+# is how a test sees the script grow while it is being written.
+WATCH_SCRIPTS = """
+window.__scriptSamples = [];
+new MutationObserver(() => {
+  for (const code of document.querySelectorAll('code[data-role="script"]')) {
+    const card = code.closest('.tool-card');
+    window.__scriptSamples.push({id: card.dataset.toolCallId, state: card.dataset.state, length: code.textContent.length});
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+@dataclass
+class BrowserPage:
+    """A page with the problems it ran into: uncaught errors and dialogs (alert, confirm...)."""
+
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def sign_in(self, url: str, token: str, path: str = "/", query: str = "") -> None:
+        self.page.goto(f"{url}/?token={token}{query}")
+        if path != "/":
+            self.page.goto(url + path)
+
+    def ready(self) -> None:
+        self.page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+
+    def screenshot(self, name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / name
+        self.page.screenshot(path=str(path), full_page=False)
+        return path
+
+
+@pytest.fixture(scope="session")
+def playwright_driver() -> Iterator[Any]:
+    with sync_api.sync_playwright() as driver:
+        yield driver
+
+
+def _context(driver: Any, user_data: Path, width: int, height: int) -> Any:
+    return driver.chromium.launch_persistent_context(
+        str(user_data), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+        viewport={"width": width, "height": height}, device_scale_factor=1)
+
+
+@pytest.fixture
+def browser_factory(playwright_driver, tmp_path) -> Iterator[Any]:
+    """Open pages in fresh browser profiles (a new user-data directory each); all closed at the end."""
+    contexts: list[Any] = []
+    pages: list[BrowserPage] = []
+
+    def open_page(width: int = 1280, height: int = 860) -> BrowserPage:
+        context = _context(playwright_driver, tmp_path / f"profile-{len(contexts)}", width, height)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        page = context.pages[0] if context.pages else context.new_page()
+        watched = BrowserPage(page)
+        page.add_init_script(WATCH_SCRIPTS)
+        page.on("pageerror", lambda exc: watched.errors.append(str(exc)))
+        page.on("dialog", lambda dialog: (watched.dialogs.append(dialog.message), dialog.dismiss()))
+        pages.append(watched)
+        return watched
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    for watched in pages:
+        assert not watched.errors, f"uncaught errors in the page: {watched.errors}"
+
+
+@pytest.fixture
+def browser(browser_factory) -> BrowserPage:
+    return browser_factory()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_env(monkeypatch) -> None:
+    # Vendor keys on a developer's machine must not change which models the page offers.
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)

@@ -93,6 +93,16 @@ def revoke_token(token_id: str):
     return jsonify({"revoked": token_id})
 
 
+@admin_api.get("/users")
+@require_user(admin=True)
+def users():
+    """Every user that holds or held a token, with their admin flag and policy."""
+    store = nexus().store
+    names = sorted({t["user_name"] for t in store.list_tokens()})
+    found = [store.get_user(name) for name in names]
+    return jsonify({"users": [{"name": u.name, "is_admin": u.is_admin, "policy": u.policy} for u in found if u]})
+
+
 @admin_api.put("/users/<user_name>/policy")
 @require_user(admin=True)
 def user_policy(user_name: str):

@@ -103,6 +103,23 @@ def list_sessions():
     return jsonify({"sessions": nexus().store.list_sessions(g.user.name)})
 
 
+PREVIEW_CHARS = 140
+PREVIEW_SESSIONS = 50
+
+
+@api.get("/sessions/previews")
+@require_user()
+def session_previews():
+    """The first thing the person asked in each of their latest sessions, for the chat page's list."""
+    store = nexus().store
+    previews = {}
+    for row in store.list_sessions(g.user.name, limit=PREVIEW_SESSIONS):
+        first = next((e for e in store.transcript(row["id"]) if e.get("role") == "user"), None)
+        text = "".join(p.get("text", "") for p in (first or {}).get("content", []) if p.get("type") == "text" and not p.get("kind"))
+        previews[row["id"]] = " ".join(text.split())[:PREVIEW_CHARS]
+    return jsonify({"previews": previews})
+
+
 @api.get("/sessions/<session_id>")
 @require_user()
 def get_session(session_id: str):

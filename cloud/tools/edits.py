@@ -44,15 +44,31 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _reindent(new: str, from_indent: str, to_indent: str) -> str:
-    if from_indent == to_indent:
+def _reindent(new: str, old_lines: list[str], script_lines: list[str]) -> str:
+    """Give the new text the script's indentation where the model's old text had other indentation.
+
+    When each of the model's indentation levels pairs with one level of the script, levels are mapped
+    (a deeper line keeps its extra depth on top of the nearest mapped level, so 2-space code merged into
+    4-space code stays valid). When they do not (the model flattened a nested block), new line k takes
+    the indentation of matched line k.
+    """
+    mapping: dict[str, str] = {}
+    consistent = True
+    for old, actual in zip(old_lines, script_lines, strict=False):
+        if old.strip():
+            consistent &= mapping.setdefault(_indent(old), _indent(actual)) == _indent(actual)
+    if consistent and all(k == v for k, v in mapping.items()):
         return new
     out = []
-    for line in new.split("\n"):
-        if line.startswith(from_indent):
-            line = to_indent + line[len(from_indent):]
-        elif line.strip():
-            line = to_indent + line.lstrip()
+    for k, line in enumerate(new.split("\n")):
+        if line.strip():
+            if not consistent:
+                line = _indent(script_lines[min(k, len(script_lines) - 1)]) + line.lstrip()
+            else:
+                indent = _indent(line)
+                known = max((m for m in mapping if indent.startswith(m)), key=len, default=None)
+                if known is not None:
+                    line = mapping[known] + line[len(known):]
         out.append(line)
     return "\n".join(out)
 
@@ -97,7 +113,7 @@ def _apply_one(script: str, old: str, new: str, line: int | None) -> tuple[str |
     if at is None:
         return None, problem
     width = len(old_lines)
-    new_text = _reindent(new.strip("\n"), _indent(old_lines[0]), _indent(lines[at]))
+    new_text = _reindent(new.strip("\n"), old_lines, lines[at:at + width])
     merged = lines[:at] + new_text.split("\n") + lines[at + width:]
     return "\n".join(merged), None
 

@@ -154,7 +154,12 @@ def maybe_compact(
     if size < threshold * model.context_window:
         return None
     start = _last_compaction(transcript) + 1
-    cut = choose_cut(transcript, start, int(keep_recent * model.context_window))
+    # choose_cut counts with the estimate; when reported usage says the conversation is bigger than
+    # estimated (images, tokenizer differences), scale the budget into estimate units.
+    conversation = estimate_tokens(view)
+    actual = max(conversation, size - (estimated - conversation))
+    keep_tokens = int(keep_recent * model.context_window * conversation / max(1, actual))
+    cut = choose_cut(transcript, start, keep_tokens)
     if cut is None:
         return None
     older_view = model_view(transcript[:cut])

@@ -29,6 +29,7 @@ class _Pending:
     request_id: str
     tool_call_id: str
     host_id: str | None
+    kind: str = "host"  # "host": a host's answer; "approval": the person's decision
     result: dict[str, Any] | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -40,11 +41,12 @@ class ToolResultChannel:
         self._by_request: dict[str, str] = {}  # request_id -> session_id
         self._answered: dict[str, list[str]] = {}  # session_id -> recent request/tool-call ids
 
-    def open(self, session_id: str, request_id: str, tool_call_id: str, host_id: str | None) -> None:
+    def open(self, session_id: str, request_id: str, tool_call_id: str, host_id: str | None,
+             kind: str = "host") -> None:
         with self._lock:
             if session_id in self._pending:
                 raise RuntimeError(f"session {session_id} already has a pending request")
-            self._pending[session_id] = _Pending(request_id, tool_call_id, host_id)
+            self._pending[session_id] = _Pending(request_id, tool_call_id, host_id, kind)
             self._by_request[request_id] = session_id
 
     def session_for_request(self, request_id: str) -> str | None:
@@ -67,17 +69,18 @@ class ToolResultChannel:
         with self._lock:
             session_id = self._by_request.get(request_id)
             pending = self._pending.get(session_id) if session_id else None
-            if pending is None or pending.request_id != request_id:
+            if pending is None or pending.request_id != request_id or pending.kind != "host":
                 return Delivery.NOT_PENDING
             if pending.host_id is not None and pending.host_id != host_id:
                 return Delivery.WRONG_SENDER
             return self._accept(session_id, pending, result)
 
-    def deliver_tool_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> Delivery:
-        """A browser relaying a host's answer for the session's pending tool call."""
+    def deliver_tool_result(self, session_id: str, tool_call_id: str, result: dict[str, Any],
+                            kind: str = "host") -> Delivery:
+        """A browser relaying a host's answer (or, with kind "approval", the person's decision)."""
         with self._lock:
             pending = self._pending.get(session_id)
-            if pending is None or pending.tool_call_id != tool_call_id:
+            if pending is None or pending.tool_call_id != tool_call_id or pending.kind != kind:
                 answered = tool_call_id in self._answered.get(session_id, [])
                 return Delivery.ALREADY_ANSWERED if answered else Delivery.NOT_PENDING
             return self._accept(session_id, pending, result)

@@ -16,7 +16,6 @@ class SessionState:
     last_completed_tool: str | None = None
     last_task_committed: bool | None = None  # None: no automation yet in this run
     cap_reached: bool = False
-    policy: str = "auto"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SessionState:

@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS tokens (
     created REAL NOT NULL, revoked REAL);
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY, user_name TEXT NOT NULL, host_id TEXT, model TEXT, created REAL NOT NULL,
-    updated REAL NOT NULL, status TEXT NOT NULL DEFAULT 'idle', state TEXT NOT NULL DEFAULT '{}');
+    updated REAL NOT NULL, status TEXT NOT NULL DEFAULT 'idle', policy TEXT NOT NULL DEFAULT 'auto',
+    state TEXT NOT NULL DEFAULT '{}');
 CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq));
 CREATE TABLE IF NOT EXISTS audit (
@@ -147,7 +148,7 @@ class Store:
         return row
 
     def update_session(self, session_id: str, **fields: Any) -> None:
-        allowed = {"host_id", "model", "status", "state"}
+        allowed = {"host_id", "model", "status", "state", "policy"}
         if not fields or set(fields) - allowed:
             raise ValueError(f"cannot update session fields {sorted(set(fields) - allowed)}")
         if "state" in fields:
@@ -158,7 +159,7 @@ class Store:
                        (*fields.values(), time.time(), session_id))
 
     def list_sessions(self, user_name: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-        sql = ("SELECT s.id, s.user_name, s.host_id, s.model, s.created, s.updated, s.status, "
+        sql = ("SELECT s.id, s.user_name, s.host_id, s.model, s.created, s.updated, s.status, s.policy, "
                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS entries, "
                "(SELECT COALESCE(SUM(cost), 0) FROM usage g WHERE g.session_id = s.id) AS cost "
                "FROM sessions s")

@@ -19,6 +19,7 @@ from cloud.grounding.registry import NoApiIndex, api_index
 from cloud.hostlink import HostConnection, HostDirectory, HostUnavailable
 from cloud.hosts.base import ViewRequest, split_epilogue_output
 from cloud.hosts.registry import UnknownHostApp, content_hash, get_provider, stamped_epilogue
+from cloud.policy import effective_policy
 from cloud.prompts import message
 from cloud.rendezvous import ToolResultChannel
 from cloud.session import Session
@@ -31,6 +32,7 @@ AUTOMATION = "execute_task_automation"
 COLLECTION = "execute_data_collection"
 CAPTURE = "capture_view"
 LOOKUP = "lookup_api"
+HOLD_CAPABILITY = "hold"
 
 
 @dataclass
@@ -113,7 +115,7 @@ def _budget_refusal(ctx: ToolContext) -> tuple[str | None, str | None]:
 def _automate(ctx: ToolContext, call: dict[str, Any], connection: HostConnection,
               arguments: dict[str, Any]) -> Generator[Chunk, None, dict[str, Any]]:
     state = ctx.session.state
-    if state.policy == "readonly":
+    if effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name) == "readonly":
         return (yield from _plain(call, message("readonly")))
     cap, budget_line = _budget_refusal(ctx)
     if cap:
@@ -154,17 +156,20 @@ def _run_script(ctx: ToolContext, call: dict[str, Any], connection: HostConnecti
                 notes: list[str] | None = None, extra: list[str] | None = None) -> Generator[Chunk, None, dict[str, Any]]:
     command: dict[str, Any] = {"type": "execute", "mode": mode, "code": code, "timeout_s": ctx.settings.script_timeout_s}
     provider = None
+    version = None
     if mode == "automate":
         try:
             provider = get_provider(connection.host_app)
             epilogue = stamped_epilogue(connection.host_app)
             command["epilogue"] = epilogue.as_message()
+            version = epilogue.capability_version
         except UnknownHostApp:
             epilogue = None
-    _audit(ctx, call["id"], connection, "model", code, content_hash(code),
-           provider.capability_version if provider else None)
-    if mode == "automate" and command.get("epilogue"):
-        _audit(ctx, call["id"], connection, "epilogue", epilogue.code, epilogue.sha256, epilogue.capability_version)
+        # Hold the transaction open so the policy can be re-read once the script has run.
+        command["hold"] = HOLD_CAPABILITY in (connection.hello.get("capabilities") or [])
+    _audit(ctx, call["id"], connection, "model", code, content_hash(code), version)
+    if command.get("epilogue"):
+        _audit(ctx, call["id"], connection, "epilogue", epilogue.code, epilogue.sha256, version)
     reply = _ask_host(ctx, call["id"], "run", command)
     state = ctx.session.state
     state.last_completed_tool = call["name"]
@@ -172,30 +177,61 @@ def _run_script(ctx: ToolContext, call: dict[str, Any], connection: HostConnecti
         if mode == "automate":
             state.last_task_committed = False
         ctx.save_state()
-        text = reply.problem or _no_result_text(ctx, reply.message)
-        return (yield from _plain(call, text))
+        return (yield from _plain(call, reply.problem or _no_result_text(ctx, reply.message)))
     result = reply.message
+    report, directives = split_epilogue_output(result.get("epilogue_stdout"))
+    image, decision = None, None
+    if mode == "automate" and provider is not None and (result.get("held") or result.get("committed")):
+        view = provider.view_to_capture(result)
+        image = _export(ctx, call["id"], view) if view is not None else None
+    if result.get("held"):
+        result, decision = yield from _settle(ctx, call, result, report, image)
     if mode == "automate":
         state.last_task_committed = bool(result.get("committed"))
     ctx.save_state()
-    report, directives = split_epilogue_output(result.get("epilogue_stdout"))
-    image = None
-    if mode == "automate" and result.get("committed") and provider is not None:
-        view = provider.view_to_capture(result)
-        if view is not None:
-            image = _export(ctx, call["id"], view)
-    text = _describe_run(ctx, result, mode, report, image, notes or [], extra or [])
+    text = _describe_run(ctx, result, mode, report, image, notes or [], extra or [], decision)
     person = {"tool_call_id": call["id"], "name": call["name"], "mode": mode, "ok": bool(result.get("ok")),
               "committed": bool(result.get("committed")), "stdout": result.get("stdout", ""),
               "stdout_truncated": bool(result.get("stdout_truncated")), "error": result.get("error"),
               "failures": result.get("failures", []), "changes": result.get("changes"),
               "change_report": report or None, "duration_ms": result.get("duration_ms"),
               "timed_out": bool(result.get("timed_out")), "notes": notes, "image": _image_meta(image),
-              "directives": directives, "summary": text}
+              "directives": directives, "decision": decision, "summary": text}
     ctx.store.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)
-    images = [image["part"]] if image and "part" in image else []
+    images = [image["part"]] if image and "part" in image and result.get("committed") else []
     return tool_result_part(call["id"], call["name"], text, images, is_error=not result.get("ok"))
+
+
+def _settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report: str,
+            image: dict[str, Any] | None) -> Generator[Chunk, None, tuple[dict[str, Any], dict[str, Any]]]:
+    """Decide a held transaction: by policy (re-read now), or by the person under `ask`. Only the
+    person's POST to /approval can keep a previewed change; no decision in time counts as discard."""
+    policy = effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name)
+    if policy == "auto":
+        decision = {"decision": "keep", "by": "policy"}
+    elif policy == "readonly":
+        decision = {"decision": "discard", "by": "policy", "comment": message("discard_readonly")}
+    else:
+        summary = message("approval_summary", report=report or "(no change report)")
+        yield chunks.metadata("approval_request", summary, tool_call_id=call["id"], change_report=report or None,
+                              changes=held.get("changes"), failures=held.get("failures", []),
+                              stdout=held.get("stdout", ""), image=_image_meta(image),
+                              timeout_s=ctx.settings.approval_timeout_s)
+        ctx.channel.open(ctx.session.session_id, f"{call['id']}.approval", call["id"], None, kind="approval")
+        decision = ctx.channel.wait(ctx.session.session_id, ctx.settings.approval_timeout_s, ctx.cancel)
+        if decision is None:
+            minutes = round(ctx.settings.approval_timeout_s / 60, 1)
+            decision = {"decision": "discard", "by": "timeout", "comment": message("discard_timeout", minutes=minutes)}
+    reply = _ask_host(ctx, call["id"], "run", {"type": "decide", "decision": decision["decision"]})
+    final = reply.message if reply.message and reply.message.get("type") == "execute_result" else None
+    settled = {**held, "held": False, "committed": bool(final and final.get("committed"))}
+    if final is None:
+        settled["error"] = {"type": "NoDecisionResult",
+                            "message": reply.problem or _no_result_text(ctx, reply.message)}
+    elif final.get("error"):
+        settled.update(ok=bool(final.get("ok")), error=final["error"])
+    return settled, decision
 
 
 def _no_result_text(ctx: ToolContext, reply: dict[str, Any] | None) -> str:
@@ -205,9 +241,12 @@ def _no_result_text(ctx: ToolContext, reply: dict[str, Any] | None) -> str:
 
 
 def _describe_run(ctx: ToolContext, result: dict[str, Any], mode: str, report: str, image: dict[str, Any] | None,
-                  notes: list[str], extra: list[str]) -> str:
+                  notes: list[str], extra: list[str], decision: dict[str, Any] | None = None) -> str:
     seconds = (result.get("duration_ms") or 0) / 1000
-    if result.get("timed_out"):
+    if decision and decision["decision"] == "discard":
+        comment = decision.get("comment")
+        lines = [message("outcome_discarded", comment=f" Their comment: {comment}" if comment else "")]
+    elif result.get("timed_out"):
         lines = [message("outcome_timed_out", timeout=ctx.settings.script_timeout_s)]
     elif mode == "collect":
         lines = [message("outcome_collect" if result.get("ok") else "outcome_collect_failed", seconds=seconds)]
@@ -227,9 +266,12 @@ def _describe_run(ctx: ToolContext, result: dict[str, Any], mode: str, report: s
     if mode == "automate":
         if result.get("committed"):
             lines.append(message("section_report", report=render_for_model(report, ctx.settings.max_result_chars)))
+        elif decision and report:
+            lines.append(message("section_discarded_report",
+                                 report=render_for_model(report, ctx.settings.max_result_chars)))
         else:
             lines.append(message("section_no_report"))
-    if image:
+    if image and result.get("committed"):
         lines.append(image["caption"])
     if notes:
         lines.append(message("section_notes", lines="\n".join(f"- {n}" for n in notes)))

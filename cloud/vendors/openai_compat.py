@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,14 @@ from cloud.chunks import Chunk
 from cloud.transcript import Entry
 from cloud.vendors import images, tool_schemas
 from cloud.vendors.base import ModelTurn, TurnRequest, Usage
-from cloud.vendors.openai_responses import data_url, failure_from_sdk, parse_arguments, tool_call_chunk
+from cloud.vendors.openai_responses import (
+    data_url,
+    failure_from_sdk,
+    open_event_stream,
+    parse_arguments,
+    tool_call_chunk,
+)
+from cloud.vendors.profiles import model_profile
 from cloud.vendors.registry import ModelSpecError
 from cloud.vendors.retry import DEFAULT_POLICY, RetryPolicy, VendorFailure, stream_with_retries
 
@@ -31,7 +38,6 @@ VENDOR = "openai-compat"
 API_KEY_ENV = "OPENAI_COMPAT_API_KEY"
 BASE_URL_ENV = "OPENAI_COMPAT_BASE_URL"
 CONTEXT_WINDOW_ENV = "OPENAI_COMPAT_CONTEXT_WINDOW"
-DEFAULT_CONTEXT_WINDOW = 32_768
 # Local servers ignore the key, but the SDK insists on one.
 PLACEHOLDER_KEY = "not-needed"
 REASONING_FIELDS = ("reasoning", "reasoning_content")
@@ -136,18 +142,18 @@ def to_chat_messages(system: str, transcript: list[Entry], model: str) -> list[d
 
 # ---------------------------------------------------------------- chunk stream -> chunks + ModelTurn
 
-def normalise_usage(usage: Any) -> Usage:
-    if usage is None:
+def normalise_usage(usage: dict[str, Any] | None) -> Usage:
+    if not usage:
         return Usage()
-    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0
-    reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", 0) or 0
-    return Usage(uncached_input=max(0, (usage.prompt_tokens or 0) - cached), cache_read=cached,
-                 output=usage.completion_tokens or 0, reasoning=reasoning)
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    return Usage(uncached_input=max(0, (usage.get("prompt_tokens") or 0) - cached), cache_read=cached,
+                 output=usage.get("completion_tokens") or 0, reasoning=reasoning)
 
 
 @dataclass
 class ChatStreamReader:
-    """Folds one Chat Completions chunk stream into chunks and a ModelTurn."""
+    """Folds one Chat Completions chunk stream (chunks as JSON objects) into chunks and a ModelTurn."""
 
     turn: ModelTurn = field(default_factory=ModelTurn)
     by_index: dict[int, dict[str, Any]] = field(default_factory=dict)  # tool-call index -> open call part
@@ -157,25 +163,22 @@ class ChatStreamReader:
     thinking: dict[str, Any] | None = None
     finish_reason: str | None = None
 
-    def read(self, chunk: Any) -> Iterable[Chunk]:
-        if chunk.usage is not None:
-            self.turn.usage = normalise_usage(chunk.usage)
+    def read(self, chunk: dict[str, Any]) -> list[Chunk]:
+        if chunk.get("usage"):
+            self.turn.usage = normalise_usage(chunk["usage"])
         out: list[Chunk] = []
-        for choice in chunk.choices:
-            delta = choice.delta
-            if delta is not None:
-                extra = delta.model_extra or {}
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta")
+            if delta:
                 for name in REASONING_FIELDS:
-                    if extra.get(name):
-                        out.append(self._thinking(extra[name]))
-                if delta.content:
-                    out.append(self._message(delta.content))
-                for fragment in delta.tool_calls or ():
-                    chunk_or_none = self._tool_fragment(fragment)
-                    if chunk_or_none is not None:
-                        out.append(chunk_or_none)
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
+                    if delta.get(name):
+                        out.append(self._thinking(delta[name]))
+                if delta.get("content"):
+                    out.append(self._message(delta["content"]))
+                for fragment in delta.get("tool_calls") or ():
+                    self._tool_fragment(fragment, out)
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
                 out.extend(self._close_calls())
         return out
 
@@ -193,32 +196,36 @@ class ChatStreamReader:
         self.text["text"] += text
         return Chunk("Message", text)
 
-    def _tool_fragment(self, fragment: Any) -> Chunk | None:
-        index = fragment.index if fragment.index is not None else len(self.by_index)
+    def _tool_fragment(self, fragment: dict[str, Any], out: list[Chunk]) -> None:
+        call_id, index = fragment.get("id"), fragment.get("index")
+        if index is None:  # a server that omits it: a new id starts a call, anything else continues the last
+            fresh = call_id and not (self.open_calls and self.open_calls[-1]["id"] == call_id)
+            index = len(self.open_calls) if fresh or not self.open_calls else len(self.open_calls) - 1
         part = self.by_index.get(index)
         # A new id at a known index is a new call (some servers repeat index 0 for every call).
-        if part is None or (fragment.id and fragment.id != part["id"]):
-            part = {"type": "tool_call", "id": fragment.id or f"call_{uuid.uuid4().hex[:24]}", "name": "", "input": {}}
+        if part is None or (call_id and call_id != part["id"]):
+            part = {"type": "tool_call", "id": call_id or f"call_{uuid.uuid4().hex[:24]}", "name": "", "input": {}}
             self.by_index[index] = part
             self.raw_arguments[part["id"]] = ""
             self.open_calls.append(part)
             self.turn.content.append(part)
-        function = fragment.function
-        if function is not None and function.name and not part["name"]:
-            part["name"] = function.name
-        piece = (function.arguments if function is not None else None) or ""
-        if not piece:
-            return None
-        self.raw_arguments[part["id"]] += piece
-        return Chunk("ToolInputDelta", piece, {"tool_call_id": part["id"], "name": part["name"]})
+        function = fragment.get("function") or {}
+        if function.get("name") and not part["name"]:
+            part["name"] = function["name"]
+        piece = function.get("arguments") or ""
+        if not isinstance(piece, str):  # a few servers send the arguments as an object
+            piece = json.dumps(piece)
+        if piece:
+            self.raw_arguments[part["id"]] += piece
+            out.append(Chunk("ToolInputDelta", piece, {"tool_call_id": part["id"], "name": part["name"]}))
 
-    def _close_calls(self, problem: str | None = None) -> list[Chunk]:
+    def _close_calls(self) -> list[Chunk]:
         chunks = []
         for part in self.open_calls:
             raw = self.raw_arguments[part["id"]]
             part["input"], error = parse_arguments(raw)
-            if error or problem:
-                part["input_error"] = " ".join(p for p in (problem, error) if p)
+            if error:
+                part["input_error"] = error
                 part["vendor_state"] = {"vendor": VENDOR, "arguments": raw}
             chunks.append(tool_call_chunk(part))
         self.open_calls, self.by_index = [], {}
@@ -242,7 +249,8 @@ class OpenAICompatModel:
     def __init__(self, model: str, client: openai.OpenAI | None = None, policy: RetryPolicy = DEFAULT_POLICY):
         self.model, self.base_url = split_model(model)
         self.spec = f"{VENDOR}:{self.model}@{self.base_url}"
-        self.context_window = int(os.environ.get(CONTEXT_WINDOW_ENV) or DEFAULT_CONTEXT_WINDOW)
+        fallback = model_profile(VENDOR, self.model).get("context_window", 32_768)
+        self.context_window = int(os.environ.get(CONTEXT_WINDOW_ENV) or fallback)
         self.image_max_px = images.image_max_px(VENDOR, self.model)
         self.policy = policy
         self._client = client
@@ -274,7 +282,7 @@ class OpenAICompatModel:
     def _attempt(self, params: dict[str, Any], cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
         reader = ChatStreamReader()
         try:
-            with self.client.chat.completions.create(**params) as stream:
+            with open_event_stream(self.client, "/chat/completions", params) as stream:
                 for chunk in stream:
                     yield from reader.read(chunk)
                     if cancel.is_set():

@@ -1,21 +1,22 @@
-"""`openai:MODEL`: the OpenAI Responses API, streamed through the official SDK.
+"""`openai:MODEL`: the OpenAI Responses API (`POST /responses`, streamed), through the official SDK.
 
 The request is stateless (`store=False`): the whole neutral transcript is sent every turn, and the
 model's reasoning items (with their encrypted content) ride along in `vendor_state` so they can go
 back verbatim on the next OpenAI turn. Another vendor's state is dropped. Tool results go back as
 `function_call_output` items whose output holds text and images side by side.
 
-Also home to the two helpers the OpenAI-compatible adapter shares: `failure_from_sdk` (SDK error to
-the retry helper's VendorFailure) and `parse_arguments` (tool-call JSON, malformed or not).
+Also home to the helpers the OpenAI-compatible adapter shares: `open_event_stream` (the SDK's streaming
+POST, events as JSON objects), `failure_from_sdk` (SDK error to the retry helper's VendorFailure) and
+`parse_arguments` (tool-call JSON, malformed or not).
 """
 from __future__ import annotations
 
 import json
 import os
 import threading
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import openai
 
@@ -23,6 +24,7 @@ from cloud.chunks import Chunk
 from cloud.transcript import Entry
 from cloud.vendors import images, tool_schemas
 from cloud.vendors.base import ModelTurn, TurnRequest, Usage
+from cloud.vendors.profiles import model_profile
 from cloud.vendors.retry import (
     DEFAULT_POLICY,
     RetryPolicy,
@@ -32,11 +34,6 @@ from cloud.vendors.retry import (
 )
 
 VENDOR = "openai"
-# Model-name prefixes that reason (they take `reasoning` and return reasoning items); others refuse it.
-REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4", "codex")
-# Context windows by model-name prefix; the longest matching prefix wins.
-CONTEXT_WINDOWS = {"gpt-5": 400_000, "gpt-4.1": 1_047_576, "gpt-4o": 128_000, "o3": 200_000, "o4": 200_000}
-DEFAULT_CONTEXT_WINDOW = 128_000
 # Error codes (in a mid-stream error event or a failed response) worth another try.
 RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "overloaded", "server_is_overloaded",
                              "internal_error", "service_unavailable", "timeout"})
@@ -45,6 +42,18 @@ STOP_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
 
 
 # ---------------------------------------------------------------- helpers shared with openai_compat
+
+def open_event_stream(client: openai.OpenAI, path: str, body: dict[str, Any]) -> openai.Stream[Any]:
+    """POST `body` and stream the server-sent events back as JSON objects.
+
+    The SDK does the HTTP, auth, SSE decoding, `[DONE]` and mid-stream `{"error": ...}` handling (raising
+    APIError) exactly as for `client.responses.create(stream=True)` / `client.chat.completions.create(...)`;
+    only the per-event pydantic models are skipped (they cost ~80% of the time per event, which
+    capped an adapter near 10,000 chunks/s).
+    """
+    # `object` (not dict[...]) as the event type: the SDK then hands each decoded JSON object over untouched.
+    return client.post(path, body=body, cast_to=object, stream=True, stream_cls=openai.Stream[object])
+
 
 def failure_from_sdk(exc: openai.OpenAIError) -> VendorFailure:
     """Translate an SDK exception into one attempt's failure (retryable or not)."""
@@ -98,11 +107,6 @@ def tool_call_chunk(part: dict[str, Any]) -> Chunk:
     if "input_error" in part:
         meta["input_error"] = part["input_error"]
     return Chunk("ToolCall", part["name"], meta)
-
-
-def longest_prefix_value(table: dict[str, int], model: str, default: int) -> int:
-    matches = [prefix for prefix in table if model.startswith(prefix)]
-    return table[max(matches, key=len)] if matches else default
 
 
 # ---------------------------------------------------------------- neutral transcript -> Responses input
@@ -185,21 +189,24 @@ def to_responses_input(transcript: list[Entry], model: str) -> list[dict[str, An
 
 # ---------------------------------------------------------------- Responses stream -> chunks + ModelTurn
 
-def normalise_usage(usage: Any) -> Usage:
-    if usage is None:
+def normalise_usage(usage: dict[str, Any] | None) -> Usage:
+    if not usage:
         return Usage()
-    details = getattr(usage, "input_tokens_details", None)
-    cached = getattr(details, "cached_tokens", 0) or 0
-    written = getattr(details, "cache_write_tokens", 0) or 0
-    reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0
+    details = usage.get("input_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    written = details.get("cache_write_tokens") or 0
+    reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
     # input_tokens counts cached (and cache-written) tokens too: the uncached share is what is left.
-    return Usage(uncached_input=max(0, usage.input_tokens - cached - written), cache_read=cached,
-                 cache_write=written, output=usage.output_tokens, reasoning=reasoning)
+    return Usage(uncached_input=max(0, (usage.get("input_tokens") or 0) - cached - written), cache_read=cached,
+                 cache_write=written, output=usage.get("output_tokens") or 0, reasoning=reasoning)
 
 
 @dataclass
 class ResponsesStreamReader:
-    """Folds one Responses event stream into chunks and a ModelTurn; `finished` once a terminal event came."""
+    """Folds one Responses event stream (events as JSON objects) into chunks and a ModelTurn.
+
+    `finished` once a terminal event (completed / incomplete) arrived; failures raise VendorFailure.
+    """
 
     turn: ModelTurn = field(default_factory=ModelTurn)
     parts: dict[int, dict[str, Any]] = field(default_factory=dict)  # output_index -> neutral part
@@ -209,41 +216,33 @@ class ResponsesStreamReader:
     summary_index: dict[str, int] = field(default_factory=dict)  # reasoning item_id -> summary part seen last
     finished: bool = False
 
-    def read(self, event: Any) -> Iterable[Chunk]:
-        kind = event.type
-        if kind == "response.output_text.delta":
-            self._part(event.item_id, event.output_index, "text")["text"] += event.delta
-            return (Chunk("Message", event.delta),)
-        if kind == "response.function_call_arguments.delta":
-            part = self.calls.get(event.item_id)
-            if part is None:
-                return ()
-            self.raw_arguments[event.item_id] += event.delta
-            return (Chunk("ToolInputDelta", event.delta, {"tool_call_id": part["id"], "name": part["name"]}),)
-        if kind == "response.reasoning_summary_text.delta":
-            part = self._part(event.item_id, event.output_index, "thinking")
-            if self.summary_index.setdefault(event.item_id, event.summary_index) != event.summary_index:
-                self.summary_index[event.item_id] = event.summary_index
-                part["text"] += "\n\n"
-            part["text"] += event.delta
-            return (Chunk("Thinking", event.delta),)
-        if kind == "response.refusal.delta":
-            self._part(event.item_id, event.output_index, "text")["text"] += event.delta
-            self.turn.stop_reason = "refusal"
-            return (Chunk("Message", event.delta),)
-        if kind == "response.output_item.added":
-            return self._item_added(event.output_index, event.item)
-        if kind == "response.output_item.done":
-            return self._item_done(event.output_index, event.item)
-        if kind in ("response.completed", "response.incomplete"):
-            return self._finish(event.response)
-        if kind == "response.failed":
-            error = event.response.error
-            raise failure_from_body({"code": getattr(error, "code", None), "message": getattr(error, "message", "")},
-                                    "the response failed")
-        if kind == "error":
-            raise failure_from_body({"code": event.code, "message": event.message}, "stream error")
-        return ()
+    def read(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        handler = self.HANDLERS.get(event.get("type"))
+        return handler(self, event) if handler else ()
+
+    def _text_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        self._part(event["item_id"], event["output_index"], "text")["text"] += event["delta"]
+        return (Chunk("Message", event["delta"]),)
+
+    def _refusal_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        self.turn.stop_reason = "refusal"
+        return self._text_delta(event)
+
+    def _arguments_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        part = self.calls.get(event["item_id"])
+        if part is None:
+            return ()
+        self.raw_arguments[event["item_id"]] += event["delta"]
+        return (Chunk("ToolInputDelta", event["delta"], {"tool_call_id": part["id"], "name": part["name"]}),)
+
+    def _summary_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        item_id, index = event["item_id"], event.get("summary_index", 0)
+        part = self._part(item_id, event["output_index"], "thinking")
+        if self.summary_index.setdefault(item_id, index) != index:
+            self.summary_index[item_id] = index
+            part["text"] += "\n\n"
+        part["text"] += event["delta"]
+        return (Chunk("Thinking", event["delta"]),)
 
     def _part(self, item_id: str, output_index: int, kind: str) -> dict[str, Any]:
         part = self.by_item.get(item_id)
@@ -252,37 +251,35 @@ class ResponsesStreamReader:
             self.by_item[item_id] = self.parts[output_index] = part
         return part
 
-    def _item_added(self, output_index: int, item: Any) -> Iterable[Chunk]:
-        if item.type == "function_call":
-            part = {"type": "tool_call", "id": item.call_id, "name": item.name, "input": {}}
-            self.calls[item.id] = self.by_item[item.id] = self.parts[output_index] = part
-            self.raw_arguments[item.id] = ""
-        elif item.type == "reasoning":
-            self._part(item.id, output_index, "thinking")
-        elif item.type == "message":
-            self._part(item.id, output_index, "text")
+    def _item_added(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        item, output_index = event["item"], event["output_index"]
+        if item["type"] == "function_call":
+            part = {"type": "tool_call", "id": item["call_id"], "name": item["name"], "input": {}}
+            self.calls[item["id"]] = self.by_item[item["id"]] = self.parts[output_index] = part
+            self.raw_arguments[item["id"]] = ""
+        elif item["type"] in ("reasoning", "message"):
+            self._part(item["id"], output_index, "thinking" if item["type"] == "reasoning" else "text")
         return ()
 
-    def _item_done(self, output_index: int, item: Any) -> Iterable[Chunk]:
-        if item.type == "reasoning":
-            part = self._part(item.id, output_index, "thinking")
-            kept = {"type": "reasoning", "id": item.id, "summary": [s.model_dump() for s in item.summary]}
-            if item.encrypted_content is not None:
-                kept["encrypted_content"] = item.encrypted_content
+    def _item_done(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        item, output_index = event["item"], event["output_index"]
+        if item["type"] == "reasoning":
+            part = self._part(item["id"], output_index, "thinking")
+            kept = {key: item[key] for key in ("type", "id", "summary", "encrypted_content") if key in item}
             part["vendor_state"] = {"vendor": VENDOR, "item": kept}
-            if not part["text"] and item.summary:
-                part["text"] = "\n\n".join(s.text for s in item.summary)
-        elif item.type == "message":
-            part = self._part(item.id, output_index, "text")
+            if not part["text"] and item.get("summary"):
+                part["text"] = "\n\n".join(s.get("text", "") for s in item["summary"])
+        elif item["type"] == "message":
+            part = self._part(item["id"], output_index, "text")
             if not part["text"]:
-                part["text"] = "".join(getattr(c, "text", "") or getattr(c, "refusal", "") for c in item.content)
-            if getattr(item, "phase", None):
-                part["vendor_state"] = {"vendor": VENDOR, "phase": item.phase}
-        elif item.type == "function_call":
-            if item.id not in self.calls:
-                self._item_added(output_index, item)
-            cut = CUT_OFF if getattr(item, "status", None) == "incomplete" else None
-            return (self._close_call(item.id, item.arguments, problem=cut),)
+                part["text"] = "".join(c.get("text") or c.get("refusal") or "" for c in item.get("content", []))
+            if item.get("phase"):
+                part["vendor_state"] = {"vendor": VENDOR, "phase": item["phase"]}
+        elif item["type"] == "function_call":
+            if item["id"] not in self.calls:
+                self._item_added(event)
+            cut = CUT_OFF if item.get("status") == "incomplete" else None
+            return (self._close_call(item["id"], item.get("arguments"), problem=cut),)
         return ()
 
     def _close_call(self, item_id: str, arguments: str | None = None, problem: str | None = None) -> Chunk:
@@ -294,19 +291,41 @@ class ResponsesStreamReader:
             part["vendor_state"] = {"vendor": VENDOR, "arguments": raw}
         return tool_call_chunk(part)
 
-    def _finish(self, response: Any) -> Iterable[Chunk]:
+    def _finish(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        response = event.get("response") or {}
         self.finished = True
-        self.turn.usage = normalise_usage(response.usage)
-        reason = getattr(response.incomplete_details, "reason", None) if response.incomplete_details else None
+        self.turn.usage = normalise_usage(response.get("usage"))
+        reason = (response.get("incomplete_details") or {}).get("reason")
         # A call cut off by the output limit still reaches the loop, which tells the model what happened.
-        chunks = [self._close_call(item_id, problem=CUT_OFF)
-                  for item_id in list(self.calls)]
-        self.turn.content = [self.parts[i] for i in sorted(self.parts)]
+        chunks = [self._close_call(item_id, problem=CUT_OFF) for item_id in list(self.calls)]
+        self.turn.content = self.content()
         if reason:
             self.turn.stop_reason = STOP_REASONS.get(reason, reason)
         elif self.turn.stop_reason != "refusal":
             self.turn.stop_reason = "tool_use" if self.turn.tool_calls else "end_turn"
         return chunks
+
+    def _failed(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        raise failure_from_body((event.get("response") or {}).get("error"), "the response failed")
+
+    def _error(self, event: dict[str, Any]) -> Iterable[Chunk]:
+        raise failure_from_body(event, "stream error")
+
+    def content(self) -> list[dict[str, Any]]:
+        return [self.parts[i] for i in sorted(self.parts)]
+
+    HANDLERS: ClassVar[dict[str, Callable[[ResponsesStreamReader, dict[str, Any]], Iterable[Chunk]]]] = {
+        "response.output_text.delta": _text_delta,
+        "response.refusal.delta": _refusal_delta,
+        "response.function_call_arguments.delta": _arguments_delta,
+        "response.reasoning_summary_text.delta": _summary_delta,
+        "response.output_item.added": _item_added,
+        "response.output_item.done": _item_done,
+        "response.completed": _finish,
+        "response.incomplete": _finish,
+        "response.failed": _failed,
+        "error": _error,
+    }
 
 
 # ---------------------------------------------------------------- the adapter
@@ -317,7 +336,9 @@ class OpenAIResponsesModel:
     def __init__(self, model: str, client: openai.OpenAI | None = None, policy: RetryPolicy = DEFAULT_POLICY):
         self.model = model
         self.spec = f"{VENDOR}:{model}"
-        self.context_window = longest_prefix_value(CONTEXT_WINDOWS, model, DEFAULT_CONTEXT_WINDOW)
+        profile = model_profile(VENDOR, model)
+        self.context_window = int(profile.get("context_window", 128_000))
+        self.reasoning = bool(profile.get("reasoning", True))
         self.image_max_px = images.image_max_px(VENDOR, model)
         self.policy = policy
         self._client = client
@@ -340,7 +361,7 @@ class OpenAIResponsesModel:
             "store": False,
             "stream": True,
         }
-        if self.model.startswith(REASONING_PREFIXES):
+        if self.reasoning:
             params["reasoning"] = {"summary": "auto"}
             params["include"] = ["reasoning.encrypted_content"]
         return params
@@ -352,12 +373,12 @@ class OpenAIResponsesModel:
     def _attempt(self, params: dict[str, Any], cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
         reader = ResponsesStreamReader()
         try:
-            with self.client.responses.create(**params) as events:
+            with open_event_stream(self.client, "/responses", params) as events:
                 # Read to the end even after the terminal event, so the connection goes back to the pool.
                 for event in events:
                     yield from reader.read(event)
                     if cancel.is_set() and not reader.finished:
-                        reader.turn.content = [reader.parts[i] for i in sorted(reader.parts)]
+                        reader.turn.content = reader.content()
                         reader.turn.stop_reason = "cancelled"
                         return reader.turn
         except openai.OpenAIError as exc:

@@ -5,8 +5,8 @@ from flask import Blueprint, jsonify, request
 
 from cloud.contract import ContractError
 from cloud.hosts.registry import known_providers
+from cloud.policy import POLICY_STRICTNESS
 from cloud.web.auth import api_error, require_user
-from cloud.web.runner import POLICY_STRICTNESS
 from cloud.web.state import nexus
 
 admin_api = Blueprint("admin_api", __name__, url_prefix="/api/admin")

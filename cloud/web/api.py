@@ -7,13 +7,14 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 
 from cloud.contract import ContractError
+from cloud.policy import POLICY_STRICTNESS
 from cloud.rendezvous import Delivery
 from cloud.runs import KEEPALIVE, Run
 from cloud.tools.execute import validate_relayed_result
 from cloud.transcript import model_view
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, configured_vendors, create_model
 from cloud.web.auth import api_error, require_user
-from cloud.web.runner import POLICY_STRICTNESS, drive_run
+from cloud.web.runner import drive_run
 from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
 from cloud.web.state import nexus
 
@@ -93,7 +94,7 @@ def create_session():
         mine = state.hosts.for_user(g.user.name)
         host_id = mine[0].host_id if len(mine) == 1 else None
     model = _check_model(body["model"]) if body.get("model") is not None else state.default_model
-    session_id = state.store.create_session(g.user.name, host_id, model, {"policy": "auto"})
+    session_id = state.store.create_session(g.user.name, host_id, model, {})
     return jsonify({"session_id": session_id, "host_id": host_id, "model": model}), 201
 
 
@@ -130,7 +131,7 @@ def get_session(session_id: str):
     run = state.runs.get(session_id)
     return jsonify({
         "session_id": row["id"], "host_id": row["host_id"], "model": row["model"], "status": row["status"],
-        "policy": row["state"].get("policy", "auto"), "messages": model_view(state.store.transcript(session_id)),
+        "policy": row["policy"], "messages": model_view(state.store.transcript(session_id)),
         "usage": state.store.session_usage(session_id), "running": run is not None,
         "run_chunks": len(run.chunks) if run else 0,
     })
@@ -225,9 +226,18 @@ def post_approval(session_id: str):
     if refusal:
         return refusal
     body = _json_body("tool_call_id", "decision", optional=("comment",))
+    if not isinstance(body["tool_call_id"], str):
+        raise ContractError("tool_call_id: expected a string")
     if body["decision"] not in ("keep", "discard"):
         raise ContractError("decision: expected 'keep' or 'discard'")
-    return api_error(409, "nothing in this session awaits approval")
+    comment = body.get("comment") or ""
+    if not isinstance(comment, str) or len(comment) > 4000:
+        raise ContractError("comment: expected a string of at most 4,000 characters")
+    decision = {"decision": body["decision"], "comment": comment, "by": g.user.name}
+    delivery = nexus().channel.deliver_tool_result(session_id, body["tool_call_id"], decision, kind="approval")
+    if delivery is not Delivery.ACCEPTED:
+        return api_error(409, f"nothing awaits approval for tool call {body['tool_call_id']}")
+    return jsonify({"accepted": True, "decision": body["decision"]}), 202
 
 
 @api.put("/sessions/<session_id>/policy")
@@ -239,9 +249,7 @@ def put_policy(session_id: str):
     policy = _json_body("policy")["policy"]
     if policy not in POLICY_STRICTNESS:
         raise ContractError(f"policy: expected one of {', '.join(POLICY_STRICTNESS)}")
-    state = row["state"]
-    state["policy"] = policy
-    nexus().store.update_session(session_id, state=state)
+    nexus().store.update_session(session_id, policy=policy)
     return jsonify({"session_id": session_id, "policy": policy})
 
 

@@ -57,9 +57,6 @@ def drive_run(state: NexusState, row: dict[str, Any], model: ModelAdapter, user_
             return {**usage.as_dict(), "cost": cost, "model": model.spec}
 
         session.state.start_run()
-        policy_of_user = store.get_user(session.user_name)
-        if policy_of_user is not None:
-            session.state.policy = stricter(session.state.policy, policy_of_user.policy)
         save_state()
         append(_user_turn(state, session, user_message, run))
         store.update_session(session.session_id, status="running")
@@ -90,9 +87,3 @@ def _user_turn(state: NexusState, session: Session, user_message: str, run: Run)
                                     "text": render_context_block(connection, context)})
     return entry
 
-
-POLICY_STRICTNESS = {"auto": 0, "ask": 1, "readonly": 2}
-
-
-def stricter(a: str, b: str) -> str:
-    return max(a, b, key=lambda p: POLICY_STRICTNESS.get(p, 0))

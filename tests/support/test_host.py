@@ -65,18 +65,21 @@ class TestHost:
     received: list[dict[str, Any]] = field(default_factory=list)
     host_id: str | None = None
     host_app: str = "test"
+    capabilities: tuple[str, ...] = ("hold", "context")
 
     def __post_init__(self) -> None:
         self._ws: websocket.WebSocket | None = None
         self._thread: threading.Thread | None = None
         self._send_lock = threading.Lock()
         self.welcomed = threading.Event()
+        self.held: dict[str, tuple[Document, dict[str, Any]]] = {}  # request_id -> (uncommitted document, result)
 
     # connection
     def start(self) -> TestHost:
         self._ws = websocket.create_connection(self.ws_url, header=[f"Authorization: Bearer {self.token}"], timeout=30)
         self.send({"type": "hello", "host_app": self.host_app, "host_version": "test-1", "runtime_version": "1.0",
                    "python_version": sys.version.split()[0], "document": {"title": "Test document"},
+                   "capabilities": list(self.capabilities),
                    **({"host_id": self.host_id} if self.host_id else {})})
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -113,6 +116,14 @@ class TestHost:
                 threading.Thread(target=self._answer_execute, args=(message,), daemon=True).start()
             elif kind == "export_view":
                 self.send(self.export_view(message))
+            elif kind == "decide":
+                self.send(self.decide(message))
+            elif kind == "context":
+                self.send({"type": "context_result", "request_id": message["request_id"], "ok": True,
+                           "context": {"document": "Test document", "levels": [
+                               {"name": "Level 1", "elevation": 0.0}, {"name": "Level 2", "elevation": 3.5}],
+                               "active_view": "Level 1", "selection": [101],
+                               "counts": {c: len(self.document.by_class(c)) for c in ("Door", "Wall")}}})
             elif kind == "ping":
                 self.send({"type": "pong"})
 
@@ -145,10 +156,23 @@ class TestHost:
             if message["mode"] == "automate":
                 if message.get("epilogue"):
                     result["epilogue_stdout"] = _run_epilogue(message["epilogue"]["code"], working, changes)
-                self.document = working
-                result["committed"] = True
+                if message.get("hold"):
+                    result["held"] = True
+                    self.held[message["request_id"]] = (working, result)
+                else:
+                    self.document = working
+                    result["committed"] = True
         result["duration_ms"] = (time.monotonic() - started) * 1000
         return result
+
+    def decide(self, message: dict[str, Any]) -> dict[str, Any]:
+        working, result = self.held.pop(message["request_id"], (None, None))
+        if working is None:
+            return {"type": "error", "request_id": message["request_id"], "message": "nothing is held"}
+        keep = message["decision"] == "keep"
+        if keep:
+            self.document = working
+        return {**result, "held": False, "committed": keep}
 
     def export_view(self, message: dict[str, Any]) -> dict[str, Any]:
         size = message["max_px"]

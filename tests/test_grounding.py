@@ -1,0 +1,100 @@
+"""Grounding (issue 8): lookup_api over the hosts' real APIs, and the context block in the user turn."""
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+from cloud.grounding.ifc_api import build_ifc_index
+from cloud.grounding.index import ApiEntry, ApiIndex
+from cloud.vendors import scripted
+from tests.support.client import write_script
+
+
+@pytest.fixture(scope="module")
+def ifc_index() -> ApiIndex:
+    return build_ifc_index("IFC4")
+
+
+def test_ifc_lookup_finds_api_functions_from_the_installed_ifcopenshell(ifc_index):
+    answer = ifc_index.answer("ifcopenshell.api.root.create_entity")
+    first = answer.splitlines()[1]
+    assert first.startswith("function ifcopenshell.api.root.create_entity(") and "ifc_class" in first
+
+
+def test_ifc_lookup_lists_an_entitys_attributes(ifc_index):
+    answer = ifc_index.answer("IfcDoor")
+    first = answer.splitlines()[1]
+    assert first.startswith("entity IfcDoor(")
+    for attribute in ("GlobalId", "Tag", "OverallHeight", "OverallWidth", "PredefinedType", "OperationType"):
+        assert attribute in first
+
+
+def test_exact_names_rank_before_partial_matches(ifc_index):
+    found, _ = ifc_index.search("assign_container")
+    assert found[0].name == "ifcopenshell.api.spatial.assign_container"
+    found, _ = ifc_index.search("IfcWall")
+    assert found[0].name == "IfcWall"
+
+
+def test_long_answers_are_capped_with_a_note():
+    index = ApiIndex([ApiEntry(f"pkg.door_{i}", "function", "(x)", "does door things " * 10) for i in range(200)],
+                     "test API")
+    answer = index.answer("door", limit=50, max_chars=2000)
+    assert len(answer) < 2600
+    assert "more match(es) not shown" in answer and answer.startswith("200 match(es)")
+
+
+def test_no_match_says_so(ifc_index):
+    assert ifc_index.answer("zzqqxx").startswith("No match")
+
+
+def _stubs_installed() -> bool:
+    try:
+        importlib.metadata.distribution("pyrevit-stubs-26")
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not _stubs_installed(), reason="pyrevit-stubs-26 is not installed (pip install 'nexusai[revit-stubs]')")
+def test_revit_lookup_reads_the_installed_stubs():
+    from cloud.grounding.revit_api import build_revit_index
+
+    index = build_revit_index(26)
+    commit = index.answer("Transaction.Commit").splitlines()[1]
+    assert commit.startswith("method Autodesk.Revit.DB.Transaction.Commit(") and "TransactionStatus" in commit
+    of_category = index.answer("FilteredElementCollector.OfCategory").splitlines()[1]
+    assert of_category.startswith("method Autodesk.Revit.DB.FilteredElementCollector.OfCategory(")
+
+
+def test_lookup_api_tool_answers_without_touching_the_host(server, alice, host, scripts_dir):
+    spec = write_script(scripts_dir / "lookup.json", [
+        [{"tool_call": {"name": "lookup_api", "input": {"query": "Transaction"}}}], [{"text": "ok"}]])
+    sid = alice.new_session(host.host_id, spec)
+    stream = alice.run(sid, "look it up")
+    # The test host has no API index: the model gets a clear, normal tool result instead.
+    assert "no API reference" in stream.of("Metadata", "tool_result")[0]["content"]
+    assert not [m for m in host.received if m["type"] == "execute"]
+
+
+def test_context_block_leads_the_first_user_turn_and_stays_out_of_the_system_prompt(server, alice, host,
+                                                                                    scripts_dir, monkeypatch):
+    seen = []
+    original = scripted.ScriptedModel.stream
+
+    def recording(self, request, cancel):
+        seen.append(request)
+        return (yield from original(self, request, cancel))
+
+    monkeypatch.setattr(scripted.ScriptedModel, "stream", recording)
+    spec = write_script(scripts_dir / "ctx.json", [[{"text": "one"}], [{"text": "two"}]])
+    sid = alice.new_session(host.host_id, spec)
+    alice.run(sid, "first request")
+    alice.run(sid, "second request")
+    first_user = seen[0].transcript[0]["content"]
+    assert first_user[0].get("kind") == "host_context"
+    block = first_user[0]["text"]
+    assert "Level 1 (0), Level 2 (3.5)" in block and "Selected element ids (1): 101" in block
+    assert "Door 6" in block and first_user[1]["text"] == "first request"
+    assert seen[0].system == seen[1].system and "Context from the host" not in seen[0].system

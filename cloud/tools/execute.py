@@ -196,7 +196,8 @@ def _run_script(ctx: ToolContext, call: dict[str, Any], connection: HostConnecti
               "failures": result.get("failures", []), "changes": result.get("changes"),
               "change_report": report or None, "duration_ms": result.get("duration_ms"),
               "timed_out": bool(result.get("timed_out")), "notes": notes, "image": _image_meta(image),
-              "directives": directives, "decision": decision, "summary": text}
+              "directives": directives, "decision": decision, "external_changes": result.get("external_changes"),
+              "blocked": result.get("blocked", []), "dialogs": result.get("dialogs", []), "summary": text}
     ctx.store.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)
     images = [image["part"]] if image and "part" in image and result.get("committed") else []
@@ -252,6 +253,14 @@ def _describe_run(ctx: ToolContext, result: dict[str, Any], mode: str, report: s
         lines = [message("outcome_collect" if result.get("ok") else "outcome_collect_failed", seconds=seconds)]
     else:
         lines = [message("outcome_committed" if result.get("committed") else "outcome_rolled_back", seconds=seconds)]
+    external = result.get("external_changes")
+    if external:
+        lines.insert(0, message("section_external", summary=external["summary"]))
+    if result.get("blocked"):
+        lines.append(message("section_blocked", items=", ".join(result["blocked"])))
+    if result.get("dialogs"):
+        lines.append(message("section_dialogs", lines="\n".join(
+            f"- {d['message']} ({'dismissed' if d['dismissed'] else 'left open'})" for d in result["dialogs"])))
     error = result.get("error")
     if error:
         where = f" (line {error['line']})" if error.get("line") else ""

@@ -130,3 +130,14 @@ def test_policy_is_re_read_after_the_script_runs(server, alice, scripts_dir, tmp
     assert decision == {"decision": "discard", "by": "policy", "comment": decision["comment"]}
     assert slow.document.elements == before
     slow.stop()
+
+
+def test_edits_made_between_turns_reach_the_model_once(server, alice, host, scripts_dir):
+    collect = {"tool_call": {"name": "execute_data_collection", "input": {"code": "print(1)"}}}
+    sid = alice.new_session(host.host_id, _spec(scripts_dir, [collect], [collect], [{"text": "ok"}]))
+    host.external_changes = {"summary": "2 elements modified by the person", "modified": [101, 102]}
+    stream = alice.run(sid, "look twice")
+    first, second = (r["content"] for r in stream.of("Metadata", "tool_result"))
+    assert first.startswith("Note: since the previous run, the model was changed outside the agent "
+                            "(2 elements modified by the person)")
+    assert "outside the agent" not in second

@@ -66,6 +66,7 @@ class TestHost:
     host_id: str | None = None
     host_app: str = "test"
     capabilities: tuple[str, ...] = ("hold", "context")
+    external_changes: dict[str, Any] | None = None  # reported once, with the next execute_result
 
     def __post_init__(self) -> None:
         self._ws: websocket.WebSocket | None = None
@@ -150,6 +151,8 @@ class TestHost:
             result.update(ok=False, error={"type": type(exc).__name__, "message": str(exc), "line": line,
                                            "traceback": "".join(traceback.format_exception(exc))})
         result["stdout"] = out.getvalue()
+        if self.external_changes:
+            result["external_changes"], self.external_changes = self.external_changes, None
         if result["ok"]:
             changes = _diff(self.document, working)
             result["changes"] = changes

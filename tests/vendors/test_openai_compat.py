@@ -18,7 +18,7 @@ from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
 from cloud.vendors.openai_compat import OpenAICompatModel, split_model
 from cloud.vendors.openai_responses import OpenAIResponsesModel
 from cloud.vendors.retry import RetryPolicy
-from tests.vendors.replay.base import HttpError, Turn, tokens_of
+from tests.vendors.replay.base import HttpError, Turn, drain, image_part, tokens_of
 from tests.vendors.replay.chat_completions import ChatCompletionsReplay, segments_of
 from tests.vendors.replay.openai_responses import OpenAIResponsesReplay
 
@@ -41,24 +41,11 @@ def model(server):
 
 def run(model, transcript, max_tokens=2000, tools=None) -> tuple[list[Chunk], ModelTurn]:
     request = TurnRequest(SYSTEM, transcript, tool_definitions() if tools is None else tools, max_tokens, SESSION)
-    stream = model.stream(request, threading.Event())
-    chunks = []
-    while True:
-        try:
-            chunks.append(next(stream))
-        except StopIteration as done:
-            return chunks, done.value
+    return drain(model.stream(request, threading.Event()))
 
 
 def assistant(model, turn: ModelTurn) -> dict:
     return {"role": "assistant", "model": model.spec, "content": turn.content}
-
-
-def png(width: int, height: int) -> dict:
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), (200, 80, 40)).save(buffer, format="PNG")
-    return {"type": "image", "media_type": "image/png", "data": base64.b64encode(buffer.getvalue()).decode(),
-            "width": width, "height": height}
 
 
 def image_size(data_url: str) -> tuple[int, int]:
@@ -162,7 +149,7 @@ def test_tool_result_images_follow_in_a_user_message_scaled_for_local_models(ser
         user_text("Show me level 2."),
         {"role": "assistant", "model": model.spec, "content": [
             {"type": "tool_call", "id": "call_v", "name": "capture_view", "input": {"view": "Level 2"}}]},
-        tool_results([tool_result_part("call_v", "capture_view", "Level 2 plan", images=[png(2400, 1800)])]),
+        tool_results([tool_result_part("call_v", "capture_view", "Level 2 plan", images=[image_part(2400, 1800)])]),
         user_text("What do you see?"),
     ]
     run(model, transcript)

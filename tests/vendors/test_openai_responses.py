@@ -6,18 +6,25 @@ import io
 import json
 import threading
 
+import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import types as genai_types
 from PIL import Image
 
 from cloud.chunks import Chunk
 from cloud.contract import tool_definitions
 from cloud.transcript import tool_result_part, tool_results, user_text
 from cloud.vendors import pricing, registry
+from cloud.vendors.anthropic import AnthropicModel
 from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
+from cloud.vendors.gemini import GeminiModel
 from cloud.vendors.openai_responses import OpenAIResponsesModel
 from cloud.vendors.retry import RetryPolicy
-from tests.vendors.replay.base import HttpError, Turn, tokens_of
+from tests.vendors.replay.anthropic import AnthropicReplay
+from tests.vendors.replay.base import HttpError, Turn, drain, image_part, tokens_of
+from tests.vendors.replay.gemini import GeminiReplay
 from tests.vendors.replay.openai_responses import OpenAIResponsesReplay, segments_of
 
 SYSTEM = "You automate BIM authoring tools."
@@ -40,24 +47,11 @@ def model(server):
 
 def run(model, transcript, max_tokens=2000, cancel=None) -> tuple[list[Chunk], ModelTurn]:
     request = TurnRequest(SYSTEM, transcript, tool_definitions(), max_tokens, SESSION)
-    stream = model.stream(request, cancel or threading.Event())
-    chunks = []
-    while True:
-        try:
-            chunks.append(next(stream))
-        except StopIteration as done:
-            return chunks, done.value
+    return drain(model.stream(request, cancel or threading.Event()))
 
 
 def assistant(model, turn: ModelTurn) -> dict:
     return {"role": "assistant", "model": model.spec, "content": turn.content}
-
-
-def png(width: int, height: int) -> dict:
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), (40, 120, 200)).save(buffer, format="PNG")
-    return {"type": "image", "media_type": "image/png", "data": base64.b64encode(buffer.getvalue()).decode(),
-            "width": width, "height": height}
 
 
 def image_size(data_url: str) -> tuple[int, int]:
@@ -183,9 +177,9 @@ def test_trailing_reasoning_without_its_call_is_not_sent(server, model):
 
 def test_tool_result_images_ride_inside_function_call_output_scaled_to_the_vision_ceiling(server, model):
     server.enqueue(Turn([{"text": "I see the plan."}]))
-    big = png(3000, 1500)
+    big = image_part(3000, 1500)
     transcript = [
-        {"role": "user", "content": [{"type": "text", "text": "Compare with this sketch:"}, png(400, 300)]},
+        {"role": "user", "content": [{"type": "text", "text": "Compare with this sketch:"}, image_part(400, 300)]},
         {"role": "assistant", "model": model.spec, "content": [
             {"type": "tool_call", "id": "call_v", "name": "capture_view", "input": {"view": "Level 1"}}]},
         tool_results([tool_result_part("call_v", "capture_view", "Level 1 plan", images=[big])]),
@@ -338,3 +332,27 @@ def test_created_from_the_environment_through_the_registry(server, monkeypatch):
     assert server.requests[0].headers["authorization"] == "Bearer sk-env-key"
     monkeypatch.delenv("OPENAI_API_KEY")
     assert "openai" not in registry.configured_vendors()
+
+
+def test_switching_out_to_anthropic_and_gemini_leaves_openai_state_behind(server, model):
+    server.enqueue(Turn([{"thinking": "Plan.", "signature": "OPENAI-ENCRYPTED-REASONING"}, {"text": "Looking."},
+                         {"tool_call": LOOK, "id": "call_from_openai"}]))
+    _, turn = run(model, [user_text("How many doors?")])
+    transcript = [user_text("How many doors?"), assistant(model, turn),
+                  tool_results([tool_result_part("call_from_openai", LOOK["name"], "12 doors")]),
+                  user_text("Thanks. Summarise.")]
+    with AnthropicReplay() as claude_server, GeminiReplay() as gemini_server:
+        gemini_client = genai.Client(api_key="k", http_options=genai_types.HttpOptions(
+            base_url=gemini_server.url, api_version="v1beta"))
+        others = [
+            AnthropicModel("claude-sonnet-4-6", client=anthropic.Anthropic(
+                api_key="k", base_url=claude_server.url, max_retries=0), retry=RetryPolicy.fast()),
+            GeminiModel("gemini-2.5-pro", client=gemini_client, retry=RetryPolicy.fast()),
+        ]
+        for replay, other in zip((claude_server, gemini_server), others, strict=True):
+            replay.enqueue(Turn([{"text": "Twelve doors."}]))
+            _, answer = run(other, transcript)
+            assert answer.text == "Twelve doors."
+            sent = replay.requests[0].body.decode()
+            assert "OPENAI-ENCRYPTED-REASONING" not in sent and "rs_0001" not in sent
+            assert "12 doors" in sent and "Looking." in sent and "by_type('IfcDoor')" in sent

@@ -274,7 +274,9 @@ def _describe_run(ctx: ToolContext, result: dict[str, Any], mode: str, report: s
     lines.append(message("section_output", output=render_for_model(result.get("stdout", ""), ctx.settings.max_result_chars)))
     if mode == "automate":
         if result.get("committed"):
-            lines.append(message("section_report", report=render_for_model(report, ctx.settings.max_result_chars)))
+            rendered = render_for_model(report, ctx.settings.max_result_chars) if report.strip() \
+                else message("empty_report")
+            lines.append(message("section_report", report=rendered))
         elif decision and report:
             lines.append(message("section_discarded_report",
                                  report=render_for_model(report, ctx.settings.max_result_chars)))

@@ -1,0 +1,14 @@
+"""NexusAI's Revit runtime: serves execute / export_view to the cloud over an outbound websocket.
+
+Two layers, kept apart on purpose:
+- plain modules (protocol, jobs, dispatch, changes, failure_log, script_runner, connection, backoff,
+  settings, host_info, png, image_files, browser_choice, log): no `clr`, no Revit API, no WPF;
+  they run unchanged under IronPython 2.7 and CPython 3 and are tested for real.
+- thin Revit-facing modules (revit_api, event_handler, executor, failure_handling, change_tracking,
+  image_export, views, jobs_revit, transport_clientwebsocket, config_store, webview, pane, runtime):
+  everything that touches Autodesk.Revit, System or WPF, tested against a fake Revit API.
+
+Every file uses Python 2.7 syntax (IronPython 2.7 is pyRevit's default engine).
+"""
+
+RUNTIME_VERSION = "0.1.0"

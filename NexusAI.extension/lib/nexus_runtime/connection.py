@@ -1,0 +1,178 @@
+"""The outbound websocket to the cloud, on a background thread: connect, hello, serve, reconnect.
+
+Nothing on this thread touches the Revit API or WPF: what the hello says comes from a HostInfo snapshot
+kept by the main thread, and commands are handed to a router that queues them for the main thread.
+Replies that cannot be sent because the link is down are kept (bounded) and sent after the next
+welcome; the hello then carries the previous host_id so the cloud keeps routing to this Revit.
+"""
+import threading
+from collections import deque
+
+from nexus_runtime import protocol
+from nexus_runtime.backoff import Backoff
+from nexus_runtime.settings import websocket_url
+from nexus_runtime.transport import TransportClosed
+
+DISCONNECTED = "disconnected"
+NOT_CONFIGURED = "not configured"
+CONNECTING = "connecting"
+CONNECTED = "connected"
+STOPPED = "stopped"
+
+_KEPT_FOR_LATER = ("execute_result", "export_view_result")
+
+
+class HelloRefused(Exception):
+    pass
+
+
+class HostConnection(object):
+    def __init__(self, transport_factory, settings_provider, host_info, log,
+                 backoff=None, connect_timeout_s=10.0, max_outbox=20):
+        self._transport_factory = transport_factory
+        self._settings_provider = settings_provider
+        self._host_info = host_info
+        self._log = log
+        self._backoff = backoff or Backoff(1.0, 30.0)
+        self._connect_timeout_s = connect_timeout_s
+        self._on_message = None
+        self._send_lock = threading.Lock()
+        self._transport = None
+        self._outbox = deque(maxlen=max_outbox)
+        self._stop = threading.Event()
+        self._stop.set()  # not started yet
+        self._wake = threading.Event()
+        self._thread = None
+        self.state = DISCONNECTED
+        self.host_id = None
+        self.last_error = None
+        self.connected_count = 0
+
+    def set_message_handler(self, on_message):
+        """`on_message(text)` is called on the connection thread for every inbound message."""
+        self._on_message = on_message
+
+    def start(self):
+        """Start serving on a new thread (a previous one, if still winding down, keeps its own stop flag)."""
+        if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
+            return
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(self._stop,), name="NexusAI connection")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def stop(self, timeout_s=5.0):
+        self._stop.set()
+        self._wake.set()
+        self._drop_transport(None)
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self.state = STOPPED
+
+    def is_running(self):
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+    def reconnect_now(self):
+        """Drop the link and skip the backoff wait (e.g. after the settings changed)."""
+        self._wake.set()
+        self._drop_transport(None)
+
+    def send(self, message):
+        """Send one message (one sender at a time). Results are kept for later if the link is down."""
+        text = protocol.encode(message)
+        with self._send_lock:
+            if self._transport is not None and self.state == CONNECTED:
+                try:
+                    self._transport.send_text(text)
+                    return True
+                except Exception as exc:
+                    self._log.write("send failed: {0}".format(exc))
+            if message.get("type") in _KEPT_FOR_LATER:
+                self._outbox.append(text)
+            return False
+
+    def pending_outbox(self):
+        with self._send_lock:
+            return len(self._outbox)
+
+    def _run(self, stop):
+        while not stop.is_set():
+            settings = self._settings_provider()
+            if not settings.is_complete():
+                self.state = NOT_CONFIGURED
+                self._wait(5.0)
+                continue
+            transport = self._transport_factory()
+            try:
+                self._serve_once(settings, transport, stop)
+            except TransportClosed:
+                self.last_error = "the server closed the connection"
+            except Exception as exc:
+                self.last_error = str(exc) or exc.__class__.__name__
+            finally:
+                self._drop_transport(transport)
+            if stop.is_set():
+                break
+            delay = self._backoff.next_delay()
+            self._log.write("disconnected ({0}); reconnecting in {1:.1f} s".format(self.last_error, delay))
+            self._wait(delay)
+
+    def _serve_once(self, settings, transport, stop):
+        self.state = CONNECTING
+        with self._send_lock:
+            self._transport = transport
+        transport.connect(websocket_url(settings.server_url),
+                          {"Authorization": "Bearer " + settings.token}, self._connect_timeout_s)
+        info = self._host_info.snapshot()
+        hello = protocol.hello(info["host_version"], info["python_version"], info["document_title"], self.host_id)
+        with self._send_lock:
+            transport.send_text(protocol.encode(hello))
+        self._await_welcome(transport)
+        self._backoff.reset()
+        self.last_error = None
+        self.connected_count += 1
+        self._log.write("connected as host {0}".format(self.host_id))
+        while not stop.is_set():
+            self._deliver(transport.receive_text())
+
+    def _await_welcome(self, transport):
+        while True:
+            message = protocol.decode(transport.receive_text())
+            if message["type"] == "welcome":
+                with self._send_lock:
+                    self.host_id = message.get("host_id") or self.host_id
+                    self.state = CONNECTED
+                    while self._outbox:
+                        transport.send_text(self._outbox[0])
+                        self._outbox.popleft()
+                return
+            if message["type"] == "error":
+                raise HelloRefused("the server refused the hello: " + str(message.get("message")))
+            self._deliver(protocol.encode(message))
+
+    def _deliver(self, text):
+        handler = self._on_message
+        if handler is None:
+            return
+        try:
+            handler(text)
+        except Exception as exc:  # one bad message must not end the connection
+            self._log.write("message handler failed: {0}".format(exc))
+
+    def _drop_transport(self, transport):
+        """Close `transport` (None: whichever is current) and forget it if it is the current one."""
+        with self._send_lock:
+            if transport is None:
+                transport = self._transport
+            if transport is not None and transport is self._transport:
+                self._transport = None
+                self.state = STOPPED if self._stop.is_set() else DISCONNECTED
+        if transport is not None:
+            try:
+                transport.close()
+            except Exception as exc:
+                self._log.write("close failed: {0}".format(exc))
+
+    def _wait(self, seconds):
+        self._wake.wait(seconds)
+        self._wake.clear()

@@ -1,0 +1,12 @@
+"""What a job does once Revit's main thread picked it up. Revit-facing (called from the handler)."""
+from nexus_runtime import executor, image_export, protocol
+
+
+def make_job_runner(log):
+    def run_job(job, uiapp):
+        if job.kind == "execute":
+            return executor.execute(uiapp, job.message, log)
+        if job.kind == "export_view":
+            return image_export.export_view(uiapp, job.message, log)
+        return protocol.failed_reply_for(job.message, "Unsupported", "unsupported job " + str(job.kind))
+    return run_job

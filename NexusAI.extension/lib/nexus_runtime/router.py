@@ -1,0 +1,77 @@
+"""Inbound cloud messages -> replies. A command goes to the main-thread dispatcher on a worker thread,
+so the connection thread keeps reading (pings, further commands) while Revit works; a second command
+while one is in flight is refused as busy."""
+import threading
+
+from nexus_runtime import RUNTIME_VERSION, protocol
+
+BUSY_WITH_ANOTHER = ("Revit is busy with another NexusAI request ({0}); one runs at a time. "
+                     "Try again when it has finished.")
+HOLD_UNSUPPORTED = ("This Revit runtime ({0}) cannot hold a transaction open for approval; "
+                    "nothing was run.").format(RUNTIME_VERSION)
+
+
+class CommandRouter(object):
+    def __init__(self, dispatcher, send, log, busy_after_s):
+        self._dispatcher = dispatcher
+        self._send = send
+        self._log = log
+        self._busy_after_s = busy_after_s  # callable: seconds a command may wait for Revit to be idle
+        self._in_flight = set()
+        self._lock = threading.Lock()
+
+    def handle(self, text):
+        try:
+            message = protocol.decode(text)
+        except protocol.ProtocolError as exc:
+            self._send(protocol.error("malformed message: " + str(exc)))
+            return
+        kind = message["type"]
+        if kind == "ping":
+            self._send(protocol.pong(message.get("nonce")))
+        elif kind in ("execute", "export_view"):
+            self._accept_command(message)
+        elif kind == "decide":
+            self._send(protocol.error("no automation is held for this request", message.get("request_id")))
+        elif kind == "error":
+            self._log.write("the server reported: {0}".format(message.get("message")))
+        elif kind not in ("pong", "welcome"):
+            self._send(protocol.error("unsupported message type: " + kind, message.get("request_id")))
+
+    def _accept_command(self, message):
+        try:
+            if message["type"] == "execute":
+                protocol.check_execute(message)
+            else:
+                protocol.check_export_view(message)
+        except protocol.ProtocolError as exc:
+            self._send(protocol.error("invalid {0}: {1}".format(message["type"], exc), message.get("request_id")))
+            return
+        if message["type"] == "execute" and message.get("hold"):
+            self._send(protocol.failed_reply_for(message, "HoldUnsupported", HOLD_UNSUPPORTED))
+            return
+        request_id = message["request_id"]
+        with self._lock:
+            running = sorted(self._in_flight)
+            if not running:
+                self._in_flight.add(request_id)
+        if running:
+            # One job at a time: queueing behind a long run would only make this caller time out later.
+            self._send(protocol.error(BUSY_WITH_ANOTHER.format(running[0]), request_id))
+            return
+        worker = threading.Thread(target=self._serve, args=(message,), name="NexusAI job " + request_id)
+        worker.daemon = True
+        worker.start()
+
+    def _serve(self, message):
+        pickup_timeout = float(self._busy_after_s())
+        if message["type"] == "execute":
+            pickup_timeout = min(pickup_timeout, float(message["timeout_s"]))
+        try:
+            reply = self._dispatcher.serve(message, pickup_timeout)
+        except Exception as exc:
+            reply = protocol.failed_reply_for(message, "RuntimeFault", str(exc))
+        finally:
+            with self._lock:
+                self._in_flight.discard(message["request_id"])
+        self._send(reply)

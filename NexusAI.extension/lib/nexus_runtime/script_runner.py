@@ -1,0 +1,157 @@
+"""Run one script with its stdout captured (capped) and its failure described by script line.
+
+Plain Python: the executor gives it a namespace (doc, uidoc, DB, UI, nexus_changes) and a name such as
+"<nexus-script>"; tracebacks are trimmed to the frames of that script so the model sees its own lines.
+"""
+import sys
+import traceback
+
+from nexus_runtime import protocol
+from nexus_runtime.jobs import monotonic
+
+SCRIPT_FILENAME = "<nexus-script>"
+EPILOGUE_FILENAME = "<nexus-epilogue>"
+DEFAULT_STDOUT_LIMIT = 1000000  # characters kept from what a script prints
+
+
+class ScriptTimeout(BaseException):
+    """Raised inside a script that outlived its deadline. Not an Exception: `except Exception` in the
+    script does not swallow it."""
+
+
+class CappedWriter(object):
+    """A file-like stdout that keeps the first `limit` characters and notes that it dropped the rest."""
+
+    encoding = "utf-8"
+
+    def __init__(self, limit=DEFAULT_STDOUT_LIMIT):
+        self.limit = limit
+        self.truncated = False
+        self.softspace = 0  # used by the Python 2 print statement
+        self._parts = []
+        self._size = 0
+
+    def write(self, text):
+        if not isinstance(text, protocol.STRING_TYPES):
+            text = str(text)
+        room = self.limit - self._size
+        if room <= 0:
+            if text:
+                self.truncated = True
+            return
+        if len(text) > room:
+            text = text[:room]
+            self.truncated = True
+        self._parts.append(text)
+        self._size += len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def getvalue(self):
+        return "".join(self._parts)
+
+
+class ScriptOutcome(object):
+    def __init__(self, ok, stdout, error, stdout_truncated, timed_out=False):
+        self.ok = ok
+        self.stdout = stdout
+        self.error = error  # protocol.error_info dict or None
+        self.stdout_truncated = stdout_truncated
+        self.timed_out = timed_out
+
+
+class _Deadline(object):
+    """A trace hook that stops the script's own frames once `timeout_s` has passed.
+
+    Only frames of `filename` are traced line by line, so library code runs at full speed; a script
+    blocked inside one long library call is stopped when that call returns.
+    """
+
+    def __init__(self, filename, timeout_s, clock):
+        self._filename = filename
+        self._timeout_s = timeout_s
+        self._clock = clock
+        self._deadline = clock() + timeout_s
+        self.fired = False
+
+    def global_trace(self, frame, event, arg):
+        if frame.f_code.co_filename == self._filename:
+            return self.local_trace
+        return None
+
+    def local_trace(self, frame, event, arg):
+        if self._clock() > self._deadline:
+            self.fired = True
+            raise ScriptTimeout("the script ran longer than its {0:g} s limit and was stopped".format(self._timeout_s))
+        return self.local_trace
+
+
+def run_script(code, namespace, filename=SCRIPT_FILENAME, stdout_limit=DEFAULT_STDOUT_LIMIT, timeout_s=None,
+               clock=monotonic):
+    writer = CappedWriter(stdout_limit)
+    deadline = _Deadline(filename, timeout_s, clock) if timeout_s else None
+    saved_stdout, saved_trace = sys.stdout, sys.gettrace()
+    sys.stdout = writer
+    error = None
+    try:
+        # dont_inherit: the script gets its own dialect, not this module's __future__ flags.
+        compiled = compile(code, filename, "exec", 0, True)
+        if deadline is not None:
+            sys.settrace(deadline.global_trace)
+        eval(compiled, namespace)
+    except SyntaxError:
+        error = describe_syntax_error(sys.exc_info()[1])
+    except SystemExit:
+        pass  # sys.exit() in a script ends it normally
+    except ScriptTimeout:
+        error = describe_exception(sys.exc_info(), code, filename)
+    except Exception:
+        error = describe_exception(sys.exc_info(), code, filename)
+    finally:
+        sys.settrace(saved_trace)
+        sys.stdout = saved_stdout
+    timed_out = deadline is not None and deadline.fired
+    if timed_out and error is None:
+        error = protocol.error_info("ScriptTimeout", "the script ran longer than its {0:g} s limit".format(timeout_s))
+    return ScriptOutcome(error is None, writer.getvalue(), error, writer.truncated, timed_out)
+
+
+def describe_syntax_error(exc):
+    line = getattr(exc, "lineno", None)
+    text = (getattr(exc, "text", None) or "").rstrip("\n")
+    detail = '  line {0}\n    {1}\n'.format(line, text.strip()) if text else ""
+    message = getattr(exc, "msg", None) or str(exc)
+    return protocol.error_info("SyntaxError", message, line, detail + "SyntaxError: " + message)
+
+
+def describe_exception(exc_info, code, filename):
+    kind, value, tb = exc_info
+    source_lines = code.splitlines()
+    frames = [entry for entry in traceback.extract_tb(tb) if entry[0] == filename]
+    line = frames[-1][1] if frames else None
+    parts = ["Traceback (most recent call last):\n"]
+    for entry in frames:
+        lineno, function = entry[1], entry[2]
+        parts.append('  File "{0}", line {1}, in {2}\n'.format(filename, lineno, function))
+        if lineno and 0 < lineno <= len(source_lines):
+            parts.append("    " + source_lines[lineno - 1].strip() + "\n")
+    name = getattr(kind, "__name__", "Exception")
+    message = _exception_message(value)
+    parts.append("{0}: {1}".format(name, message))
+    return protocol.error_info(name, message, line, "".join(parts))
+
+
+def _exception_message(value):
+    # .NET exceptions surfaced by IronPython carry their text in Message
+    message = getattr(value, "Message", None)
+    if message:
+        return str(message)
+    return str(value)

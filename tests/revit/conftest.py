@@ -1,0 +1,30 @@
+"""Fixtures for the Revit extension tests: the extension's lib on sys.path, and a fake Revit session."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+EXTENSION = Path(__file__).resolve().parents[2] / "NexusAI.extension"
+LIB = EXTENSION / "lib"
+if str(LIB) not in sys.path:
+    sys.path.insert(0, str(LIB))
+
+from tests.revit.fake_revit import FakeRevit, install, uninstall  # noqa: E402
+
+
+@pytest.fixture
+def revit() -> Iterator[FakeRevit]:
+    """A started fake Revit 2026 session with the sample project open, installed as sys.modules."""
+    session = install(FakeRevit())
+    session.start()
+    yield session
+    session.stop()
+    uninstall()
+
+
+def make_revit(**options) -> FakeRevit:
+    session = install(FakeRevit(**options))
+    return session.start()

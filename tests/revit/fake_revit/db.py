@@ -1,0 +1,1042 @@
+"""Fake Autodesk.Revit.DB: a small in-memory Revit document that behaves like the real one where the
+NexusAI runtime depends on it.
+
+Modelled behaviour (each is something the runtime must cope with in real Revit):
+- Modifying the model needs an open Transaction (ModificationOutsideTransactionException otherwise);
+  a second Transaction.Start while one is open throws (scripts must not open their own).
+- Commit regenerates: walls joined to a changed wall, the views of its level and the 3D view are
+  "modified" too, so modified sets are inflated like Revit's.
+- Commit runs failure processing: warnings (overlapping walls, duplicate Mark values) and errors
+  (posted failures, e.g. by other add-ins' updaters) go to the transaction's IFailuresPreprocessor;
+  ProceedWithRollBack, or errors left unresolved, make Commit() *return* RolledBack without raising.
+  Failures left for Revit while forced modal handling is on are recorded as a dialog that would block.
+- DocumentChanged fires after a successful commit only, with the net added/modified/deleted ids of
+  that transaction and its name; never for a rollback.
+- ImageExportOptions + Document.ExportImage write a real PNG whose name Revit suffixes with the view
+  type and name; views that cannot be printed (schedules, templates) are refused.
+- ElementId has Value on 2024+ and IntegerValue up to 2025, as the real API does.
+Members are named exactly as in the Revit API so tests can check the fake against the 2026 stubs.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+from . import exceptions as exc
+from .common import EnumValue, NetList, Session, make_enum
+
+# --- enums -------------------------------------------------------------------------------------
+
+TransactionStatus = make_enum("TransactionStatus", {
+    "Uninitialized": 0, "Started": 1, "RolledBack": 2, "Committed": 3, "Pending": 4, "Error": 5, "Proceed": 6})
+FailureProcessingResult = make_enum("FailureProcessingResult", {
+    "Continue": 0, "ProceedWithCommit": 1, "ProceedWithRollBack": 2, "WaitForUserInput": 3})
+FailureSeverity = make_enum("FailureSeverity", {"None": 0, "Warning": 1, "Error": 2, "DocumentCorruption": 3})
+CategoryType = make_enum("CategoryType", {"Invalid": 0, "Model": 1, "Annotation": 2, "Internal": 3,
+                                          "AnalyticalModel": 4})
+ViewType = make_enum("ViewType", {"Undefined": 0, "FloorPlan": 1, "CeilingPlan": 2, "Elevation": 3, "ThreeD": 4,
+                                  "Schedule": 5, "DrawingSheet": 6, "Legend": 11, "Section": 117})
+ExportRange = make_enum("ExportRange", {"VisibleRegionOfCurrentView": 0, "CurrentView": 1, "SetOfViews": 2})
+ImageFileType = make_enum("ImageFileType", {"BMP": 0, "JPEGLossy": 1, "JPEGMedium": 2, "JPEGSmallest": 3,
+                                            "PNG": 4, "TARGA": 5, "TIFF": 6})
+ZoomFitType = make_enum("ZoomFitType", {"FitToPage": 0, "Zoom": 1})
+FitDirectionType = make_enum("FitDirectionType", {"Horizontal": 0, "Vertical": 1})
+ImageResolution = make_enum("ImageResolution", {"DPI_72": 0, "DPI_150": 1, "DPI_300": 2, "DPI_600": 3})
+StorageType = make_enum("StorageType", {"None": 0, "Integer": 1, "Double": 2, "String": 3, "ElementId": 4})
+BuiltInCategory = make_enum("BuiltInCategory", {
+    "INVALID": -1, "OST_Walls": -2000011, "OST_Doors": -2000023, "OST_Windows": -2000014, "OST_Floors": -2000032,
+    "OST_Levels": -2000240, "OST_Views": -2000279, "OST_Rooms": -2000160, "OST_Grids": -2000220,
+    "OST_Sheets": -2003100, "OST_DoorTags": -2000460})
+BuiltInParameter = make_enum("BuiltInParameter", {
+    "INVALID": -1, "ALL_MODEL_MARK": -1001203, "WALL_BASE_CONSTRAINT": -1001107, "FAMILY_LEVEL_PARAM": -1001352,
+    "SCHEDULE_LEVEL_PARAM": -1001358, "INSTANCE_REFERENCE_LEVEL_PARAM": -1001364, "ELEM_FAMILY_PARAM": -1002052,
+    "ELEM_TYPE_PARAM": -1002051, "ELEM_FAMILY_AND_TYPE_PARAM": -1002052 - 1, "SYMBOL_NAME_PARAM": -1002002,
+    "ALL_MODEL_TYPE_NAME": -1002002 - 1, "WALL_USER_HEIGHT_PARAM": -1001300, "CURVE_ELEM_LENGTH": -1004005})
+
+_CATEGORY_TYPES = {
+    "OST_Walls": ("Walls", "Model"), "OST_Doors": ("Doors", "Model"), "OST_Windows": ("Windows", "Model"),
+    "OST_Floors": ("Floors", "Model"), "OST_Levels": ("Levels", "Annotation"), "OST_Views": ("Views", "Internal"),
+    "OST_Rooms": ("Rooms", "Model"), "OST_Grids": ("Grids", "Annotation"), "OST_Sheets": ("Sheets", "Internal"),
+    "OST_DoorTags": ("Door Tags", "Annotation")}
+
+
+def _version() -> int:
+    return Session.version
+
+
+# --- ids, geometry -----------------------------------------------------------------------------
+
+class ElementId:
+    def __init__(self, value: Any) -> None:
+        if isinstance(value, ElementId):
+            value = value._value
+        self._value = int(value)
+
+    @property
+    def Value(self) -> int:
+        if _version() < 2024:
+            raise AttributeError("'ElementId' object has no attribute 'Value'")
+        return self._value
+
+    @property
+    def IntegerValue(self) -> int:
+        if _version() >= 2026:
+            raise AttributeError("'ElementId' object has no attribute 'IntegerValue'")
+        return self._value
+
+    def ToString(self) -> str:
+        return str(self._value)
+
+    def Equals(self, other: Any) -> bool:
+        return isinstance(other, ElementId) and other._value == self._value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ElementId) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __repr__(self) -> str:
+        return f"<ElementId {self._value}>"
+
+
+ElementId.InvalidElementId = ElementId(-1)
+
+
+class XYZ:
+    def __init__(self, x: float = 0.0, y: float = 0.0, z: float = 0.0) -> None:
+        self.X, self.Y, self.Z = float(x), float(y), float(z)
+
+    def DistanceTo(self, other: XYZ) -> float:
+        return ((self.X - other.X) ** 2 + (self.Y - other.Y) ** 2 + (self.Z - other.Z) ** 2) ** 0.5
+
+    def IsAlmostEqualTo(self, other: XYZ) -> bool:
+        return self.DistanceTo(other) < 1e-9
+
+    def __add__(self, other: XYZ) -> XYZ:
+        return XYZ(self.X + other.X, self.Y + other.Y, self.Z + other.Z)
+
+    def __sub__(self, other: XYZ) -> XYZ:
+        return XYZ(self.X - other.X, self.Y - other.Y, self.Z - other.Z)
+
+
+class UV:
+    def __init__(self, u: float = 0.0, v: float = 0.0) -> None:
+        self.U, self.V = float(u), float(v)
+
+
+class BoundingBoxUV:
+    def __init__(self, min_u: float = 0.0, min_v: float = 0.0, max_u: float = 0.0, max_v: float = 0.0) -> None:
+        self.Min = UV(min_u, min_v)
+        self.Max = UV(max_u, max_v)
+
+
+class Line:
+    SHORT_CURVE_TOLERANCE = 0.00256  # feet, Application.ShortCurveTolerance
+
+    def __init__(self, start: XYZ, end: XYZ) -> None:
+        self._start, self._end = start, end
+
+    @staticmethod
+    def CreateBound(start: XYZ, end: XYZ) -> Line:
+        if start.DistanceTo(end) < Line.SHORT_CURVE_TOLERANCE:
+            raise exc.ArgumentsInconsistentException(
+                "Curve length is too small for Revit's tolerance (as identified by Application.ShortCurveTolerance).")
+        return Line(start, end)
+
+    @property
+    def Length(self) -> float:
+        return self._start.DistanceTo(self._end)
+
+    def GetEndPoint(self, index: int) -> XYZ:
+        return self._start if index == 0 else self._end
+
+
+class LocationCurve:
+    def __init__(self, element: Element, curve: Line) -> None:
+        self._element = element
+        self._curve = curve
+
+    @property
+    def Curve(self) -> Line:
+        return self._curve
+
+    @Curve.setter
+    def Curve(self, curve: Line) -> None:
+        previous = self._curve
+        doc = self._element.Document
+        doc._modify(self._element, lambda: setattr(self, "_curve", previous), geometry=True)
+        self._curve = curve
+
+
+# --- categories, parameters ----------------------------------------------------------------------
+
+class Category:
+    def __init__(self, built_in: EnumValue) -> None:
+        name, kind = _CATEGORY_TYPES[str(built_in)]
+        self.Name = name
+        self.Id = ElementId(int(built_in))
+        self.CategoryType = getattr(CategoryType, kind)
+        self.BuiltInCategory = built_in
+
+    @staticmethod
+    def GetCategory(document: Document, built_in: EnumValue) -> Category:
+        return _category(built_in)
+
+
+_CATEGORIES: dict[str, Category] = {}
+
+
+def _category(built_in: EnumValue) -> Category:
+    key = str(built_in)
+    if key not in _CATEGORIES:
+        _CATEGORIES[key] = Category(built_in)
+    return _CATEGORIES[key]
+
+
+class Definition:
+    def __init__(self, name: str) -> None:
+        self.Name = name
+
+
+class Parameter:
+    def __init__(self, element: Element, name: str, storage: EnumValue, value: Any, read_only: bool = False) -> None:
+        self._element = element
+        self.Definition = Definition(name)
+        self.StorageType = storage
+        self.IsReadOnly = read_only
+        self._value = value
+
+    @property
+    def HasValue(self) -> bool:
+        return self._value is not None
+
+    def AsString(self) -> str | None:
+        return self._value if self.StorageType == StorageType.String else None
+
+    def AsInteger(self) -> int:
+        return int(self._value or 0) if self.StorageType == StorageType.Integer else 0
+
+    def AsDouble(self) -> float:
+        return float(self._value or 0.0) if self.StorageType == StorageType.Double else 0.0
+
+    def AsElementId(self) -> ElementId:
+        return self._value if self.StorageType == StorageType.ElementId else ElementId.InvalidElementId
+
+    def AsValueString(self) -> str | None:
+        if self.StorageType == StorageType.ElementId:
+            target = self._element.Document.GetElement(self._value)
+            return target.Name if target is not None else None
+        return None if self._value is None else str(self._value)
+
+    def Set(self, value: Any) -> bool:
+        Session.check_api_context("Parameter.Set")
+        if self.IsReadOnly:
+            raise exc.InvalidOperationException("The parameter is read-only.")
+        previous = self._value
+        geometric = self.StorageType == StorageType.Double  # lengths and heights regenerate geometry
+        self._element.Document._modify(self._element, lambda: setattr(self, "_value", previous), geometric)
+        self._value = value
+        if self.Definition.Name == "Mark":
+            self._element.Document._marks_changed = True
+        return True
+
+
+# --- elements ----------------------------------------------------------------------------------
+
+class Element:
+    _built_in_category: EnumValue | None = None
+
+    def __init__(self, document: Document, name: str = "") -> None:
+        self._document = document
+        self._id = ElementId(document._allocate_id())
+        self._name = name
+        self._params: dict[str, Parameter] = {}
+        self._unique_id = str(uuid.uuid4())
+
+    @property
+    def Id(self) -> ElementId:
+        return self._id
+
+    @property
+    def Document(self) -> Document:
+        return self._document
+
+    @property
+    def UniqueId(self) -> str:
+        return self._unique_id
+
+    @property
+    def IsValidObject(self) -> bool:
+        return self._id._value in self._document._elements
+
+    @property
+    def Category(self) -> Category | None:
+        return _category(self._built_in_category) if self._built_in_category is not None else None
+
+    @property
+    def Name(self) -> str:
+        return self._name
+
+    @Name.setter
+    def Name(self, value: str) -> None:
+        previous = self._name
+        self._document._modify(self, lambda: setattr(self, "_name", previous))
+        self._name = value
+
+    @property
+    def LevelId(self) -> ElementId:
+        return ElementId.InvalidElementId
+
+    def GetTypeId(self) -> ElementId:
+        return ElementId.InvalidElementId
+
+    def LookupParameter(self, name: str) -> Parameter | None:
+        Session.check_api_context("Element.LookupParameter")
+        return self._params.get(name)
+
+    def get_Parameter(self, built_in: EnumValue) -> Parameter | None:
+        Session.check_api_context("Element.get_Parameter")
+        name = self._built_in_parameter_names().get(str(built_in))
+        return self._params.get(name) if name else None
+
+    def _built_in_parameter_names(self) -> dict[str, str]:
+        return {"ALL_MODEL_MARK": "Mark"}
+
+    def _dependents(self) -> list[Element]:
+        return []
+
+
+class ElementType(Element):
+    _family_name = ""
+
+    @property
+    def FamilyName(self) -> str:
+        return self._family_name
+
+    def _built_in_parameter_names(self) -> dict[str, str]:
+        return {"SYMBOL_NAME_PARAM": "Type Name", "ALL_MODEL_TYPE_NAME": "Type Name"}
+
+
+class WallType(ElementType):
+    _family_name = "Basic Wall"
+
+    def __init__(self, document: Document, name: str, width: float) -> None:
+        super().__init__(document, name)
+        self.Width = width
+        self._params["Type Name"] = Parameter(self, "Type Name", StorageType.String, name, read_only=True)
+
+
+class Family(Element):
+    pass
+
+
+class FamilySymbol(ElementType):
+    def __init__(self, document: Document, family: Family, name: str, built_in: EnumValue) -> None:
+        super().__init__(document, name)
+        self.Family = family
+        self._family_name = family.Name
+        self._symbol_category = built_in
+        self._params["Type Name"] = Parameter(self, "Type Name", StorageType.String, name, read_only=True)
+
+    @property
+    def Category(self) -> Category:
+        return _category(self._symbol_category)
+
+
+class Level(Element):
+    _built_in_category = BuiltInCategory.OST_Levels
+
+    def __init__(self, document: Document, name: str, elevation: float) -> None:
+        super().__init__(document, name)
+        self.Elevation = elevation
+        self.ProjectElevation = elevation
+
+
+class Wall(Element):
+    _built_in_category = BuiltInCategory.OST_Walls
+
+    def __init__(self, document: Document, curve: Line, wall_type: WallType, level: Level, height: float) -> None:
+        super().__init__(document)
+        self._type = wall_type
+        self._level_id = level.Id
+        self._location = LocationCurve(self, curve)
+        self._params["Mark"] = Parameter(self, "Mark", StorageType.String, None)
+        self._params["Base Constraint"] = Parameter(self, "Base Constraint", StorageType.ElementId, level.Id)
+        self._params["Unconnected Height"] = Parameter(self, "Unconnected Height", StorageType.Double, height)
+
+    @staticmethod
+    def Create(document: Document, curve: Line, *args: Any) -> Wall:
+        """Create(doc, curve, levelId, structural) or
+        Create(doc, curve, wallTypeId, levelId, height, offset, flip, structural)."""
+        Session.check_api_context("Wall.Create")
+        document._require_transaction()
+        if len(args) == 2:
+            level_id, wall_type = args[0], document._default_wall_type
+        elif len(args) == 6:
+            wall_type, level_id = document.GetElement(args[0]), args[1]
+        else:
+            raise exc.ArgumentException("No overload of Wall.Create takes these arguments.")
+        level = document.GetElement(level_id)
+        if not isinstance(level, Level):
+            raise exc.ArgumentException("levelId is not a level.")
+        wall = Wall(document, curve, wall_type, level, 10.0)
+        document._add(wall)
+        return wall
+
+    @property
+    def Name(self) -> str:
+        return self._type.Name
+
+    @property
+    def WallType(self) -> WallType:
+        return self._type
+
+    @property
+    def Width(self) -> float:
+        return self._type.Width
+
+    @property
+    def Location(self) -> LocationCurve:
+        return self._location
+
+    @property
+    def LevelId(self) -> ElementId:
+        return self._level_id
+
+    def GetTypeId(self) -> ElementId:
+        return self._type.Id
+
+    def _built_in_parameter_names(self) -> dict[str, str]:
+        return {"ALL_MODEL_MARK": "Mark", "WALL_BASE_CONSTRAINT": "Base Constraint",
+                "WALL_USER_HEIGHT_PARAM": "Unconnected Height"}
+
+    def _dependents(self) -> list[Element]:
+        return [e for e in self._document._elements.values() if isinstance(e, FamilyInstance) and e._host is self]
+
+    def _endpoints(self) -> list[XYZ]:
+        curve = self._location.Curve
+        return [curve.GetEndPoint(0), curve.GetEndPoint(1)]
+
+
+class FamilyInstance(Element):
+    def __init__(self, document: Document, symbol: FamilySymbol, host: Wall | None, level: Level, mark: str) -> None:
+        super().__init__(document)
+        self._symbol = symbol
+        self._host = host
+        self._level_id = level.Id
+        self._params["Mark"] = Parameter(self, "Mark", StorageType.String, mark)
+        self._params["Level"] = Parameter(self, "Level", StorageType.ElementId, level.Id, read_only=True)
+
+    @property
+    def Category(self) -> Category:
+        return self._symbol.Category
+
+    @property
+    def Name(self) -> str:
+        return self._symbol.Name
+
+    @property
+    def Symbol(self) -> FamilySymbol:
+        return self._symbol
+
+    @property
+    def Host(self) -> Wall | None:
+        return self._host
+
+    @property
+    def LevelId(self) -> ElementId:
+        return self._level_id
+
+    def GetTypeId(self) -> ElementId:
+        return self._symbol.Id
+
+    def _built_in_parameter_names(self) -> dict[str, str]:
+        return {"ALL_MODEL_MARK": "Mark", "FAMILY_LEVEL_PARAM": "Level"}
+
+
+class View(Element):
+    _built_in_category = BuiltInCategory.OST_Views
+    _view_type = ViewType.Undefined
+    _type_label = "View"
+
+    def __init__(self, document: Document, name: str, outline: tuple[float, float] = (120.0, 80.0),
+                 is_template: bool = False) -> None:
+        super().__init__(document, name)
+        self._outline = outline
+        self._is_template = is_template
+
+    @property
+    def ViewType(self) -> EnumValue:
+        return self._view_type
+
+    @property
+    def IsTemplate(self) -> bool:
+        return self._is_template
+
+    @property
+    def CanBePrinted(self) -> bool:
+        return not self._is_template and self._view_type != ViewType.Schedule
+
+    @property
+    def Outline(self) -> BoundingBoxUV:
+        width, height = self._outline
+        return BoundingBoxUV(0.0, 0.0, width, height)
+
+    @property
+    def Title(self) -> str:
+        return self._type_label + ": " + self._name
+
+    def _shows(self, element: Element) -> bool:
+        return False
+
+
+class ViewPlan(View):
+    _view_type = ViewType.FloorPlan
+    _type_label = "Floor Plan"
+
+    def __init__(self, document: Document, name: str, level: Level, **kwargs: Any) -> None:
+        super().__init__(document, name, **kwargs)
+        self._level = level
+
+    @property
+    def GenLevel(self) -> Level:
+        return self._level
+
+    def _shows(self, element: Element) -> bool:
+        category = element.Category
+        return (category is not None and category.CategoryType == CategoryType.Model
+                and element.LevelId == self._level.Id)
+
+
+class View3D(View):
+    _view_type = ViewType.ThreeD
+    _type_label = "3D View"
+
+    @property
+    def IsPerspective(self) -> bool:
+        return False
+
+    def _shows(self, element: Element) -> bool:
+        category = element.Category
+        return category is not None and category.CategoryType == CategoryType.Model
+
+
+class ViewSchedule(View):
+    _view_type = ViewType.Schedule
+    _type_label = "Schedule"
+
+
+class InternalElement(Element):
+    """An element with no category, like the many bookkeeping elements regeneration touches."""
+
+
+# --- failures ----------------------------------------------------------------------------------
+
+class FailureDefinitionId:
+    def __init__(self, guid: Any = None) -> None:
+        self.Guid = guid or uuid.uuid4()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FailureDefinitionId) and other.Guid == self.Guid
+
+    def __hash__(self) -> int:
+        return hash(self.Guid)
+
+
+_FAILURE_DEFINITIONS: dict[FailureDefinitionId, tuple[EnumValue, str]] = {}
+
+
+def _define(severity: EnumValue, text: str) -> FailureDefinitionId:
+    definition = FailureDefinitionId()
+    _FAILURE_DEFINITIONS[definition] = (severity, text)
+    return definition
+
+
+class BuiltInFailures:
+    class OverlapFailures:
+        WallsOverlap = _define(FailureSeverity.Warning,
+                               "Highlighted walls overlap. One of them may be ignored when Revit finds room "
+                               "boundaries. Use Cut Geometry to embed one wall within the other.")
+
+    class GeneralFailures:
+        DuplicateValue = _define(FailureSeverity.Warning, 'Elements have duplicate "Mark" values.')
+
+    class JoinElementsFailures:
+        CannotJoinElementsError = _define(FailureSeverity.Error, "Can't join elements.")
+
+
+class FailureMessage:
+    def __init__(self, definition_id: FailureDefinitionId) -> None:
+        self._definition = definition_id
+        self._failing: list[ElementId] = []
+
+    def SetFailingElement(self, element_id: ElementId) -> FailureMessage:
+        self._failing = [element_id]
+        return self
+
+    def SetFailingElements(self, element_ids: Any) -> FailureMessage:
+        self._failing = list(element_ids)
+        return self
+
+    def GetFailingElements(self) -> NetList:
+        return NetList(self._failing)
+
+    def GetSeverity(self) -> EnumValue:
+        return _FAILURE_DEFINITIONS[self._definition][0]
+
+
+class FailureMessageAccessor:
+    def __init__(self, message: FailureMessage) -> None:
+        self._message = message
+
+    def GetFailureDefinitionId(self) -> FailureDefinitionId:
+        return self._message._definition
+
+    def GetSeverity(self) -> EnumValue:
+        return self._message.GetSeverity()
+
+    def GetDescriptionText(self) -> str:
+        return _FAILURE_DEFINITIONS[self._message._definition][1]
+
+    def GetFailingElementIds(self) -> NetList:
+        return NetList(self._message._failing)
+
+    def HasResolutions(self) -> bool:
+        return False
+
+
+class FailuresAccessor:
+    def __init__(self, document: Document, messages: list[FailureMessage], transaction_name: str) -> None:
+        self._document = document
+        self._messages = list(messages)
+        self._transaction_name = transaction_name
+        self._valid = True
+
+    def _check(self) -> None:
+        if not self._valid:
+            raise exc.InvalidObjectException("The FailuresAccessor is no longer valid.")
+
+    def GetDocument(self) -> Document:
+        return self._document
+
+    def GetTransactionName(self) -> str:
+        return self._transaction_name
+
+    def GetFailureMessages(self, severity: EnumValue | None = None) -> NetList:
+        self._check()
+        return NetList(FailureMessageAccessor(m) for m in self._messages
+                       if severity is None or m.GetSeverity() == severity)
+
+    def GetSeverity(self) -> EnumValue:
+        severities = [int(m.GetSeverity()) for m in self._messages]
+        return FailureSeverity.Error if 2 in severities else (
+            FailureSeverity.Warning if severities else getattr(FailureSeverity, "None"))
+
+    def DeleteWarning(self, failure: FailureMessageAccessor) -> None:
+        self._check()
+        if failure.GetSeverity() != FailureSeverity.Warning:
+            raise exc.ArgumentException("The failure is not a warning and cannot be deleted.")
+        self._messages = [m for m in self._messages if m is not failure._message]
+
+    def DeleteAllWarnings(self) -> None:
+        self._check()
+        self._messages = [m for m in self._messages if m.GetSeverity() != FailureSeverity.Warning]
+
+    def ResolveFailure(self, failure: FailureMessageAccessor) -> None:
+        raise exc.InvalidOperationException("The failure has no resolution.")
+
+
+class IFailuresPreprocessor:
+    """Interface: PreprocessFailures(failuresAccessor) -> FailureProcessingResult."""
+
+
+class FailureHandlingOptions:
+    def __init__(self) -> None:
+        self._forced_modal = True
+        self._clear_after_rollback = False
+        self._preprocessor: Any = None
+
+    def SetForcedModalHandling(self, flag: bool) -> FailureHandlingOptions:
+        self._forced_modal = bool(flag)
+        return self
+
+    def GetForcedModalHandling(self) -> bool:
+        return self._forced_modal
+
+    def SetClearAfterRollback(self, flag: bool) -> FailureHandlingOptions:
+        self._clear_after_rollback = bool(flag)
+        return self
+
+    def GetClearAfterRollback(self) -> bool:
+        return self._clear_after_rollback
+
+    def SetFailuresPreprocessor(self, preprocessor: Any) -> FailureHandlingOptions:
+        self._preprocessor = preprocessor
+        return self
+
+    def GetFailuresPreprocessor(self) -> Any:
+        return self._preprocessor
+
+
+# --- transactions ------------------------------------------------------------------------------
+
+class Transaction:
+    def __init__(self, document: Document, name: str = "") -> None:
+        self._document = document
+        self._name = name
+        self._status = TransactionStatus.Uninitialized
+        self._options = FailureHandlingOptions()
+
+    def GetName(self) -> str:
+        return self._name
+
+    def SetName(self, name: str) -> None:
+        self._name = name
+
+    def GetStatus(self) -> EnumValue:
+        return self._status
+
+    def HasStarted(self) -> bool:
+        return self._status != TransactionStatus.Uninitialized
+
+    def HasEnded(self) -> bool:
+        return self._status in (TransactionStatus.Committed, TransactionStatus.RolledBack)
+
+    def GetFailureHandlingOptions(self) -> FailureHandlingOptions:
+        return self._options
+
+    def SetFailureHandlingOptions(self, options: FailureHandlingOptions) -> None:
+        self._options = options
+
+    def Start(self, name: str | None = None) -> EnumValue:
+        Session.check_api_context("Transaction.Start")
+        if name:
+            self._name = name
+        if not self._name:
+            raise exc.ArgumentException("A transaction needs a name.")
+        doc = self._document
+        if doc._transaction is not None or doc._world._read_only_reason:
+            raise exc.InvalidOperationException(
+                "Starting a new transaction is not permitted. It could be because another transaction already "
+                "started and has not been completed yet, or the document is in a state in which it cannot start "
+                "a new transaction (e.g. during failure handling or a read-only mode, which could be either "
+                "permanent or temporary).")
+        doc._begin(self)
+        self._status = TransactionStatus.Started
+        return self._status
+
+    def Commit(self, options: FailureHandlingOptions | None = None) -> EnumValue:
+        Session.check_api_context("Transaction.Commit")
+        self._require_started()
+        if options is not None:
+            self._options = options
+        self._status = self._document._commit(self, self._options)
+        return self._status
+
+    def RollBack(self, options: FailureHandlingOptions | None = None) -> EnumValue:
+        Session.check_api_context("Transaction.RollBack")
+        self._require_started()
+        self._document._rollback()
+        self._status = TransactionStatus.RolledBack
+        return self._status
+
+    def Dispose(self) -> None:
+        if self._status == TransactionStatus.Started:
+            self.RollBack()
+
+    def _require_started(self) -> None:
+        if self._status != TransactionStatus.Started or self._document._transaction is not self:
+            raise exc.InvalidOperationException("The transaction has not been started.")
+
+
+# --- collector ----------------------------------------------------------------------------------
+
+class FilteredElementCollector:
+    def __init__(self, document: Document, view_id: ElementId | None = None) -> None:
+        Session.check_api_context("FilteredElementCollector")
+        self._document = document
+        elements = list(document._elements.values())
+        if view_id is not None:
+            view = document.GetElement(view_id)
+            elements = [e for e in elements if view._shows(e)]
+        self._elements = elements
+
+    def _narrow(self, keep: Any) -> FilteredElementCollector:
+        self._elements = [e for e in self._elements if keep(e)]
+        return self
+
+    def OfCategory(self, built_in: EnumValue) -> FilteredElementCollector:
+        return self._narrow(lambda e: e.Category is not None and e.Category.BuiltInCategory == built_in)
+
+    def OfClass(self, cls: type) -> FilteredElementCollector:
+        return self._narrow(lambda e: isinstance(e, cls))
+
+    def WhereElementIsNotElementType(self) -> FilteredElementCollector:
+        return self._narrow(lambda e: not isinstance(e, ElementType))
+
+    def WhereElementIsElementType(self) -> FilteredElementCollector:
+        return self._narrow(lambda e: isinstance(e, ElementType))
+
+    def ToElements(self) -> NetList:
+        return NetList(self._elements)
+
+    def ToElementIds(self) -> NetList:
+        return NetList(e.Id for e in self._elements)
+
+    def GetElementCount(self) -> int:
+        return len(self._elements)
+
+    def FirstElement(self) -> Element | None:
+        return self._elements[0] if self._elements else None
+
+    def __iter__(self) -> Any:
+        return iter(list(self._elements))
+
+
+# --- image export ------------------------------------------------------------------------------
+
+class ImageExportOptions:
+    def __init__(self) -> None:
+        self.ZoomType = ZoomFitType.Zoom
+        self.Zoom = 50
+        self.PixelSize = 512
+        self.FilePath = ""
+        self.FitDirection = FitDirectionType.Horizontal
+        self.ImageResolution = ImageResolution.DPI_72
+        self.ExportRange = ExportRange.CurrentView
+        self.HLRandWFViewsFileType = ImageFileType.BMP
+        self.ShadowViewsFileType = ImageFileType.BMP
+        self._views: list[ElementId] = []
+
+    def SetViewsAndSheets(self, views: Any) -> None:
+        self._views = list(views)
+
+    def GetViewsAndSheets(self) -> NetList:
+        return NetList(self._views)
+
+    @staticmethod
+    def GetFileName(document: Document, view_id: ElementId) -> str:
+        view = document.GetElement(view_id)
+        return view._type_label + " - " + view.Name
+
+
+# --- the document ------------------------------------------------------------------------------
+
+class Document:
+    def __init__(self, world: Any, title: str) -> None:
+        self._world = world
+        self._title = title
+        self._elements: dict[int, Element] = {}
+        self._next_id = 100000
+        self._transaction: Transaction | None = None
+        self._journal: list[Any] = []
+        self._added: set[int] = set()
+        self._modified: set[int] = set()
+        self._deleted: set[int] = set()
+        self._removed: dict[int, Element] = {}
+        self._posted: list[FailureMessage] = []
+        self._marks_changed = False
+        self._default_wall_type: Any = None
+        self.Application: Any = None
+
+    # read API
+    @property
+    def Title(self) -> str:
+        return self._title
+
+    @property
+    def PathName(self) -> str:
+        return "C:\\Projects\\" + self._title + ".rvt"
+
+    @property
+    def IsModifiable(self) -> bool:
+        return self._transaction is not None
+
+    @property
+    def IsReadOnly(self) -> bool:
+        return False
+
+    @property
+    def IsFamilyDocument(self) -> bool:
+        return False
+
+    @property
+    def ActiveView(self) -> View | None:
+        return self._world.active_view
+
+    def Equals(self, other: Any) -> bool:
+        return other is self
+
+    def GetElement(self, element_id: Any) -> Element | None:
+        Session.check_api_context("Document.GetElement")
+        if isinstance(element_id, str):
+            return next((e for e in self._elements.values() if e.UniqueId == element_id), None)
+        if not isinstance(element_id, ElementId):
+            raise exc.ArgumentException("GetElement takes an ElementId or a UniqueId string.")
+        return self._elements.get(element_id._value)
+
+    # write API
+    def Delete(self, element_ids: Any) -> NetList:
+        Session.check_api_context("Document.Delete")
+        self._require_transaction()
+        ids = [element_ids] if isinstance(element_ids, ElementId) else list(element_ids)
+        deleted = NetList()
+        for element_id in ids:
+            element = self._elements.get(element_id._value)
+            if element is None:
+                raise exc.ArgumentException("The element does not exist in the document.")
+            for victim in element._dependents() + [element]:
+                if victim.Id._value in self._elements:
+                    self._remove(victim)
+                    deleted.Add(victim.Id)
+        return deleted
+
+    def Regenerate(self) -> None:
+        Session.check_api_context("Document.Regenerate")
+        self._require_transaction()
+
+    def PostFailure(self, failure: FailureMessage) -> None:
+        self._require_transaction()
+        self._posted.append(failure)
+
+    def ExportImage(self, options: ImageExportOptions) -> None:
+        Session.check_api_context("Document.ExportImage")
+        folder = os.path.dirname(options.FilePath)
+        if not folder or not os.path.isdir(folder):
+            raise exc.ArgumentException("The folder of FilePath does not exist.")
+        if options.ExportRange != ExportRange.SetOfViews:
+            views = [self._world.active_view.Id]
+        else:
+            views = options.GetViewsAndSheets()
+        for view_id in views:
+            view = self.GetElement(view_id)
+            if not isinstance(view, View) or not view.CanBePrinted:
+                raise exc.ArgumentException("The view cannot be exported as an image.")
+            width, height = view._outline
+            if options.FitDirection == FitDirectionType.Horizontal:
+                size = (int(options.PixelSize), max(1, round(options.PixelSize * height / width)))
+            else:
+                size = (max(1, round(options.PixelSize * width / height)), int(options.PixelSize))
+            if view._view_type == ViewType.ThreeD or view._view_type == ViewType.Section:
+                file_type = options.ShadowViewsFileType
+            else:
+                file_type = options.HLRandWFViewsFileType
+            extension = {"PNG": ".png", "BMP": ".bmp", "TIFF": ".tif"}.get(str(file_type), ".jpg")
+            path = options.FilePath + " - " + ImageExportOptions.GetFileName(self, view_id) + extension
+            self._world._write_image(path, size, extension)
+
+    # internals used by the fake's write API and transactions
+    def _allocate_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _require_transaction(self) -> None:
+        if self._transaction is None:
+            raise exc.ModificationOutsideTransactionException("Attempt to modify the model outside of transaction.")
+
+    def _seed(self, element: Element) -> Element:
+        self._elements[element.Id._value] = element
+        return element
+
+    def _add(self, element: Element) -> None:
+        self._require_transaction()
+        key = element.Id._value
+        self._elements[key] = element
+        self._journal.append(lambda: self._elements.pop(key, None))
+        self._added.add(key)
+
+    def _modify(self, element: Element, undo: Any, geometry: bool = False) -> None:
+        Session.check_api_context("modify element")
+        self._require_transaction()
+        self._journal.append(undo)
+        if element.Id._value not in self._added:
+            self._modified.add(element.Id._value)
+        if geometry and isinstance(element, Wall):
+            self._walls_changed.add(element.Id._value)
+
+    def _remove(self, element: Element) -> None:
+        key = element.Id._value
+        del self._elements[key]
+        self._journal.append(lambda: self._elements.__setitem__(key, element))
+        if key in self._added:
+            self._added.discard(key)
+        else:
+            self._modified.discard(key)
+            self._deleted.add(key)
+
+    def _begin(self, transaction: Transaction) -> None:
+        self._transaction = transaction
+        self._journal = []
+        self._added, self._modified, self._deleted = set(), set(), set()
+        self._walls_changed: set[int] = set()
+        self._posted = []
+        self._marks_changed = False
+
+    def _rollback(self) -> None:
+        for undo in reversed(self._journal):
+            undo()
+        self._journal = []
+        self._transaction = None
+
+    def _regenerate(self) -> None:
+        """What regeneration does at commit: joins, views, bookkeeping; plus the warnings it finds."""
+        changed = [self._elements[k] for k in self._added | self._walls_changed if k in self._elements]
+        walls = [e for e in self._elements.values() if isinstance(e, Wall)]
+        touched: set[int] = set()
+        for wall in (e for e in changed if isinstance(e, Wall)):
+            ends = wall._endpoints()
+            for other in walls:
+                if other is wall or other.LevelId != wall.LevelId:
+                    continue
+                other_ends = other._endpoints()
+                if all(any(p.IsAlmostEqualTo(q) for q in other_ends) for p in ends):
+                    self._posted.append(FailureMessage(BuiltInFailures.OverlapFailures.WallsOverlap)
+                                        .SetFailingElements([wall.Id, other.Id]))
+                elif any(p.IsAlmostEqualTo(q) for p in ends for q in other_ends):
+                    touched.add(other.Id._value)  # joined walls are regenerated
+            for view in self._elements.values():
+                if isinstance(view, ViewPlan) and view.GenLevel.Id == wall.LevelId or isinstance(view, View3D):
+                    touched.add(view.Id._value)
+            touched.update(k for k, e in self._elements.items() if isinstance(e, InternalElement))
+        if self._deleted:
+            touched.update(k for k, e in self._elements.items() if isinstance(e, (View3D, InternalElement)))
+        self._modified |= {k for k in touched if k not in self._added}
+        if self._marks_changed:
+            by_mark: dict[tuple[str, str], list[Element]] = {}
+            for element in self._elements.values():
+                mark = element._params.get("Mark")
+                if mark is not None and mark._value and element.Category is not None:
+                    by_mark.setdefault((element.Category.Name, mark._value), []).append(element)
+            for duplicates in by_mark.values():
+                if len(duplicates) > 1:
+                    self._posted.append(FailureMessage(BuiltInFailures.GeneralFailures.DuplicateValue)
+                                        .SetFailingElements([e.Id for e in duplicates]))
+
+    def _commit(self, transaction: Transaction, options: FailureHandlingOptions) -> EnumValue:
+        self._regenerate()
+        for updater in list(self._world.updaters):
+            updater(self)
+        remaining = list(self._posted)
+        if remaining:
+            preprocessor = options.GetFailuresPreprocessor()
+            if preprocessor is not None:
+                accessor = FailuresAccessor(self, remaining, transaction.GetName())
+                result = preprocessor.PreprocessFailures(accessor)
+                accessor._valid = False
+                remaining = accessor._messages
+                if result == FailureProcessingResult.ProceedWithRollBack:
+                    self._rollback()
+                    return TransactionStatus.RolledBack
+            if remaining and options.GetForcedModalHandling():
+                self._world.blocking_dialogs.append([FailureMessageAccessor(m).GetDescriptionText() for m in remaining])
+            if any(m.GetSeverity() == FailureSeverity.Error for m in remaining):
+                self._rollback()
+                return TransactionStatus.RolledBack
+        added, modified, deleted = self._added, self._modified - self._added, self._deleted
+        self._journal = []
+        self._transaction = None
+        if added or modified or deleted:
+            self._world._fire_document_changed(self, transaction.GetName(), added, modified, deleted)
+        return TransactionStatus.Committed

@@ -12,6 +12,7 @@ from cloud.rendezvous import Delivery
 from cloud.runs import KEEPALIVE, Run
 from cloud.tools.execute import validate_relayed_result
 from cloud.transcript import model_view
+from cloud.vendors.base import ModelError
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, configured_vendors, create_model
 from cloud.web.auth import api_error, require_user
 from cloud.web.runner import drive_run
@@ -53,6 +54,12 @@ def _forbidden(exc: Forbidden):
 @api.errorhandler(ModelSpecError)
 def _bad_model(exc: ModelSpecError):
     return api_error(exc.status, str(exc))
+
+
+@api.errorhandler(ModelError)
+def _unusable_model(exc: ModelError):
+    # Raised while building the adapter, e.g. a scripted file that breaks the format: the client's spec.
+    return api_error(400, str(exc))
 
 
 def _own_session(session_id: str) -> tuple[dict[str, Any] | None, Response | None]:

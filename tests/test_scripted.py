@@ -1,0 +1,138 @@
+"""The scripted model: the fixed file format, realistic streaming, and where its files may come from."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+
+from cloud.vendors.base import ModelError, TurnRequest
+from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, create_model
+from cloud.vendors.scripted import ScriptedModel
+from tests.support.client import write_script
+from tests.support.spine import collect, say
+
+DESIGN_EXAMPLE = {"turns": [
+    [{"thinking": "Let me look at the doors first."},
+     {"text": "I'll inspect the doors."},
+     {"tool_call": {"name": "execute_data_collection", "input": {"code": "print(len(model.by_type('IfcDoor')))"}}}],
+    [{"text": "All doors are renumbered."}],
+]}
+
+
+def _play(model: ScriptedModel, transcript: list, max_tokens: int = 32_000):
+    stream = model.stream(TurnRequest("sys", transcript, (), max_tokens, "s1"), threading.Event())
+    chunks = []
+    try:
+        while True:
+            chunks.append(next(stream))
+    except StopIteration as stop:
+        return chunks, stop.value
+
+
+def test_the_design_example_streams_in_several_pieces_and_resumes_from_the_transcript(tmp_path):
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps(DESIGN_EXAMPLE))
+    model = create_model(f"scripted:{path}")
+    chunks, turn = _play(model, [])
+
+    kinds = [c.type for c in chunks]
+    assert kinds.index("Thinking") < kinds.index("Message") < kinds.index("ToolInputDelta") < kinds.index("ToolCall")
+    assert kinds[-1] == "ToolCall"
+    for kind in ("Thinking", "Message", "ToolInputDelta"):
+        assert kinds.count(kind) >= 2, kind
+    assert "".join(c.content for c in chunks if c.type == "Thinking") == "Let me look at the doors first."
+    partial = "".join(c.content for c in chunks if c.type == "ToolInputDelta")
+    assert json.loads(partial) == DESIGN_EXAMPLE["turns"][0][2]["tool_call"]["input"]
+    call = chunks[-1].metadata
+    assert call["name"] == "execute_data_collection" and call["input"] == json.loads(partial)
+    assert {c.metadata["tool_call_id"] for c in chunks if c.type == "ToolInputDelta"} == {call["tool_call_id"]}
+    assert turn.stop_reason == "tool_use" and turn.tool_calls[0]["id"] == call["tool_call_id"]
+    assert turn.usage.output > 0
+
+    played = [{"role": "user", "content": []}, {"role": "assistant", "model": model.spec, "content": turn.content},
+              {"role": "tool", "content": []}]
+    chunks, turn = _play(model, played)
+    assert turn.text == "All doors are renumbered." and turn.stop_reason == "end_turn"
+    chunks, turn = _play(model, [*played, {"role": "assistant", "model": model.spec, "content": []}])
+    assert turn.text == "The scripted conversation has no more turns."
+
+
+def test_it_stops_at_max_tokens_like_a_real_model(tmp_path):
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps({"turns": [[{"text": "x" * 400}]]}))
+    chunks, turn = _play(ScriptedModel(str(path)), [], max_tokens=25)
+    assert turn.stop_reason == "max_tokens" and len(turn.text) <= 100
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("not json", "cannot read script"),
+    (json.dumps({"turns": "nope"}), "expected"),
+    (json.dumps([[{"text": "a"}]]), "expected"),
+    (json.dumps({"turns": [[{"speech": "a"}]]}), "turn 0: each item is one of thinking, text, tool_call"),
+    (json.dumps({"turns": [[{"text": "a", "thinking": "b"}]]}), "turn 0"),
+])
+def test_files_that_break_the_format_are_refused_with_a_clear_message(tmp_path, content, problem):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ModelError) as refused:
+        ScriptedModel(str(path))
+    assert problem in str(refused.value)
+
+
+def test_only_files_under_nexus_scripted_dirs_are_allowed_over_http(tmp_path, monkeypatch):
+    allowed, other = tmp_path / "allowed", tmp_path / "other"
+    allowed.mkdir()
+    other.mkdir()
+    (other / "x.json").write_text("{}")
+    (allowed / "link.json").symlink_to(other / "x.json")
+    monkeypatch.setenv("NEXUS_SCRIPTED_DIRS", os.pathsep.join([str(allowed), str(tmp_path / "also")]))
+    check_allowed_for_http(f"scripted:{allowed / 'x.json'}")
+    check_allowed_for_http(f"scripted:{tmp_path / 'also' / 'deep' / 'y.json'}")
+    for outside in (other / "x.json", allowed / ".." / "other" / "x.json", allowed / "link.json", "/etc/passwd",
+                    "relative.json"):
+        with pytest.raises(ModelSpecError) as refused:
+            check_allowed_for_http(f"scripted:{outside}")
+        assert refused.value.status == 403
+    monkeypatch.delenv("NEXUS_SCRIPTED_DIRS")
+    with pytest.raises(ModelSpecError):
+        check_allowed_for_http(f"scripted:{allowed / 'x.json'}")
+
+
+def test_the_server_refuses_a_scripted_path_outside_the_allowed_dirs_with_403(server, alice, host, tmp_path,
+                                                                               scripts_dir):
+    outside = tmp_path / "outside.json"
+    write_script(outside, [say("should never play")])
+    spec = f"scripted:{outside}"
+    created = alice.call("POST", "/api/sessions", json={"host_id": host.host_id, "model": spec})
+    assert created.status_code == 403 and "NEXUS_SCRIPTED_DIRS" in created.json()["error"]
+    fine = alice.new_session(host.host_id, write_script(scripts_dir / "ok.json", [say("ok")]))
+    message = alice.call("POST", f"/api/sessions/{fine}/messages", json={"text": "hi", "model": spec})
+    assert message.status_code == 403
+    traversal = f"scripted:{scripts_dir}/../outside.json"
+    assert alice.call("POST", "/api/sessions", json={"model": traversal}).status_code == 403
+    assert alice.run(fine, "hi").last == {"type": "Complete", "content": "ok"}
+
+
+def test_a_broken_scripted_file_is_a_clear_client_error_not_a_crash(server, alice, host, scripts_dir):
+    path = scripts_dir / "broken.json"
+    path.write_text('{"turns": [[{"speech": "hi"}]]}')
+    session_id = alice.new_session(host.host_id, f"scripted:{path}")
+    response = alice.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "hi"})
+    assert response.status_code == 400
+    assert "each item is one of thinking, text, tool_call" in response.json()["error"]
+    missing = alice.call("POST", f"/api/sessions/{session_id}/messages",
+                         json={"text": "hi", "model": f"scripted:{scripts_dir / 'missing.json'}"})
+    assert missing.status_code == 400 and "cannot read script" in missing.json()["error"]
+
+
+def test_a_scripted_run_over_http_plays_its_turns_in_order(server, alice, host, scripts_dir):
+    spec = write_script(scripts_dir / "play.json", [
+        [{"thinking": "Counting first."}, *collect("print(len(doc.by_class('Wall')))", "Counting walls.")],
+        say("There are 2 walls."),
+    ])
+    stream = alice.run(alice.new_session(host.host_id, spec), "how many walls?")
+    assert "".join(c["content"] for c in stream.of("Message")) == "Counting walls.There are 2 walls."
+    assert stream.of("Metadata", "tool_result")[0]["metadata"]["stdout"] == "2\n"
+    assert stream.of("Metadata", "model")[0]["metadata"]["vendor"] == "scripted"

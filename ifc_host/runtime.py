@@ -240,9 +240,14 @@ class HostRuntime:
 
         def run() -> None:
             try:
-                target(message)
+                reply = target(message)
+            except Exception as exc:
+                log.exception("request %s failed inside the host", request_id)
+                reply = protocol.error(f"the host failed to run request {request_id}: {exc}", request_id)
             finally:
+                # Free the slot before answering: the cloud may send the next script the moment it reads this.
                 self._job_lock.release()
+            self._reply(reply)
 
         self._spawn(run, f"ifc-host-{message['type']}")
 
@@ -263,31 +268,28 @@ class HostRuntime:
         thread.start()
 
     # --- work ----------------------------------------------------------------------------------------
-    def _run_execute(self, message: dict[str, Any]) -> None:
+    def _run_execute(self, message: dict[str, Any]) -> dict[str, Any]:
         epilogue = message.get("epilogue") or {}
         job = ExecuteJob(request_id=message["request_id"], mode=message["mode"], code=message["code"],
                          timeout_s=float(message["timeout_s"]), epilogue_code=epilogue.get("code"),
                          hold=bool(message.get("hold")))
         log.info("running %s script for request %s", job.mode, job.request_id)
-        result = self.executor.execute(job)
-        self._reply_result(job.request_id, result)
+        return self._result_message(job.request_id, self.executor.execute(job))
 
-    def _run_decide(self, message: dict[str, Any]) -> None:
+    def _run_decide(self, message: dict[str, Any]) -> dict[str, Any]:
         result = self.executor.decide(message["request_id"], message["decision"])
         if result.get("unknown"):
-            self._reply(protocol.error(result["message"], message["request_id"]))
-            return
-        self._reply_result(message["request_id"], result)
+            return protocol.error(result["message"], message["request_id"])
+        return self._result_message(message["request_id"], result)
 
-    def _reply_result(self, request_id: str, result: dict[str, Any]) -> None:
+    def _result_message(self, request_id: str, result: dict[str, Any]) -> dict[str, Any]:
         log.info("request %s: ok=%s committed=%s held=%s (%.0f ms)", request_id, result.get("ok"),
                  result.get("committed"), bool(result.get("held")), result.get("duration_ms") or 0)
         try:
-            reply = protocol.execute_result(request_id, result)
+            return protocol.execute_result(request_id, result)
         except ContractError as exc:
             log.error("result for %s does not fit the contract: %s", request_id, exc)
-            reply = protocol.error(f"the host produced an invalid result: {exc}", request_id)
-        self._reply(reply)
+            return protocol.error(f"the host produced an invalid result: {exc}", request_id)
 
     def _run_export_view(self, message: dict[str, Any]) -> None:
         request_id = message["request_id"]

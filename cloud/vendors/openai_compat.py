@@ -157,10 +157,11 @@ class ChatStreamReader:
 
     turn: ModelTurn = field(default_factory=ModelTurn)
     by_index: dict[int, dict[str, Any]] = field(default_factory=dict)  # tool-call index -> open call part
-    raw_arguments: dict[str, str] = field(default_factory=dict)  # call id -> arguments so far
+    # Deltas are collected in lists and joined once: `+=` on a dict value copies the whole string each time.
+    raw_arguments: dict[str, list[str]] = field(default_factory=dict)  # call id -> argument pieces
     open_calls: list[dict[str, Any]] = field(default_factory=list)
-    text: dict[str, Any] | None = None
-    thinking: dict[str, Any] | None = None
+    text: list[str] | None = None
+    thinking: list[str] | None = None
     finish_reason: str | None = None
 
     def read(self, chunk: dict[str, Any]) -> list[Chunk]:
@@ -184,17 +185,20 @@ class ChatStreamReader:
 
     def _thinking(self, text: str) -> Chunk:
         if self.thinking is None:
-            self.thinking = {"type": "thinking", "text": ""}
-            self.turn.content.append(self.thinking)
-        self.thinking["text"] += text
+            self.thinking = self._text_part("thinking")
+        self.thinking.append(text)
         return Chunk("Thinking", text)
 
     def _message(self, text: str) -> Chunk:
         if self.text is None:
-            self.text = {"type": "text", "text": ""}
-            self.turn.content.append(self.text)
-        self.text["text"] += text
+            self.text = self._text_part("text")
+        self.text.append(text)
         return Chunk("Message", text)
+
+    def _text_part(self, kind: str) -> list[str]:
+        pieces: list[str] = []
+        self.turn.content.append({"type": kind, "text": pieces})  # joined in finish()
+        return pieces
 
     def _tool_fragment(self, fragment: dict[str, Any], out: list[Chunk]) -> None:
         call_id, index = fragment.get("id"), fragment.get("index")
@@ -206,7 +210,7 @@ class ChatStreamReader:
         if part is None or (call_id and call_id != part["id"]):
             part = {"type": "tool_call", "id": call_id or f"call_{uuid.uuid4().hex[:24]}", "name": "", "input": {}}
             self.by_index[index] = part
-            self.raw_arguments[part["id"]] = ""
+            self.raw_arguments[part["id"]] = []
             self.open_calls.append(part)
             self.turn.content.append(part)
         function = fragment.get("function") or {}
@@ -216,13 +220,13 @@ class ChatStreamReader:
         if not isinstance(piece, str):  # a few servers send the arguments as an object
             piece = json.dumps(piece)
         if piece:
-            self.raw_arguments[part["id"]] += piece
+            self.raw_arguments[part["id"]].append(piece)
             out.append(Chunk("ToolInputDelta", piece, {"tool_call_id": part["id"], "name": part["name"]}))
 
     def _close_calls(self) -> list[Chunk]:
         chunks = []
         for part in self.open_calls:
-            raw = self.raw_arguments[part["id"]]
+            raw = "".join(self.raw_arguments[part["id"]])
             part["input"], error = parse_arguments(raw)
             if error:
                 part["input_error"] = error
@@ -232,6 +236,9 @@ class ChatStreamReader:
         return chunks
 
     def finish(self) -> ModelTurn:
+        for part in self.turn.content:
+            if isinstance(part.get("text"), list):
+                part["text"] = "".join(part["text"])
         reason = self.finish_reason
         if reason in STOP_REASONS:
             self.turn.stop_reason = STOP_REASONS[reason]
@@ -286,8 +293,9 @@ class OpenAICompatModel:
                 for chunk in stream:
                     yield from reader.read(chunk)
                     if cancel.is_set():
-                        reader.turn.stop_reason = "cancelled"
-                        return reader.turn
+                        turn = reader.finish()
+                        turn.stop_reason = "cancelled"
+                        return turn
         except openai.OpenAIError as exc:
             raise failure_from_sdk(exc) from exc
         if reader.finish_reason is None:

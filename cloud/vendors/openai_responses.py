@@ -211,7 +211,8 @@ class ResponsesStreamReader:
     turn: ModelTurn = field(default_factory=ModelTurn)
     parts: dict[int, dict[str, Any]] = field(default_factory=dict)  # output_index -> neutral part
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # item_id -> tool_call part (open)
-    raw_arguments: dict[str, str] = field(default_factory=dict)  # item_id -> arguments so far
+    # Deltas are collected in lists and joined once: `+=` on a dict value copies the whole string each time.
+    pieces: dict[str, list[str]] = field(default_factory=dict)  # item_id -> text/summary/arguments so far
     by_item: dict[str, dict[str, Any]] = field(default_factory=dict)  # item_id -> neutral part
     summary_index: dict[str, int] = field(default_factory=dict)  # reasoning item_id -> summary part seen last
     finished: bool = False
@@ -221,7 +222,8 @@ class ResponsesStreamReader:
         return handler(self, event) if handler else ()
 
     def _text_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
-        self._part(event["item_id"], event["output_index"], "text")["text"] += event["delta"]
+        pieces = self.pieces.get(event["item_id"]) or self._pieces(event["item_id"], event["output_index"], "text")
+        pieces.append(event["delta"])
         return (Chunk("Message", event["delta"]),)
 
     def _refusal_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
@@ -232,16 +234,16 @@ class ResponsesStreamReader:
         part = self.calls.get(event["item_id"])
         if part is None:
             return ()
-        self.raw_arguments[event["item_id"]] += event["delta"]
+        self.pieces[event["item_id"]].append(event["delta"])
         return (Chunk("ToolInputDelta", event["delta"], {"tool_call_id": part["id"], "name": part["name"]}),)
 
     def _summary_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
         item_id, index = event["item_id"], event.get("summary_index", 0)
-        part = self._part(item_id, event["output_index"], "thinking")
+        pieces = self.pieces.get(item_id) or self._pieces(item_id, event["output_index"], "thinking")
         if self.summary_index.setdefault(item_id, index) != index:
             self.summary_index[item_id] = index
-            part["text"] += "\n\n"
-        part["text"] += event["delta"]
+            pieces.append("\n\n")
+        pieces.append(event["delta"])
         return (Chunk("Thinking", event["delta"]),)
 
     def _part(self, item_id: str, output_index: int, kind: str) -> dict[str, Any]:
@@ -249,14 +251,19 @@ class ResponsesStreamReader:
         if part is None:
             part = {"type": kind, "text": ""}
             self.by_item[item_id] = self.parts[output_index] = part
+            self.pieces[item_id] = []
         return part
+
+    def _pieces(self, item_id: str, output_index: int, kind: str) -> list[str]:
+        self._part(item_id, output_index, kind)
+        return self.pieces[item_id]
 
     def _item_added(self, event: dict[str, Any]) -> Iterable[Chunk]:
         item, output_index = event["item"], event["output_index"]
         if item["type"] == "function_call":
             part = {"type": "tool_call", "id": item["call_id"], "name": item["name"], "input": {}}
             self.calls[item["id"]] = self.by_item[item["id"]] = self.parts[output_index] = part
-            self.raw_arguments[item["id"]] = ""
+            self.pieces[item["id"]] = []
         elif item["type"] in ("reasoning", "message"):
             self._part(item["id"], output_index, "thinking" if item["type"] == "reasoning" else "text")
         return ()
@@ -267,12 +274,12 @@ class ResponsesStreamReader:
             part = self._part(item["id"], output_index, "thinking")
             kept = {key: item[key] for key in ("type", "id", "summary", "encrypted_content") if key in item}
             part["vendor_state"] = {"vendor": VENDOR, "item": kept}
-            if not part["text"] and item.get("summary"):
-                part["text"] = "\n\n".join(s.get("text", "") for s in item["summary"])
+            if not self.pieces[item["id"]] and item.get("summary"):
+                self.pieces[item["id"]].append("\n\n".join(s.get("text", "") for s in item["summary"]))
         elif item["type"] == "message":
             part = self._part(item["id"], output_index, "text")
-            if not part["text"]:
-                part["text"] = "".join(c.get("text") or c.get("refusal") or "" for c in item.get("content", []))
+            if not self.pieces[item["id"]]:
+                self.pieces[item["id"]].extend(c.get("text") or c.get("refusal") or "" for c in item.get("content", []))
             if item.get("phase"):
                 part["vendor_state"] = {"vendor": VENDOR, "phase": item["phase"]}
         elif item["type"] == "function_call":
@@ -284,7 +291,7 @@ class ResponsesStreamReader:
 
     def _close_call(self, item_id: str, arguments: str | None = None, problem: str | None = None) -> Chunk:
         part = self.calls.pop(item_id)
-        raw = arguments if arguments is not None else self.raw_arguments.get(item_id, "")
+        raw = arguments if arguments is not None else "".join(self.pieces[item_id])
         part["input"], error = parse_arguments(raw)
         if error or problem:
             part["input_error"] = " ".join(p for p in (problem, error) if p)
@@ -312,6 +319,9 @@ class ResponsesStreamReader:
         raise failure_from_body(event, "stream error")
 
     def content(self) -> list[dict[str, Any]]:
+        for item_id, part in self.by_item.items():
+            if part["type"] != "tool_call":
+                part["text"] = "".join(self.pieces[item_id])
         return [self.parts[i] for i in sorted(self.parts)]
 
     HANDLERS: ClassVar[dict[str, Callable[[ResponsesStreamReader, dict[str, Any]], Iterable[Chunk]]]] = {

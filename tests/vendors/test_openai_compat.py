@@ -284,3 +284,14 @@ def test_key_from_the_environment_or_a_placeholder(server, monkeypatch):
     assert server.requests[1].headers["authorization"] == "Bearer local-secret"
     assert adapter.spec == f"openai-compat:m@{server.url}/v1" and adapter.vendor == "openai-compat"
     assert "openai-compat" in registry.configured_vendors()
+
+
+def test_cancel_stops_the_stream_with_the_text_so_far(server, model):
+    server.enqueue(Turn([{"text": "a long answer " * 20}]))
+    cancel = threading.Event()
+    stream = model.stream(TurnRequest(SYSTEM, [user_text("hi")], (), 500, SESSION), cancel)
+    first = next(stream)
+    cancel.set()
+    rest, turn = drain(stream)
+    assert turn.stop_reason == "cancelled" and rest == []
+    assert turn.content == [{"type": "text", "text": first.content}]

@@ -3,7 +3,7 @@
 Data-only SSE (`data: {chat.completion.chunk}` frames, no `event:` lines) ending in `data: [DONE]`,
 as Ollama, vLLM and llama.cpp send it. The server's dialect is set per instance:
 
-    ChatCompletionsReplay(reasoning_field="reasoning" | "reasoning_content",
+    ChatCompletionsReplay(cache=None, *, reasoning_field="reasoning" | "reasoning_content",
                           whole_tool_calls=False)   # True: Ollama-style, each call in one chunk
 
 Scenario items (base.Turn): thinking -> `delta.<reasoning_field>` pieces; text -> `delta.content`
@@ -26,7 +26,16 @@ import itertools
 import json
 from typing import Any
 
-from tests.vendors.replay.base import HttpError, RecordedRequest, ReplayServer, Reply, Turn, pieces, sse
+from tests.vendors.replay.base import (
+    HttpError,
+    PrefixCache,
+    RecordedRequest,
+    ReplayServer,
+    Reply,
+    Turn,
+    pieces,
+    sse,
+)
 
 ERROR_TYPES = {429: "rate_limit_error", 500: "server_error", 502: "server_error", 503: "server_error"}
 
@@ -38,8 +47,9 @@ def segments_of(body: dict[str, Any]) -> list[str]:
 
 
 class ChatCompletionsReplay(ReplayServer):
-    def __init__(self, reasoning_field: str = "reasoning", whole_tool_calls: bool = False, **kwargs: Any):
-        super().__init__(**kwargs)
+    def __init__(self, cache: PrefixCache | None = None, *, reasoning_field: str = "reasoning",
+                 whole_tool_calls: bool = False):
+        super().__init__(cache)
         self.reasoning_field = reasoning_field
         self.whole_tool_calls = whole_tool_calls
         self.error_body: dict[str, Any] = {"message": "upstream model crashed", "type": "server_error", "code": 500}

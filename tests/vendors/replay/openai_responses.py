@@ -29,7 +29,16 @@ import itertools
 import json
 from typing import Any
 
-from tests.vendors.replay.base import HttpError, RecordedRequest, ReplayServer, Reply, Turn, pieces, sse
+from tests.vendors.replay.base import (
+    HttpError,
+    PrefixCache,
+    RecordedRequest,
+    ReplayServer,
+    Reply,
+    Turn,
+    pieces,
+    sse,
+)
 
 INCOMPLETE_REASONS = ("max_output_tokens", "content_filter")
 ERROR_TYPES = {429: "requests", 500: "server_error", 502: "server_error", 503: "server_error"}
@@ -81,8 +90,8 @@ class ResponsesStream:
 class OpenAIResponsesReplay(ReplayServer):
     error_code = "server_error"
 
-    def __init__(self, **kwargs: Any):
-        super().__init__(**kwargs)
+    def __init__(self, cache: PrefixCache | None = None):
+        super().__init__(cache)
         self._ids = itertools.count(1)
         self.billed: list[dict[str, Any]] = []  # the usage object of every completed response, in order
 

@@ -39,9 +39,12 @@ def cap_head_tail(text: str, max_chars: int) -> tuple[str, int, int]:
     head_end = head_budget if head_end <= 0 else head_end
     tail_start = text.find("\n", len(text) - tail_budget)
     tail_start = len(text) - tail_budget if tail_start < 0 else tail_start + 1
-    elided = text[head_end:tail_start]
-    marker = f"\n... [{elided.count(chr(10))} lines / {len(elided):,} characters elided] ...\n"
-    return text[:head_end] + marker + text[tail_start:], elided.count("\n"), len(elided)
+    head, elided, tail = text[:head_end], text[head_end:tail_start], text[tail_start:]
+    # Whole lines elided: the span's newlines, less one (a span between two kept lines holds both of
+    # their line ends); none when the cut falls inside a single long line.
+    lines = max(0, elided.count("\n") - 1)
+    marker = f"\n... [{lines:,} lines / {len(elided):,} characters elided] ...\n"
+    return head + marker + tail, lines, len(elided)
 
 
 def render_for_model(output: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:

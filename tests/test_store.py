@@ -1,0 +1,123 @@
+"""The SQLite store: hashed tokens, transcripts written under concurrency, audit and usage."""
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+
+import pytest
+
+from cloud.store import Store, hash_token
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(tmp_path / "store.db")
+
+
+def test_tokens_are_stored_hashed_and_only_their_hash_is_on_disk(store, tmp_path):
+    token = store.create_token("alice")
+    assert token.startswith("nx_") and len(token) > 40
+    assert store.user_for_token(token).name == "alice"
+    assert store.user_for_token(token + "x") is None
+    rows = sqlite3.connect(tmp_path / "store.db").execute("SELECT token_hash FROM tokens").fetchall()
+    assert rows == [(hash_token(token),)] and hash_token(token) == hashlib.sha256(token.encode()).hexdigest()
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert token.encode() not in on_disk
+
+
+def test_tokens_are_unique_revocable_and_admin_is_sticky(store):
+    first, second = store.create_token("bob"), store.create_token("bob", admin=True)
+    assert first != second
+    assert store.user_for_token(first).is_admin  # the user is an admin now, whichever token they use
+    (row, _) = [t for t in store.list_tokens() if t["user_name"] == "bob"]
+    assert store.revoke_token(row["id"]) is True and store.revoke_token(row["id"]) is False
+    assert store.user_for_token(first) is None and store.user_for_token(second) is not None
+
+
+def test_concurrent_appends_from_many_threads_lose_nothing(store):
+    session_id = store.create_session("alice", None, "scripted:x", {})
+    threads, per_thread = 12, 40
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    def write(n: int) -> None:
+        try:
+            start.wait()
+            for k in range(per_thread):
+                store.append_entries(session_id, [{"role": "user", "content": [{"type": "text", "text": f"{n}:{k}"}]}])
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    texts = [e["content"][0]["text"] for e in store.transcript(session_id)]
+    assert len(texts) == threads * per_thread == len(set(texts))
+    for n in range(threads):  # each writer's entries keep their order
+        mine = [t for t in texts if t.startswith(f"{n}:")]
+        assert mine == [f"{n}:{k}" for k in range(per_thread)]
+
+
+def test_concurrent_token_creation_and_usage_records_from_threads(store):
+    session_id = store.create_session("alice", None, None, {})
+    tokens: list[str] = []
+
+    def work(n: int) -> None:
+        tokens.append(store.create_token(f"user{n % 3}"))
+        store.record_usage(session_id=session_id, user_name="alice", model="m", cost=0.5,
+                           usage={"uncached_input": 10, "cache_read": 5, "cache_write": 1, "output": 2, "reasoning": 0})
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in range(20)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(set(tokens)) == 20 and all(store.user_for_token(t) for t in tokens)
+    usage = store.session_usage(session_id)
+    assert (usage["uncached_input"], usage["cache_read"], usage["output"], usage["cost"]) == (200, 100, 40, 10.0)
+
+
+def test_a_second_store_on_the_same_file_sees_everything(store, tmp_path):
+    session_id = store.create_session("alice", "h_1", "scripted:x", {"current_script": "x = 1"})
+    store.append_entries(session_id, [{"role": "user", "content": []}, {"role": "assistant", "content": []}])
+    reopened = Store(tmp_path / "store.db")
+    row = reopened.get_session(session_id)
+    assert row["state"] == {"current_script": "x = 1"} and row["host_id"] == "h_1"
+    assert [e["role"] for e in reopened.transcript(session_id)] == ["user", "assistant"]
+
+
+def test_audit_records_the_exact_bytes_with_their_hash_and_filters_by_prefix(store):
+    code = "print('héllo')\n"
+    sha = hashlib.sha256(code.encode()).hexdigest()
+    store.record_script(session_id="s1", tool_call_id="c1", user_name="alice", host_id="h1", host_app="ifc",
+                        capability_version="ifc-1.0", kind="model", code=code, sha256=sha)
+    store.record_script(session_id="s2", tool_call_id="c2", user_name="bob", host_id="h2", host_app="revit",
+                        capability_version="revit-1.0", kind="epilogue", code="x", sha256="0" * 64)
+    (row,) = store.audit(sha256_prefix=sha[:8].upper())
+    assert row["code"] == code and row["bytes"] == len(code.encode()) == 16 and row["kind"] == "model"
+    assert (row["session_id"], row["tool_call_id"], row["host_app"], row["capability_version"]) == \
+        ("s1", "c1", "ifc", "ifc-1.0")
+    assert [r["session_id"] for r in store.audit(session_id="s2")] == ["s2"]
+    assert len(store.audit()) == 2
+
+
+def test_results_and_images_are_scoped_to_their_session(store):
+    store.save_result("s1", "c1", {"stdout": "x" * 10})
+    assert store.get_result("s1", "c1") == {"stdout": "x" * 10}
+    assert store.get_result("s2", "c1") is None
+    image_id = store.save_image("s1", b"\x89PNG...")
+    assert store.get_image("s1", image_id) == b"\x89PNG..."
+    assert store.get_image("s2", image_id) is None
+
+
+def test_update_session_refuses_unknown_fields(store):
+    session_id = store.create_session("alice", None, None, {})
+    with pytest.raises(ValueError):
+        store.update_session(session_id, user_name="mallory")
+    store.update_session(session_id, status="running", state={"fix_count": 2})
+    row = store.get_session(session_id)
+    assert row["status"] == "running" and row["state"] == {"fix_count": 2} and row["user_name"] == "alice"

@@ -204,6 +204,7 @@ class _BuildingBuilder:
                 ifcopenshell.guid.new(), None, None, None, storey.contained, storey.entity)
             self.model.createIfcRelAggregates(ifcopenshell.guid.new(), None, None, None, storey.entity, storey.spaces)
         self._assign_types()
+        self._sort_relationship_members()
         self._assign_deterministic_ids()
         self.model.header.file_name.name = "nexus-sample.ifc"
         self.model.header.file_name.time_stamp = HEADER_TIMESTAMP
@@ -307,13 +308,25 @@ class _BuildingBuilder:
         self.by_type.setdefault(type_entity.GlobalId, []).append(element)
 
     def _assign_types(self) -> None:
+        """What ``type.assign_type`` does, done in a fixed order.
+
+        Given a list, assign_type walks a set of instances whose order depends on the process's history,
+        so the file would differ from run to run (and one call per element is quadratic).
+        """
         types = {t.GlobalId: t for t in self.model.by_type("IfcTypeObject")}
         for guid, elements in self.by_type.items():
-            ifcopenshell.api.type.assign_type(self.model, related_objects=elements, relating_type=types[guid])
+            relating_type = types[guid]
+            self.model.createIfcRelDefinesByType(ifcopenshell.guid.new(), None, None, None, elements, relating_type)
+            if relating_type.RepresentationMaps:
+                for element in elements:
+                    ifcopenshell.api.type.map_type_representations(
+                            self.model, related_object=element, relating_type=relating_type)
         for key, wall_type in self.wall_types.items():
-            # One shared usage per type; the wall bodies are centred on their axis, so the layers are too.
-            for usage in {ifcopenshell.util.element.get_material(w) for w in self.by_type.get(wall_type.GlobalId, [])}:
-                usage.OffsetFromReferenceLine = -self.wall_thickness[key] / 2
+            walls = self.by_type.get(wall_type.GlobalId, [])
+            if walls:
+                # One usage shared by the type's walls; their bodies are centred on the axis, so are the layers.
+                ifcopenshell.api.material.assign_material(self.model, products=walls, type="IfcMaterialLayerSetUsage")
+                ifcopenshell.util.element.get_material(walls[0]).OffsetFromReferenceLine = -self.wall_thickness[key] / 2
 
     # ---- one storey ------------------------------------------------------------------------------
     def _create_storey(self, level: int) -> _Storey:
@@ -429,7 +442,7 @@ class _BuildingBuilder:
     def _slab(self, storey: _Storey) -> None:
         grid = self.grid
         half = self.wall_thickness["exterior"] / 2
-        slab = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcSlab", predefined_type="FLOOR",
+        slab = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcSlab",
                                                    name=f"Floor slab {storey.entity.Name}")
         slab.ObjectPlacement = self._placement(storey.entity.ObjectPlacement, (0.0, 0.0, -grid.slab_depth))
         outline = [(-half, -half), (grid.length + half, -half), (grid.length + half, grid.depth + half),
@@ -465,7 +478,7 @@ class _BuildingBuilder:
     def _wall(self, storey: _Storey, key: str, start: tuple[float, float], direction: tuple[float, float],
               length: float) -> _Wall:
         thickness = self.wall_thickness[key]
-        wall = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcWall", predefined_type="STANDARD",
+        wall = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcWall",
                                                    name=self.catalog["wall_types"][key]["name"].split(" ", 1)[1])
         placement = self._placement(storey.entity.ObjectPlacement, (start[0], start[1], 0.0),
                                     (direction[0], direction[1], 0.0))
@@ -504,7 +517,7 @@ class _BuildingBuilder:
         spec = self.catalog["door_types"][key]
         host, along = self._host_for(run, offset, spec["width"])
         opening = self._opening(host, along, 0.0, spec["width"], spec["height"])
-        door = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcDoor", predefined_type="DOOR",
+        door = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcDoor",
                                                    name="Door")
         door.Tag, door.OverallWidth, door.OverallHeight = mark, spec["width"], spec["height"]
         # The door's lining spans local y [0, lining depth]; it sits flush in the wall, swinging into the room.
@@ -522,7 +535,7 @@ class _BuildingBuilder:
         spec = self.catalog["window_types"][key]
         host, along = self._host_for(run, offset, spec["width"])
         opening = self._opening(host, along, spec["sill"], spec["width"], spec["height"])
-        window = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcWindow", predefined_type="WINDOW",
+        window = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcWindow",
                                                      name="Window")
         window.Tag, window.OverallWidth, window.OverallHeight = mark, spec["width"], spec["height"]
         window.ObjectPlacement = self._placement(
@@ -535,7 +548,7 @@ class _BuildingBuilder:
     def _add_unhosted_door(self, storey: _Storey) -> None:
         grid = self.grid
         spec = self.catalog["door_types"]["room"]
-        door = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcDoor", predefined_type="DOOR",
+        door = ifcopenshell.api.root.create_entity(self.model, ifc_class="IfcDoor",
                                                    name="Door")
         door.Tag, door.OverallWidth, door.OverallHeight = UNHOSTED_DOOR_TAG, spec["width"], spec["height"]
         # In the partition between rooms 101 and 102 (x = one bay), mid-depth, with no opening behind it.
@@ -566,6 +579,14 @@ class _BuildingBuilder:
             model.createIfcCartesianPoint([float(v) for v in origin]),
             model.createIfcDirection((0.0, 0.0, 1.0)),
             model.createIfcDirection([float(v) for v in x_axis])))
+
+    def _sort_relationship_members(self) -> None:
+        """Order every relationship's lists of related objects by id (the API builds some from sets)."""
+        for rel in self.model.by_type("IfcRelationship"):
+            for index in range(len(rel)):
+                members = rel[index]
+                if isinstance(members, tuple) and members and isinstance(members[0], ifcopenshell.entity_instance):
+                    rel[index] = sorted(members, key=lambda e: e.id())
 
     def _assign_deterministic_ids(self) -> None:
         rng = random.Random(f"nexus-sample-guids/{self.seed}")

@@ -43,6 +43,11 @@ def test_same_arguments_give_a_byte_identical_file_in_another_process(written, t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again.ifc"]  # no temp file left behind
 
 
+def test_building_twice_in_one_process_gives_the_same_text():
+    # IfcOpenShell hashes instances by a process-wide counter, so any set-ordered step would show here.
+    assert build_sample_model(storeys=2, seed=3).to_string() == build_sample_model(storeys=2, seed=3).to_string()
+
+
 def test_seed_changes_ids_and_room_functions_but_not_the_building():
     first, second = build_sample_model(storeys=2, seed=0), build_sample_model(storeys=2, seed=1)
     assert {e.GlobalId for e in first.by_type("IfcRoot")}.isdisjoint(e.GlobalId for e in second.by_type("IfcRoot"))

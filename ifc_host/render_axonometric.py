@@ -1,0 +1,126 @@
+"""An isometric view from the south-west, above: flat-shaded triangles painted back to front.
+
+With highlighted elements, everything else is ghosted (faded toward white) and the highlighted
+elements are painted last, on top, so a change inside the building stays visible.
+"""
+from __future__ import annotations
+
+import ifcopenshell
+import numpy as np
+
+from ifc_host import render_canvas as style
+from ifc_host.render_canvas import Canvas, LegendEntry
+from ifc_host.render_scene import ViewSpec, all_elements, elements_of_storey, tessellate
+
+_SQRT2, _SQRT3, _SQRT6 = np.sqrt(2.0), np.sqrt(3.0), np.sqrt(6.0)
+_LIGHT = np.array([-0.3, -0.6, 0.75]) / np.linalg.norm([-0.3, -0.6, 0.75])
+_TOWARD_VIEWER = np.array([-1.0, -1.0, 1.0]) / _SQRT3
+_GHOST = 0.6
+_SPLITS_ACROSS_MODEL = 30  # no triangle edge longer than this fraction of the model's extent
+_MAX_TRIANGLES = 1_500_000  # share of white mixed into elements that are not highlighted
+_CLASS_COLOURS: list[tuple[str, style.RGB]] = [
+    ("IfcWindow", (150, 200, 230)),
+    ("IfcDoor", (110, 150, 210)),
+    ("IfcSlab", (200, 200, 200)),
+    ("IfcColumn", (170, 170, 170)),
+    ("IfcWall", (232, 230, 224)),
+]
+_OTHER_COLOUR: style.RGB = (215, 205, 185)
+
+
+def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], max_px: int
+                     ) -> tuple[bytes, int, int]:
+    elements = elements_of_storey(spec.storey) if spec.storey is not None else all_elements(model)
+    meshes = tessellate(model, [e for e in elements if not e.is_a("IfcSpace")])
+    highlighted = set(element_ids) & set(meshes)
+    classes = {e.id(): e for e in elements}
+
+    triangles, colours, lit = [], [], []
+    for element_id, mesh in meshes.items():
+        tris = mesh.verts[mesh.faces]
+        # Bodies are closed; orient them outward (positive volume) so back faces can be culled below.
+        signed_volume = np.einsum("ij,ij->i", tris[:, 0], np.cross(tris[:, 1], tris[:, 2])).sum()
+        triangles.append(tris if signed_volume >= 0 else tris[:, ::-1])
+        base = style.HIGHLIGHT if element_id in highlighted else _colour_of(classes[element_id])
+        colours.append(np.tile(np.array(base, dtype=float), (len(mesh.faces), 1)))
+        lit.append(np.full(len(mesh.faces), element_id in highlighted))
+    title = _title(spec, len(highlighted), len(set(element_ids) - highlighted))
+    legend = [LegendEntry("Highlighted", style.HIGHLIGHT)] if highlighted else []
+    if not triangles:
+        return Canvas((0.0, 0.0, 10.0, 10.0), max_px, title, legend).finish()
+
+    tris = np.concatenate(triangles)
+    rgb = np.concatenate(colours)
+    is_lit = np.concatenate(lit)
+    normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    lengths = np.linalg.norm(normals, axis=1)
+    keep = (lengths > 1e-12) & (normals @ _TOWARD_VIEWER > 0)
+    tris, rgb, is_lit, normals = tris[keep], rgb[keep], is_lit[keep], normals[keep] / lengths[keep, None]
+    tris, rgb, is_lit, normals = _split_long_triangles(tris, rgb, is_lit, normals)
+    shade = 0.45 + 0.55 * np.abs(normals @ _LIGHT)
+    rgb = rgb * shade[:, None]
+    if highlighted:
+        rgb[~is_lit] = rgb[~is_lit] * (1 - _GHOST) + 255 * _GHOST
+
+    x, y, z = tris[..., 0], tris[..., 1], tris[..., 2]
+    screen = np.stack([(x - y) / _SQRT2, (x + y + 2 * z) / _SQRT6], axis=-1)
+    depth = ((x + y - z) / _SQRT3).mean(axis=1)
+    # Painter's algorithm: far triangles first; highlighted ones after all the others.
+    order = np.lexsort((-depth, is_lit))
+
+    flat = screen.reshape(-1, 2)
+    canvas = Canvas((float(flat[:, 0].min()), float(flat[:, 1].min()), float(flat[:, 0].max()),
+                     float(flat[:, 1].max())), max_px, title, legend)
+    pixels = canvas.to_px_array(flat).reshape(-1, 6)[order].tolist()
+    fills = [tuple(c) for c in np.clip(np.rint(rgb[order]), 0, 255).astype(int).tolist()]
+    draw = canvas.draw
+    for points, fill in zip(pixels, fills, strict=True):
+        draw.polygon(points, fill=fill, outline=fill)
+    return canvas.finish()
+
+
+def _split_long_triangles(tris: np.ndarray, *extra: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Bisect triangles along their longest edge until short (carrying per-triangle values along).
+
+    Painting long slivers by their centroid's depth is what makes a painter's algorithm draw far walls
+    over near ones; short triangles keep the ordering honest.
+    """
+    limit = max(float(np.ptp(tris.reshape(-1, 3), axis=0).max()) / _SPLITS_ACROSS_MODEL, 0.25)
+    finished: list[tuple[np.ndarray, ...]] = []
+    pending = (tris, *extra)
+    while len(pending[0]):
+        tris = pending[0]
+        edges = tris[:, [1, 2, 0]] - tris
+        lengths = np.linalg.norm(edges, axis=2)
+        longest = lengths.argmax(axis=1)
+        too_long = lengths[np.arange(len(tris)), longest] > limit
+        if sum(len(f[0]) for f in finished) + 2 * too_long.sum() > _MAX_TRIANGLES:
+            too_long[:] = False
+        finished.append(tuple(values[~too_long] for values in pending))
+        if not too_long.any():
+            break
+        tris, longest = tris[too_long], longest[too_long]
+        # Rotate corners so the longest edge runs from corner 0 to corner 1, then split it in the middle.
+        order = (np.arange(3)[None, :] + longest[:, None]) % 3
+        a, b, c = (tris[np.arange(len(tris))[:, None], order][:, k] for k in range(3))
+        middle = (a + b) / 2
+        halves = np.concatenate([np.stack([a, middle, c], axis=1), np.stack([middle, b, c], axis=1)])
+        pending = (halves, *(np.concatenate([v[too_long], v[too_long]]) for v in pending[1:]))
+    return tuple(np.concatenate([f[k] for f in finished]) for k in range(len(finished[0])))
+
+
+def _colour_of(element: ifcopenshell.entity_instance) -> style.RGB:
+    for ifc_class, colour in _CLASS_COLOURS:
+        if element.is_a(ifc_class):
+            return colour
+    return _OTHER_COLOUR
+
+
+def _title(spec: ViewSpec, shown: int, elsewhere: int) -> str:
+    title = f"{spec.name} \u2014 axonometric from the south-west"
+    if shown or elsewhere:
+        title += f" \u2014 {shown} highlighted"
+        if elsewhere:
+            title += f" ({elsewhere} not in this view)"
+    return title
+

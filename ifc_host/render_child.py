@@ -1,0 +1,44 @@
+"""The render child process: ``python -m ifc_host.render_child`` reads one JSON request on stdin.
+
+Request: {model_path, view, element_ids, max_px, png_path, result_path}. The PNG goes to png_path and
+{ok, width, height, view} or {ok: false, error} to result_path (not stdout: IfcOpenShell's native
+logging may write there). Exit code 0 when rendered, 1 on a reported error.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ifc_host.render_axonometric import draw_axonometric
+from ifc_host.render_plan import draw_plan
+from ifc_host.render_scene import ViewError, open_model, resolve_view
+
+
+def render_request(request: dict[str, Any]) -> dict[str, Any]:
+    model = open_model(request["model_path"])
+    element_ids = [int(i) for i in request.get("element_ids") or []]
+    spec = resolve_view(model, request.get("view"), element_ids)
+    draw = draw_plan if spec.kind == "plan" else draw_axonometric
+    png, width, height = draw(model, spec, element_ids, int(request["max_px"]))
+    Path(request["png_path"]).write_bytes(png)
+    return {"ok": True, "width": width, "height": height, "view": spec.name}
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.buffer.read())
+    try:
+        result, code = render_request(request), 0
+    except ViewError as exc:
+        result, code = {"ok": False, "error": str(exc)}, 1
+    except Exception as exc:  # any failure becomes a reported error, not a crash
+        traceback.print_exc()
+        result, code = {"ok": False, "error": f"rendering failed: {type(exc).__name__}: {exc}"}, 1
+    Path(request["result_path"]).write_text(json.dumps(result), encoding="utf-8")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Plan geometry from triangle meshes: horizontal sections and projected footprints (shapely, metres)."""
+from __future__ import annotations
+
+import numpy as np
+import shapely
+from shapely.geometry.base import BaseGeometry
+
+from ifc_host.render_scene import Mesh
+
+# Above this many triangles a footprint is approximated by its convex hull (a union would be slow).
+MAX_FOOTPRINT_TRIANGLES = 4000
+_EDGE_STARTS = [0, 1, 2]
+_EDGE_ENDS = [1, 2, 0]
+
+
+def sections(meshes: list[Mesh], z: float) -> list[BaseGeometry | None]:
+    """Each mesh's cross-section by the plane at height z, as filled area (None where the plane misses).
+
+    A single-item body is filled even-odd (so hollow sections keep their holes). A body made of several
+    items (door and window linings, panels, casings) becomes a MultiPolygon of its items' sections, which
+    may overlap: fine for a filled drawing, and much cheaper than their union. Segments are chained per
+    item for all meshes at once; only unusual sections (open chains, nested rings) go one by one.
+    """
+    results: list[BaseGeometry | None] = [None] * len(meshes)
+    cut = [(k, *_segments(mesh, z)) for k, mesh in enumerate(meshes)]
+    cut = [(k, segments, items) for k, segments, items in cut if len(segments)]
+    if not cut:
+        return results
+    owners = np.concatenate([np.full(len(segments), k, dtype=np.int64) for k, segments, _ in cut])
+    items = np.concatenate([item_ids for _, _, item_ids in cut]).astype(np.int64)
+    lines = shapely.linestrings(np.concatenate([segments for _, segments, _ in cut]))
+    # Chain segments per (mesh, item): where items touch, a chain through both would stop at the junction.
+    keys, chain_group = np.unique((owners << 32) | (items & 0xFFFFFFFF), return_inverse=True)
+    chain_owner = keys >> 32
+    order = np.argsort(chain_group, kind="stable")
+    merged = shapely.line_merge(shapely.multilinestrings(lines[order], indices=chain_group[order]))
+    parts, part_chain = shapely.get_parts(merged, return_index=True)
+    part_owner = chain_owner[part_chain]
+    is_ring = shapely.is_closed(parts) & (shapely.get_num_coordinates(parts) >= 4)
+    coords, ring_index = shapely.get_coordinates(parts[is_ring], return_index=True)
+    ring_polygons = shapely.polygons(shapely.linearrings(coords, indices=ring_index)) if len(coords) else \
+        np.empty(0, dtype=object)
+    ring_owner = part_owner[is_ring]
+
+    part_count = np.bincount(part_owner, minlength=len(meshes))
+    ring_count = np.bincount(ring_owner, minlength=len(meshes))
+    chains = np.bincount(chain_owner, minlength=len(meshes))
+    single_ring = (part_count == 1) & (ring_count == 1)
+    # Several items, each closing into rings: a MultiPolygon of all of them.
+    ring_sets = (part_count == ring_count) & (chains > 1) & ~single_ring
+
+    for owner, polygon in zip(ring_owner[single_ring[ring_owner]], ring_polygons[single_ring[ring_owner]],
+                              strict=True):
+        results[owner] = polygon
+    in_sets = ring_sets[ring_owner]
+    if in_sets.any():
+        set_owners, set_index = np.unique(ring_owner[in_sets], return_inverse=True)
+        for owner, multipolygon in zip(set_owners, shapely.multipolygons(ring_polygons[in_sets], indices=set_index),
+                                       strict=True):
+            results[owner] = multipolygon
+    for k, segments, item_ids in cut:
+        if not (single_ring[k] or ring_sets[k]):
+            results[k] = _rings_to_area(segments, even_odd=len(np.unique(item_ids)) == 1)
+    return results
+
+
+def _segments(mesh: Mesh, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """The (n, 2, 2) line segments where the plane at height z crosses the mesh, and each one's item."""
+    above = mesh.verts[:, 2] >= z
+    corners_above = above[mesh.faces].sum(axis=1)
+    crossing = (corners_above == 1) | (corners_above == 2)
+    if not crossing.any():
+        return np.empty((0, 2, 2)), np.empty(0, dtype=np.int64)
+    faces = mesh.faces[crossing]
+    starts, ends = faces[:, _EDGE_STARTS], faces[:, _EDGE_ENDS]
+    cuts = above[starts] != above[ends]
+    # Interpolate every crossing edge from its lower end: the two triangles sharing an edge then give
+    # bit-identical points (even when the mesh repeats the vertices), so the segments chain into rings.
+    start_below = ~above[starts]
+    low = np.where(start_below, starts, ends)
+    high = np.where(start_below, ends, starts)
+    z_low, z_high = mesh.verts[low, 2], mesh.verts[high, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(cuts, (z - z_low) / (z_high - z_low), 0.0)
+    points = mesh.verts[low, :2] + t[..., None] * (mesh.verts[high, :2] - mesh.verts[low, :2])
+    # Each crossing triangle has exactly two crossing edges: one segment per triangle, in order.
+    return points[cuts].reshape(-1, 2, 2), mesh.items[crossing]
+
+
+def footprint(mesh: Mesh) -> BaseGeometry | None:
+    """The mesh projected onto the XY plane."""
+    triangles = mesh.verts[mesh.faces][:, :, :2]
+    if len(triangles) > MAX_FOOTPRINT_TRIANGLES:
+        return shapely.MultiPoint(mesh.verts[:, :2]).convex_hull
+    edge_a = triangles[:, 1] - triangles[:, 0]
+    edge_b = triangles[:, 2] - triangles[:, 0]
+    doubled_area = np.abs(edge_a[:, 0] * edge_b[:, 1] - edge_a[:, 1] * edge_b[:, 0])
+    triangles = triangles[doubled_area > 1e-9]
+    if not len(triangles):
+        return None
+    closed = np.concatenate([triangles, triangles[:, :1]], axis=1)
+    return shapely.union_all(shapely.polygons(closed))
+
+
+def _rings_to_area(segments: np.ndarray, *, even_odd: bool) -> BaseGeometry | None:
+    if not len(segments):
+        return None
+    merged = shapely.line_merge(shapely.multilinestrings(shapely.linestrings(segments)))
+    parts = shapely.get_parts(merged)
+    is_ring = shapely.is_closed(parts) & (shapely.get_num_coordinates(parts) >= 4)
+    polygons = [shapely.make_valid(shapely.Polygon(ring.coords)) for ring in parts[is_ring]]
+    if not is_ring.all():
+        # Rings touching at a vertex don't merge into closed lines; polygonize recovers their faces.
+        polygons.extend(shapely.get_parts(shapely.polygonize(list(parts[~is_ring]))))
+    polygons = [p for p in polygons if not p.is_empty]
+    if not polygons:
+        return None
+    if len(polygons) == 1:
+        return polygons[0]
+    if not even_odd:
+        return shapely.union_all(polygons)
+    area = polygons[0]
+    for polygon in polygons[1:]:
+        area = area.symmetric_difference(polygon)
+    return area

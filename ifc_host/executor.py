@@ -63,6 +63,7 @@ class IsolatedExecutor:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self.document = self._start(self.model_path)
+        self._disk_signature = _signature(self.model_path)
 
     # --- public ---------------------------------------------------------------------------------------
     @property
@@ -78,11 +79,29 @@ class IsolatedExecutor:
 
     def execute(self, job: ExecuteJob) -> dict[str, Any]:
         try:
+            external = self._adopt_edits_made_on_disk()
             result = self._call(job.as_request(), job.timeout_s + COMMIT_TIMEOUT_S + 30)
         except KeeperUnavailable as exc:
             return _keeper_lost(str(exc))
         self._note(result, job.request_id)
+        if external:
+            result["external_changes"] = {"summary": external}
         return result
+
+    def _adopt_edits_made_on_disk(self) -> str | None:
+        """If another program rewrote the committed file since we last wrote or read it, work on its version."""
+        path = self.committed_path
+        signature = _signature(path)
+        if signature == self._disk_signature or signature is None:
+            return None
+        reply = self._call({"op": "reload", "path": str(path)}, STARTUP_TIMEOUT_S)
+        self._disk_signature = signature
+        if reply.get("ok"):
+            log.info("%s changed on disk; reloaded it", path)
+            return (f"{path.name} was changed on disk by another program since the previous run; the host "
+                    "reloaded it, so this script ran against that version (its changes are not itemised)")
+        return (f"{path.name} was changed on disk by another program but could not be read "
+                f"({reply.get('error')}); the host kept its own copy, which the next commit will save over it")
 
     def decide(self, request_id: str, decision: str) -> dict[str, Any]:
         try:
@@ -99,6 +118,11 @@ class IsolatedExecutor:
         if not reply.get("ok"):
             raise RuntimeError(reply.get("message") or "the held model could not be written")
 
+    def context(self) -> dict[str, Any]:
+        """A snapshot of the committed model for the `context` request (storeys, counts, units)."""
+        reply = self._call({"op": "context"}, 60)
+        return reply["context"]
+
     @property
     def keeper_pid(self) -> int | None:
         return self._proc.pid if self._proc else None
@@ -111,6 +135,7 @@ class IsolatedExecutor:
     def _note(self, result: dict[str, Any], request_id: str) -> None:
         if result.get("committed"):
             self._committed_here = True
+            self._disk_signature = _signature(self.committed_path)
         if result.get("held"):
             self._held = (request_id, time.monotonic() + self.hold_timeout_s)
         elif self._held is not None and self._held[0] == request_id:
@@ -185,6 +210,14 @@ class IsolatedExecutor:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
 
 
 def _keeper_lost(message: str) -> dict[str, Any]:

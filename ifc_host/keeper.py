@@ -26,6 +26,7 @@ import ifcopenshell
 
 from ifc_host.model_file import (
     BadModelError,
+    describe_context,
     describe_document,
     open_checked,
     replace_atomically,
@@ -119,6 +120,10 @@ class Keeper:
             return self.snapshot_held(Path(request["path"]))
         if op == "document":
             return {"ok": True, "document": describe_document(self.model, self.save_path)}
+        if op == "context":
+            return {"ok": True, "context": describe_context(self.model)}
+        if op == "reload":
+            return self.reload(Path(request["path"]))
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
 
     def execute(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -145,6 +150,16 @@ class Keeper:
             self.held = HeldAutomation(run, result, time.monotonic() + self.hold_timeout_s)
             return {**result, "committed": False, "held": True, "duration_ms": _ms_since(run.started)}
         return self._commit(run, result)
+
+    def reload(self, path: Path) -> dict[str, Any]:
+        """Adopt the file on disk (edited by another program) as the committed model."""
+        if self.held is not None:
+            return {"ok": False, "error": "an automation awaits a decision"}
+        try:
+            self.model = open_checked(path)
+        except BadModelError as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": True}
 
     def decide(self, request_id: str, decision: str) -> dict[str, Any]:
         held = self.held

@@ -74,6 +74,31 @@ def describe_document(model: ifcopenshell.file, path: str | os.PathLike[str]) ->
     }
 
 
+def describe_context(model: ifcopenshell.file) -> dict[str, Any]:
+    """The snapshot a `context` request asks for: storeys with elevations, element counts, length unit."""
+    import ifcopenshell.util.unit
+
+    storeys = sorted(model.by_type("IfcBuildingStorey"), key=lambda s: (_elevation(s), s.id()))
+    counts: dict[str, int] = {}
+    for product in model.by_type("IfcProduct"):
+        counts[product.is_a()] = counts.get(product.is_a(), 0) + 1
+    projects = model.by_type("IfcProject")
+    context: dict[str, Any] = {
+        "document": (projects[0].Name if projects and projects[0].Name else None) or "IFC model",
+        "host_version": f"IfcOpenShell {ifcopenshell.version}",
+        "levels": [{"name": s.Name or f"#{s.id()}", "elevation": _elevation(s), "id": s.id()} for s in storeys],
+        "active_view": None,
+        "selection": [],
+        "counts": counts,
+    }
+    unit = ifcopenshell.util.unit.get_project_unit(model, "LENGTHUNIT")
+    if unit is not None:
+        name = getattr(unit, "Name", None) or "unknown"
+        prefix = getattr(unit, "Prefix", None) or ""
+        context["units"] = {"length": f"{prefix}{name}".lower()}
+    return context
+
+
 def _elevation(storey: ifcopenshell.entity_instance) -> float:
     try:
         return float(storey.Elevation or 0.0)

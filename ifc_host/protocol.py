@@ -15,11 +15,11 @@ from cloud.contract import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
 HOST_APP = "ifc"
-CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping"]
-CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "ping", "pong", "error")
+CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context"]
+CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error")
 RESULT_FIELDS = (
     "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",
-    "stdout_truncated", "held",
+    "stdout_truncated", "held", "external_changes",
 )
 
 
@@ -93,6 +93,14 @@ def export_view_result(request_id: str, *, png_base64: str, width: int, height: 
 
 def export_view_failure(request_id: str, reason: str) -> dict[str, Any]:
     return checked({"type": "export_view_result", "request_id": request_id, "ok": False, "error": reason})
+
+
+def context_result(request_id: str, context: dict[str, Any]) -> dict[str, Any]:
+    return checked({"type": "context_result", "request_id": request_id, "ok": True, "context": context})
+
+
+def context_failure(request_id: str, reason: str) -> dict[str, Any]:
+    return checked({"type": "context_result", "request_id": request_id, "ok": False, "error": reason})
 
 
 def checked(message: dict[str, Any]) -> dict[str, Any]:

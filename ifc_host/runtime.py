@@ -211,6 +211,8 @@ class HostRuntime:
             self._start_job(message["request_id"], self._run_decide, message)
         elif kind == "export_view":
             self._start_worker(self._run_export_view, message)
+        elif kind == "context":
+            self._start_context(message["request_id"])
         elif kind == "error":
             log.warning("the server reported a problem: %s", message.get("message"))
         return False
@@ -250,6 +252,23 @@ class HostRuntime:
             self._reply(reply)
 
         self._spawn(run, f"ifc-host-{message['type']}")
+
+    def _start_context(self, request_id: str) -> None:
+        # Cheap, but it needs the keeper: while a script runs, say so instead of waiting for it.
+        if not self._job_lock.acquire(blocking=False):
+            self._reply(protocol.context_failure(request_id, "busy: a script is running"))
+            return
+
+        def run() -> None:
+            try:
+                reply = protocol.context_result(request_id, self.executor.context())
+            except Exception as exc:
+                reply = protocol.context_failure(request_id, f"{type(exc).__name__}: {exc}")
+            finally:
+                self._job_lock.release()
+            self._reply(reply)
+
+        self._spawn(run, "ifc-host-context")
 
     def _start_worker(self, target: Any, message: dict[str, Any]) -> None:
         self._spawn(lambda: target(message), f"ifc-host-{message['type']}")

@@ -28,3 +28,9 @@ def revit() -> Iterator[FakeRevit]:
 def make_revit(**options) -> FakeRevit:
     session = install(FakeRevit(**options))
     return session.start()
+
+
+def runtime_module(name: str):
+    """A Revit-facing nexus_runtime module; import it only while a fake session is installed."""
+    import importlib
+    return importlib.import_module("nexus_runtime." + name)

@@ -230,7 +230,7 @@ def build_sample_model(doc: db.Document, levels: int = 3) -> None:
                                         db.XYZ(end[0], end[1], level.Elevation))
             walls.append(doc._seed(db.Wall(doc, curve, wall_type, level, 10.0)))
         for index in range(2):
-            mark = "L{0}-{1:02d}".format(number, index + 1)
+            mark = f"L{number}-{index + 1:02d}"
             doc._seed(db.FamilyInstance(doc, door_type, walls[index], level, mark))
         doc._seed(db.ViewPlan(doc, level.Name, level))
     doc._seed(db.View3D(doc, "{3D}", (100.0, 100.0)))

@@ -1,0 +1,248 @@
+"""The fake Revit API behaves like Revit where the runtime depends on it (see fake_revit/__init__.py).
+
+These pin the fake itself, so a runtime test passing against it means something.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from PIL import Image
+
+from tests.revit.conftest import make_revit
+from tests.revit.fake_revit import FakeRevit, uninstall
+from tests.revit.fake_revit import db as DB
+from tests.revit.fake_revit import exceptions as RevitExceptions
+from tests.revit.fake_revit import ui as UI
+
+
+def on_main(revit: FakeRevit, function, *args):
+    return revit.run_on_main(function, *args)
+
+
+def first_level(doc):
+    return next(e for e in DB.FilteredElementCollector(doc).OfClass(DB.Level))
+
+
+def new_wall(doc, x: float = 200.0):
+    line = DB.Line.CreateBound(DB.XYZ(x, 0, 0), DB.XYZ(x + 10, 0, 0))
+    return DB.Wall.Create(doc, line, first_level(doc).Id, False)
+
+
+class Recorder(DB.IFailuresPreprocessor):
+    def __init__(self, result=None, delete_warnings=True):
+        self.seen: list[tuple[str, str]] = []
+        self.result = result
+        self.delete_warnings = delete_warnings
+
+    def PreprocessFailures(self, accessor):
+        for message in accessor.GetFailureMessages():
+            self.seen.append((str(message.GetSeverity()), message.GetDescriptionText()))
+            if self.delete_warnings and message.GetSeverity() == DB.FailureSeverity.Warning:
+                accessor.DeleteWarning(message)
+        return self.result or DB.FailureProcessingResult.Continue
+
+
+def test_api_calls_off_the_main_thread_are_refused(revit):
+    with pytest.raises(RevitExceptions.InvalidOperationException, match="API context"):
+        revit.doc.GetElement(DB.ElementId(1))
+    assert on_main(revit, lambda: revit.doc.GetElement(DB.ElementId(-5))) is None
+
+
+def test_modifying_outside_a_transaction_throws(revit):
+    with pytest.raises(RevitExceptions.ModificationOutsideTransactionException):
+        on_main(revit, new_wall, revit.doc)
+
+
+def test_a_nested_transaction_start_throws(revit):
+    def nested():
+        outer = DB.Transaction(revit.doc, "outer")
+        outer.Start()
+        try:
+            DB.Transaction(revit.doc, "inner").Start()
+        finally:
+            outer.RollBack()
+    with pytest.raises(RevitExceptions.InvalidOperationException, match="Starting a new transaction"):
+        on_main(revit, nested)
+
+
+def test_commit_returns_committed_and_fires_document_changed_with_ids_and_name(revit):
+    seen = []
+    revit.app.DocumentChanged += lambda sender, args: seen.append(args)
+
+    def run():
+        t = DB.Transaction(revit.doc, "add one wall")
+        t.Start()
+        wall = new_wall(revit.doc)
+        return t.Commit(), wall.Id
+    status, wall_id = on_main(revit, run)
+
+    assert status == DB.TransactionStatus.Committed
+    assert len(seen) == 1
+    args = seen[0]
+    assert list(args.GetTransactionNames()) == ["add one wall"]
+    assert args.GetDocument() is revit.doc
+    assert list(args.GetAddedElementIds()) == [wall_id]
+    assert wall_id not in list(args.GetModifiedElementIds())
+    assert args.GetModifiedElementIds().Count > 0  # regeneration touched views and bookkeeping
+    assert str(args.Operation) == "TransactionCommitted"
+
+
+def test_rollback_restores_the_document_and_fires_nothing(revit):
+    seen = []
+    revit.app.DocumentChanged += lambda sender, args: seen.append(args)
+    before = revit.document_bytes()
+
+    def run():
+        t = DB.Transaction(revit.doc, "rolled back")
+        t.Start()
+        new_wall(revit.doc)
+        for wall in DB.FilteredElementCollector(revit.doc).OfClass(DB.Wall):
+            wall.LookupParameter("Mark").Set("x")
+        return t.RollBack()
+    assert on_main(revit, run) == DB.TransactionStatus.RolledBack
+    assert revit.document_bytes() == before and seen == []
+
+
+def test_warnings_reach_the_preprocessor_and_deleted_warnings_do_not_block(revit):
+    recorder = Recorder()
+
+    def run():
+        t = DB.Transaction(revit.doc, "duplicate marks")
+        options = t.GetFailureHandlingOptions()
+        options.SetFailuresPreprocessor(recorder)
+        t.SetFailureHandlingOptions(options)
+        t.Start()
+        for wall in list(DB.FilteredElementCollector(revit.doc).OfClass(DB.Wall))[:2]:
+            wall.LookupParameter("Mark").Set("same")
+        return t.Commit()
+
+    assert on_main(revit, run) == DB.TransactionStatus.Committed
+    assert recorder.seen == [("Warning", 'Elements have duplicate "Mark" values.')]
+    assert revit.blocking_dialogs == []
+
+
+def test_an_error_makes_commit_return_rolled_back_without_raising(revit):
+    def updater(doc):
+        doc.PostFailure(DB.FailureMessage(DB.BuiltInFailures.JoinElementsFailures.CannotJoinElementsError))
+    revit.updaters.append(updater)
+    before = revit.document_bytes()
+
+    def run(preprocessor):
+        t = DB.Transaction(revit.doc, "rejected")
+        if preprocessor is not None:
+            t.GetFailureHandlingOptions().SetFailuresPreprocessor(preprocessor).SetForcedModalHandling(False)
+        t.Start()
+        new_wall(revit.doc)
+        return t.Commit()
+
+    recorder = Recorder(result=DB.FailureProcessingResult.ProceedWithRollBack)
+    assert on_main(revit, run, recorder) == DB.TransactionStatus.RolledBack
+    assert recorder.seen == [("Error", "Can't join elements.")]
+    # without a preprocessor, Revit's default (forced modal) handling would show a blocking dialog
+    assert on_main(revit, run, None) == DB.TransactionStatus.RolledBack
+    assert revit.blocking_dialogs == [["Can't join elements."]]
+    assert revit.document_bytes() == before
+
+
+def test_overlapping_walls_raise_a_warning(revit):
+    recorder = Recorder(delete_warnings=False)
+
+    def run():
+        t = DB.Transaction(revit.doc, "overlap")
+        t.GetFailureHandlingOptions().SetFailuresPreprocessor(recorder)
+        t.Start()
+        existing = next(iter(DB.FilteredElementCollector(revit.doc).OfClass(DB.Wall)))
+        curve = existing.Location.Curve
+        DB.Wall.Create(revit.doc, DB.Line.CreateBound(curve.GetEndPoint(0), curve.GetEndPoint(1)),
+                       existing.LevelId, False)
+        return t.Commit()
+
+    assert on_main(revit, run) == DB.TransactionStatus.Committed
+    assert recorder.seen and recorder.seen[0][0] == "Warning" and "overlap" in recorder.seen[0][1]
+    assert len(revit.blocking_dialogs) == 1  # not deleted, forced modal handling on: a dialog
+
+
+def test_external_event_raise_accepted_pending_denied_and_not_while_modal(revit):
+    ran = threading.Event()
+
+    class Handler(UI.IExternalEventHandler):
+        def Execute(self, uiapp):
+            assert threading.current_thread() is revit.thread
+            ran.set()
+
+        def GetName(self):
+            return "test"
+
+    with pytest.raises(RevitExceptions.InvalidOperationException):
+        UI.ExternalEvent.Create(Handler())  # not in an API context
+    event = on_main(revit, UI.ExternalEvent.Create, Handler())
+
+    revit.open_modal_dialog()
+    assert str(event.Raise()) == "Accepted"
+    assert str(event.Raise()) == "Pending"
+    assert not ran.wait(0.3)
+    revit.close_modal_dialog()
+    assert ran.wait(5)
+
+    revit.deny_next_raises(1)
+    assert str(event.Raise()) == "Denied"
+
+
+def test_image_export_writes_a_png_with_revit_suffixed_name(revit, tmp_path):
+    def run():
+        view = next(v for v in DB.FilteredElementCollector(revit.doc).OfClass(DB.ViewPlan) if v.Name == "Level 2")
+        options = DB.ImageExportOptions()
+        options.ExportRange = DB.ExportRange.SetOfViews
+        options.SetViewsAndSheets([view.Id])
+        options.FilePath = os.path.join(str(tmp_path), "shot")
+        options.HLRandWFViewsFileType = DB.ImageFileType.PNG
+        options.FitDirection = DB.FitDirectionType.Horizontal
+        options.PixelSize = 300
+        revit.doc.ExportImage(options)
+        return DB.ImageExportOptions.GetFileName(revit.doc, view.Id)
+
+    predicted = on_main(revit, run)
+    assert os.listdir(tmp_path) == ["shot - Floor Plan - Level 2.png"]
+    assert predicted == "Floor Plan - Level 2"
+    assert Image.open(tmp_path / "shot - Floor Plan - Level 2.png").size == (300, 200)
+
+
+def test_views_that_cannot_be_printed_are_refused(revit, tmp_path):
+    def run():
+        schedule = next(iter(DB.FilteredElementCollector(revit.doc).OfClass(DB.ViewSchedule)))
+        assert schedule.CanBePrinted is False
+        options = DB.ImageExportOptions()
+        options.ExportRange = DB.ExportRange.SetOfViews
+        options.SetViewsAndSheets([schedule.Id])
+        options.FilePath = os.path.join(str(tmp_path), "shot")
+        revit.doc.ExportImage(options)
+    with pytest.raises(RevitExceptions.ArgumentException):
+        on_main(revit, run)
+
+
+@pytest.mark.parametrize("version, has_value, has_integer_value", [(2023, False, True), (2024, True, True),
+                                                                   (2026, True, False)])
+def test_element_id_value_and_integer_value_follow_the_revit_version(version, has_value, has_integer_value):
+    FakeRevit(version=version, with_document=False)
+    try:
+        element_id = DB.ElementId(42)
+        assert (getattr(element_id, "Value", None) == 42) is has_value
+        assert (getattr(element_id, "IntegerValue", None) == 42) is has_integer_value
+    finally:
+        FakeRevit(version=2026, with_document=False)
+
+
+def test_install_replaces_the_stub_packages_and_uninstall_restores_them():
+    import importlib
+    import sys
+    stub_autodesk = importlib.import_module("Autodesk")  # the empty package pyrevit-stubs-26 installs
+    session = make_revit()
+    try:
+        from Autodesk.Revit import DB as imported
+        assert imported is DB
+    finally:
+        session.stop()
+        uninstall()
+    assert sys.modules["Autodesk"] is stub_autodesk

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import FAST
+from tests.support.server import RunningServer, running_server
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -95,6 +98,13 @@ def browser_factory(playwright_driver, tmp_path) -> Iterator[Any]:
 @pytest.fixture
 def browser(browser_factory) -> BrowserPage:
     return browser_factory()
+
+
+@pytest.fixture
+def server(tmp_path, scripts_dir) -> Iterator[RunningServer]:
+    """The shared test server, with a tool timeout long enough for the slow-host tests (hint after 10 s)."""
+    with running_server(tmp_path, **{**FAST, "tool_timeout_s": 30.0, "detach_grace_s": 5.0}) as srv:
+        yield srv
 
 
 @pytest.fixture(autouse=True)

@@ -83,3 +83,150 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
     assert page.locator(".turn.user .bubble").text_content() == "Add two doors on Level 2"
     assert "Door | D10 | Level 2" in page.locator(".change-report").text_content()
     assert page.locator("code[data-role='script']").text_content() == ADD_DOORS
+
+
+def test_cancel_stops_a_run_waiting_for_a_slow_host(server, alice, scripts_dir, browser):
+    slow = TestHost(server.ws_url, alice.token, silent=True).start()
+    try:
+        model = write_script(scripts_dir / "slow.json", [
+            [{"text": "Counting."}, {"tool_call": {"name": "execute_data_collection", "input": {"code": "print(1)"}}}],
+            [{"text": "Never reached."}],
+        ])
+        page = browser.page
+        browser.sign_in(server.url, alice.token)
+        browser.ready()
+        page.fill("#model", model)
+        _send(page, "Count something slowly")
+        page.wait_for_selector(".tool-card[data-state='running'] .tool-wait .wait-text")
+        assert "Waiting for test" in page.locator(".wait-text").text_content()
+        page.click("#cancel")
+        page.wait_for_selector(".turn.assistant[data-state='cancelled']")
+        assert page.locator(".marker.cancelled").text_content() == "Run cancelled."
+        assert page.locator(".tool-card").get_attribute("data-state") == "cancelled"
+        assert page.locator("#send").is_visible() and not page.locator("#cancel").is_visible()
+        assert "Never reached." not in page.locator("#conversation").text_content()
+    finally:
+        slow.stop()
+
+
+def test_reload_mid_run_shows_the_conversation_and_reattaches_to_the_live_run(server, alice, scripts_dir, browser):
+    slow = TestHost(server.ws_url, alice.token, delay_s=11.5).start()
+    try:
+        model = write_script(scripts_dir / "reload.json", [
+            [{"text": "Adding a wall."},
+             {"tool_call": {"name": "execute_task_automation", "input": {"code": 'doc.add("Wall", "W9")\nprint("ok")'}}}],
+            [{"text": "The wall is in."}],
+        ])
+        page = browser.page
+        browser.sign_in(server.url, alice.token)
+        browser.ready()
+        page.fill("#model", model)
+        _send(page, "Add a wall")
+        page.wait_for_selector(".tool-card[data-state='running']")
+        session_id = _session_id(page)
+
+        page.reload()
+        browser.ready()
+        assert _session_id(page) == session_id
+        # The person's message comes from the transcript; the run in progress from the replayed stream.
+        assert page.locator(".turn.user .bubble").text_content() == "Add a wall"
+        page.wait_for_selector(".tool-card[data-state='running']")
+        assert page.locator(".tool-card").count() == 1 and page.locator(".message").count() == 1
+        assert page.locator("#cancel").is_visible()
+        hint = page.locator(".tool-wait .hint")
+        hint.wait_for(state="visible", timeout=15_000)
+        assert "press Esc in Revit" in hint.text_content()
+        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=20_000)
+        assert page.locator(".tool-card").get_attribute("data-state") == "committed"
+        assert "The wall is in." in page.locator(".message").last.text_content()
+    finally:
+        slow.stop()
+
+
+HOSTILE = '<img src=x onerror="window.__pwned=1;alert(1)"><script>window.__pwned=1</script>'
+
+
+def test_hostile_model_and_host_output_stays_inert_text(server, alice, host, scripts_dir, browser):
+    code = (f'doc.add("Door", {HOSTILE!r}, "Level 1")\n'
+            f'print({HOSTILE!r})\n'
+            f'raise ValueError({HOSTILE!r})\n')
+    model = write_script(scripts_dir / "hostile.json", [
+        [{"thinking": "Thinking " + HOSTILE},
+         {"text": f"Here is **bold** and {HOSTILE} and [a link](javascript:window.__pwned=1) "
+                  f"<a href=\"javascript:alert(1)\" onclick=\"window.__pwned=1\">x</a> <iframe src=\"/\"></iframe>"},
+         {"tool_call": {"name": "execute_task_automation", "input": {"code": code}}}],
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": code.rsplit("raise", 1)[0]}}}],
+        [{"text": "Finished. " + HOSTILE}],
+    ])
+    page = browser.page
+    browser.sign_in(server.url, alice.token)
+    browser.ready()
+    page.fill("#model", model)
+    _send(page, HOSTILE)
+    page.wait_for_selector(".turn.assistant[data-state='complete']")
+    page.wait_for_timeout(300)  # give any injected handler a chance to fire
+
+    assert browser.dialogs == []
+    assert page.evaluate("() => window.__pwned") is None
+    dangerous = page.evaluate("""() => [...document.querySelectorAll(
+        '#conversation script, #conversation iframe, #conversation [onerror], #conversation [onclick],'
+        + ' #conversation a[href^="javascript"], #conversation img[src="x"]')].map(e => e.outerHTML)""")
+    assert dangerous == [], dangerous
+    # The untrusted text is shown literally, not dropped: in the bubble, the output, the error and the report.
+    assert page.locator(".turn.user .bubble").text_content() == HOSTILE
+    failed, committed = page.locator(".tool-card").nth(0), page.locator(".tool-card").nth(1)
+    assert HOSTILE in failed.locator(".error-box").text_content()
+    assert HOSTILE in committed.locator(".output").text_content()
+    assert HOSTILE in committed.locator(".change-report").text_content()
+    assert page.locator(".message strong").first.text_content() == "bold"
+    assert HOSTILE in page.locator(".message").first.text_content()  # raw HTML in Markdown shows as text
+    assert HOSTILE in page.locator(".thinking-text").first.text_content()
+
+    page.reload()  # the same content rendered from the transcript stays inert too
+    browser.ready()
+    page.wait_for_selector(".tool-card[data-state='committed']")
+    page.wait_for_timeout(300)
+    assert browser.dialogs == [] and page.evaluate("() => window.__pwned") is None
+
+
+def test_sixty_thousand_lines_of_output_render_fast_and_scroll_to_the_end(server, alice, host, scripts_dir, browser):
+    model = write_script(scripts_dir / "long.json", [
+        [{"tool_call": {"name": "execute_data_collection",
+                        "input": {"code": 'for i in range(60000):\n    print("row", i, "x" * 40)'}}}],
+        [{"text": "That was long."}],
+    ])
+    page = browser.page
+    browser.sign_in(server.url, alice.token)
+    browser.ready()
+    page.fill("#model", model)
+    started = time.monotonic()
+    _send(page, "Print a lot")
+    page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=30_000)
+    elapsed = time.monotonic() - started
+    viewer = page.locator(".output-lines.virtual")
+    assert viewer.get_attribute("data-lines") == "60000"
+    assert "60,000 lines" in page.locator(".output .section-head").text_content()
+    shown = page.evaluate("() => document.querySelector('.output-window').textContent.split('\\n').length")
+    assert shown < 1000  # only the visible window is in the DOM
+    viewer.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+    page.wait_for_function("() => document.querySelector('.output-window').textContent.includes('row 59999 ')")
+    assert elapsed < 15, f"the run took {elapsed:.1f} s to show"
+
+
+def test_narrow_dockable_pane_has_no_horizontal_overflow(server, alice, host, scripts_dir, browser_factory):
+    model = write_script(scripts_dir / "narrow.json", [
+        [{"text": "Checking the doors."},
+         {"tool_call": {"name": "execute_task_automation",
+                        "input": {"code": 'doc.add("Door", "D77", "Level 1")\nprint("a very long line " * 30)'}}}],
+        [{"text": "One door added."}],
+    ])
+    narrow = browser_factory(width=400, height=800)
+    page = narrow.page
+    narrow.sign_in(server.url, alice.token, query=f"&host={host.host_id}")
+    narrow.ready()
+    assert page.locator("#host").input_value() == host.host_id  # ?host= preselects the pane's host
+    page.fill("#model", model)
+    _send(page, "Add a door")
+    page.wait_for_selector(".turn.assistant[data-state='complete']")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 400
+    narrow.screenshot("chat-page-narrow.png")

@@ -240,7 +240,7 @@ class ChatPage {
     const entries = session.running ? beforeRunInProgress(session.messages) : session.messages;
     await renderTranscript(this.conversation, entries, { sessionId: id, hostLabel: this.hostLabel() });
     this.scrollToBottom(true);
-    if (session.running) await this.reattach(this.newRun(), 0);
+    if (session.running) this.reattach(this.newRun(), 0); // runs on; the page is usable meanwhile
   }
 
   async toggleSessions(open) {

@@ -40,9 +40,15 @@ const MARKDOWN_PURIFY = {
 
 let purifyHooked = false;
 
+function escapeHtml(text) {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
 function hookPurify() {
   if (purifyHooked) return;
   purifyHooked = true;
+  // Raw HTML inside a model's Markdown is shown as the text it is, never rendered.
+  marked.use({ renderer: { html: (token) => escapeHtml(token.text || token.raw || "") } });
   DOMPurify.addHook("afterSanitizeAttributes", (node) => {
     if (node.tagName === "A" && node.hasAttribute("href")) {
       node.setAttribute("target", "_blank");

@@ -116,6 +116,7 @@ export class ToolCard {
     else this.setState(ok ? "done" : "failed", ok ? "done" : "failed", ok ? "good" : "bad");
     if (!meta.mode && meta.summary && !meta.image) {
       // A refusal or a problem before anything ran: the explanation is all there is.
+      this.plain = true;
       this.result.append(h("div", { class: ok ? "note" : "note warn", text: meta.summary }));
       return;
     }
@@ -151,7 +152,8 @@ export class ToolCard {
 
   cancelled() {
     this.stopWait();
-    if (this.el.dataset.state === "running" || this.el.dataset.state === "writing") this.setState("cancelled", "cancelled", "muted");
+    const state = this.el.dataset.state;
+    if (state === "running" || state === "writing" || (this.plain && state === "failed")) this.setState("cancelled", "cancelled", "muted");
   }
 }
 

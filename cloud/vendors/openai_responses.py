@@ -81,7 +81,7 @@ def failure_from_body(body: object, fallback_message: str) -> VendorFailure:
 
 def _describe(exc: openai.APIStatusError) -> str:
     body = exc.body if isinstance(exc.body, dict) else {}
-    detail = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
+    detail = body["error"] if isinstance(body.get("error"), dict) else body
     return str(detail.get("message") or exc.message)
 
 

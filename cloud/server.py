@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from flask import Flask
 from werkzeug.serving import BaseWSGIServer, make_server
 
+SHUTDOWN_POLL_S = 0.05
+
 
 @dataclass
 class ServerHandle:
@@ -30,6 +32,8 @@ def start_server(app: Flask, bind: str = "127.0.0.1", port: int = 0) -> ServerHa
     """Start serving on a daemon thread (port 0 picks a free port) and return at once."""
     server = make_server(bind, port, app, threaded=True)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="nexus-http", daemon=True)
+    # serve_forever checks for shutdown once per poll interval (0.5 s by default): keep stopping quick.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S},
+                              name="nexus-http", daemon=True)
     thread.start()
     return ServerHandle(server, thread)

@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import anthropic  # noqa: E402
+import openai  # noqa: E402
 from google import genai  # noqa: E402
 from google.genai import types  # noqa: E402
 
@@ -35,11 +36,15 @@ from cloud.vendors.anthropic import StreamState as AnthropicStreamState  # noqa:
 from cloud.vendors.base import ModelAdapter, TurnRequest, Usage  # noqa: E402
 from cloud.vendors.gemini import GeminiModel  # noqa: E402
 from cloud.vendors.gemini import StreamState as GeminiStreamState  # noqa: E402
+from cloud.vendors.openai_compat import ChatStreamReader, OpenAICompatModel  # noqa: E402
+from cloud.vendors.openai_responses import OpenAIResponsesModel, ResponsesStreamReader  # noqa: E402
 from cloud.vendors.pricing import billed_input_cost, uncached_input_cost  # noqa: E402
 from cloud.vendors.retry import RetryPolicy  # noqa: E402
 from tests.vendors.replay.anthropic import AnthropicReplay  # noqa: E402
 from tests.vendors.replay.base import PrefixCache, ReplayServer, Turn, drain  # noqa: E402
+from tests.vendors.replay.chat_completions import ChatCompletionsReplay  # noqa: E402
 from tests.vendors.replay.gemini import GeminiReplay  # noqa: E402
+from tests.vendors.replay.openai_responses import OpenAIResponsesReplay  # noqa: E402
 
 SYSTEM_PROMPT = Path(__file__).resolve().parents[1] / "cloud" / "prompts" / "system.md"
 
@@ -76,6 +81,31 @@ def _fold_gemini(frames: list[bytes]) -> tuple[int, float]:
     return count, time.perf_counter() - started
 
 
+def _fold_openai(frames: list[bytes]) -> tuple[int, float]:
+    events = [json.loads(p) for p in _sse_payloads(frames)]
+    reader = ResponsesStreamReader()
+    started = time.perf_counter()
+    count = sum(len(reader.read(event)) for event in events)
+    return count, time.perf_counter() - started
+
+
+def _fold_openai_compat(frames: list[bytes]) -> tuple[int, float]:
+    chunks = [json.loads(p) for p in _sse_payloads(frames) if p != "[DONE]"]
+    reader = ChatStreamReader()
+    started = time.perf_counter()
+    count = sum(len(reader.read(chunk)) for chunk in chunks)
+    return count, time.perf_counter() - started
+
+
+def _openai(url: str) -> ModelAdapter:
+    client = openai.OpenAI(api_key="bench", base_url=url + "/v1", max_retries=0)
+    return OpenAIResponsesModel("gpt-5.1", client=client, policy=RetryPolicy.fast())
+
+
+def _openai_compat(url: str) -> ModelAdapter:
+    return OpenAICompatModel(f"qwen3-coder@{url}/v1", policy=RetryPolicy.fast())
+
+
 def _anthropic(url: str) -> ModelAdapter:
     client = anthropic.Anthropic(api_key="bench", base_url=url, max_retries=0)
     return AnthropicModel("claude-sonnet-4-6", client=client, retry=RetryPolicy.fast())
@@ -89,6 +119,9 @@ def _gemini(url: str) -> ModelAdapter:
 ADAPTERS: list[AdapterBench] = [
     AdapterBench("anthropic", AnthropicReplay, _anthropic, 1024, _fold_anthropic),
     AdapterBench("gemini", GeminiReplay, _gemini, 2048, _fold_gemini),
+    AdapterBench("openai", OpenAIResponsesReplay, _openai, 1024, _fold_openai),
+    # vLLM caches prefixes in 16-token blocks; Ollama and llama.cpp reuse any common prefix.
+    AdapterBench("openai-compat", ChatCompletionsReplay, _openai_compat, 16, _fold_openai_compat),
 ]
 
 
@@ -154,6 +187,8 @@ def cache_ratio(bench: AdapterBench, turns: int) -> tuple[float, Usage]:
             output = "\n".join(f"D-{turn_index}-{n} Door {n} 0.9 m" for n in range(40))
             transcript += [{"role": "assistant", "model": model.spec, "content": turn.content},
                            tool_results([tool_result_part(call["id"], call["name"], output)])]
+    if not unbilled:  # an unpriced model (local servers): the share of input tokens prefilled from scratch
+        return (total.uncached_input + total.cache_write) / max(1, total.total_input), total
     return billed / unbilled, total
 
 

@@ -21,7 +21,7 @@ import httpx2
 
 from cloud.chunks import Chunk
 from cloud.vendors.anthropic_request import VENDOR, build_request
-from cloud.vendors.base import ModelTurn, TurnRequest
+from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
 from cloud.vendors.images import image_max_px
 from cloud.vendors.profiles import model_profile
 from cloud.vendors.retry import (
@@ -209,6 +209,9 @@ class AnthropicModel:
                              request.max_tokens, self.thinking_mode)
 
     def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
+        client = self.client
+        if client.api_key is None and client.auth_token is None and getattr(client, "credentials", None) is None:
+            raise ModelError(VENDOR, "no credentials: set ANTHROPIC_API_KEY")
         view = list(request.transcript)
         total = ModelTurn()
         for _ in range(MAX_PAUSE_CONTINUATIONS + 1):
@@ -251,6 +254,8 @@ class AnthropicModel:
             raise _failure_from_status_error(exc) from exc
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
             raise VendorFailure(None, f"connection failed: {exc}") from exc
+        except anthropic.AnthropicError as exc:  # credentials and other client-side problems
+            raise VendorFailure(None, str(exc), retryable=False) from exc
         if not state.finished:
             raise VendorFailure(None, "the stream ended before message_stop (connection cut)")
         return state.turn

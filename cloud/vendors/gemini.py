@@ -22,7 +22,7 @@ from google import genai
 from google.genai import errors, types
 
 from cloud.chunks import Chunk
-from cloud.vendors.base import ModelTurn, TurnRequest
+from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
 from cloud.vendors.gemini_request import VENDOR, build_config, build_contents, encode_signature
 from cloud.vendors.images import image_max_px
 from cloud.vendors.profiles import model_profile
@@ -188,8 +188,11 @@ class GeminiModel:
     @property
     def client(self) -> genai.Client:
         if self._client is None:
+            key = api_key()
+            if not key:
+                raise ModelError(VENDOR, "no credentials: set GEMINI_API_KEY (or GOOGLE_API_KEY)")
             # GOOGLE_GEMINI_BASE_URL is read by the SDK itself.
-            self._client = genai.Client(api_key=api_key(), http_options=types.HttpOptions(api_version=API_VERSION))
+            self._client = genai.Client(api_key=key, http_options=types.HttpOptions(api_version=API_VERSION))
         return self._client
 
     def request_parts(self, request: TurnRequest) -> tuple[list[dict[str, Any]], types.GenerateContentConfig]:
@@ -198,15 +201,16 @@ class GeminiModel:
         return contents, build_config(request.system, request.tools, request.max_tokens, self.thinking)
 
     def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
+        client = self.client  # fails here, as a ModelError, when no key is configured
         contents, config = self.request_parts(request)
         known_tools = [t["name"] for t in request.tools]
         return (yield from stream_with_retries(
-            VENDOR, lambda: self._attempt(contents, config, known_tools, cancel), cancel, self.retry))
+            VENDOR, lambda: self._attempt(client, contents, config, known_tools, cancel), cancel, self.retry))
 
-    def _attempt(self, contents: list[dict[str, Any]], config: types.GenerateContentConfig, known_tools: list[str],
-                 cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
+    def _attempt(self, client: genai.Client, contents: list[dict[str, Any]], config: types.GenerateContentConfig,
+                 known_tools: list[str], cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
         state = StreamState(known_tools)
-        responses = self.client.models.generate_content_stream(model=self.model, contents=contents, config=config)
+        responses = client.models.generate_content_stream(model=self.model, contents=contents, config=config)
         try:
             for response in responses:
                 if cancel.is_set():

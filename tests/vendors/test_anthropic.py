@@ -291,3 +291,11 @@ def test_older_models_get_a_thinking_budget_that_fits_the_output_budget(server):
 
 def test_the_adapter_reports_its_image_ceiling_and_context_window(model):
     assert model.image_max_px == 1568 and model.context_window == 200_000 and model.spec == "anthropic:claude-sonnet-4-6"
+
+
+def test_a_missing_key_is_a_model_error_naming_the_variable(monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelError) as caught:
+        run(AnthropicModel("claude-sonnet-4-6"), [user_text("hi")])
+    assert "ANTHROPIC_API_KEY" in str(caught.value)

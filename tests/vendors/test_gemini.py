@@ -263,3 +263,46 @@ def test_the_request_carries_system_tools_budget_and_thinking(server, model):
 
 def test_the_adapter_reports_its_image_ceiling_and_context_window(model):
     assert model.image_max_px == 3072 and model.context_window == 1_048_576
+
+
+def test_a_missing_key_is_a_model_error_naming_the_variable(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with pytest.raises(ModelError) as caught:
+        run(GeminiModel("gemini-2.5-pro"), [user_text("hi")])
+    assert "GEMINI_API_KEY" in str(caught.value)
+
+
+def test_switching_vendors_back_and_forth_within_one_tool_loop(server):
+    """Claude starts a tool loop, Gemini continues it, Claude finishes: each gets its own state back."""
+    import anthropic
+
+    from cloud.vendors.anthropic import AnthropicModel
+    from tests.vendors.replay.anthropic import AnthropicReplay
+
+    gemini = make_model(server)
+    with AnthropicReplay() as claude_server:
+        claude = AnthropicModel("claude-sonnet-4-6", client=anthropic.Anthropic(
+            api_key="k", base_url=claude_server.url, max_retries=0), retry=RetryPolicy.fast())
+        claude_server.enqueue(
+            Turn([{"thinking": "Doors first.", "signature": "CLAUDE-SIG"},
+                  {"tool_call": {"name": COLLECT, "input": {"code": "print(1)"}}}]),
+            Turn([{"text": "All done."}]))
+        server.enqueue(Turn([{"tool_call": {"name": COLLECT, "input": {"code": "print(2)"}}, "signature": "GEM-SIG"}]))
+
+        transcript = [user_text("Check the doors")]
+        _, turn = run(claude, transcript)
+        transcript += [assistant(claude, turn), tool_results([tool_result_part(turn.tool_calls[0]["id"], COLLECT, "1")])]
+        _, turn = run(gemini, transcript)
+        transcript += [assistant(gemini, turn), tool_results([tool_result_part(turn.tool_calls[0]["id"], COLLECT, "2")])]
+        _, turn = run(claude, transcript)
+        assert turn.text == "All done."
+
+        to_gemini = json.dumps(server.requests[-1].json)
+        assert "CLAUDE-SIG" not in to_gemini and "Doors first." not in to_gemini
+        back_to_claude = claude_server.requests[-1].json
+        first = back_to_claude["messages"][1]["content"][0]
+        assert first == {"type": "thinking", "thinking": "Doors first.", "signature": "CLAUDE-SIG"}
+        gemini_turn = back_to_claude["messages"][3]["content"]
+        assert [b["type"] for b in gemini_turn] == ["tool_use"] and "GEM" not in json.dumps(gemini_turn)
+        assert "thinking" not in back_to_claude  # the loop's latest call came from Gemini, unsigned for Claude

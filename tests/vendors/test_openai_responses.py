@@ -356,3 +356,29 @@ def test_switching_out_to_anthropic_and_gemini_leaves_openai_state_behind(server
             sent = replay.requests[0].body.decode()
             assert "OPENAI-ENCRYPTED-REASONING" not in sent and "rs_0001" not in sent
             assert "12 doors" in sent and "Looking." in sent and "by_type('IfcDoor')" in sent
+
+
+def test_message_phase_and_later_summary_parts_are_kept(server, model):
+    def with_phase_and_two_summaries(request):
+        reply = server.render_turn(request, Turn([{"thinking": "First idea."}, {"text": "Checking."},
+                                                  {"tool_call": LOOK, "id": "call_p"}]))
+        frames = []
+        for frame in reply.frames:
+            frame = frame.replace(b'"type":"message","status":"completed"',
+                                  b'"type":"message","phase":"commentary","status":"completed"')
+            frames.append(frame)
+            if b"response.reasoning_summary_part.done" in frame:
+                second = {"type": "response.reasoning_summary_text.delta", "item_id": "rs_0001_0", "output_index": 0,
+                          "summary_index": 1, "delta": "Second idea.", "sequence_number": 999}
+                frames.append(f"event: {second['type']}\ndata: {json.dumps(second)}\n\n".encode())
+        reply.frames = frames
+        return reply
+
+    server.enqueue(with_phase_and_two_summaries, Turn([{"text": "ok"}]))
+    _, turn = run(model, [user_text("go")])
+    thinking, text, call = turn.content
+    assert thinking["text"] == "First idea.\n\nSecond idea."
+    assert text["vendor_state"] == {"vendor": "openai", "phase": "commentary"}
+    run(model, [user_text("go"), assistant(model, turn), tool_results([tool_result_part("call_p", LOOK["name"], "1")])])
+    message = [i for i in server.requests[1].json["input"] if i.get("type") == "message"][0]
+    assert message["phase"] == "commentary" and message["content"] == [{"type": "output_text", "text": "Checking."}]

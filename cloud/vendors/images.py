@@ -86,7 +86,7 @@ def scale_for(vendor: str, model: str, image_part: dict[str, Any]) -> dict[str, 
     return {**image_part, "media_type": media_type, "data": data, "width": new_width, "height": new_height}
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _rescale(data: str, media_type: str, limits: VisionLimits) -> tuple[str, str, int, int]:
     with Image.open(io.BytesIO(base64.b64decode(data))) as opened:
         image = opened.convert("RGBA") if opened.mode in ("P", "LA") else opened.copy()

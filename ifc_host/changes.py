@@ -388,7 +388,7 @@ class ChangeRecorder:
             if current_id != start_id and current_id in cache:
                 owners |= cache[current_id]
                 continue
-            is_placement = self._kinds.is_a_any(current, "placement", ("IfcObjectPlacement",))
+            # Placements of elements placed relative to this one are walked too: those elements moved.
             for referrer in self.model.get_inverse(current):
                 referrer_id = referrer.id()
                 if referrer_id in seen:
@@ -400,10 +400,6 @@ class ChangeRecorder:
                 elif kind == RELATIONSHIP:
                     owners |= self._defined_by(referrer, current_id)
                 elif kind == RESOURCE:
-                    # A placement is referenced by the placements of everything placed relative to it;
-                    # those elements did not change, the element owning this placement did.
-                    if is_placement and self._kinds.is_a_any(referrer, "placement", ("IfcObjectPlacement",)):
-                        continue
                     stack.append(referrer)
         result = frozenset(owners)
         cache[start_id] = result

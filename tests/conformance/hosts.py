@@ -8,12 +8,12 @@ LAUNCHERS; nothing else in the suite is host-specific.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Protocol
-
-from tests.conformance.ifc_models import write_small_building
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,20 @@ class LaunchedIfcHost:
         self.handle.stop()
 
 
+@cache
+def sample_building() -> Path:
+    """The product's sample building (3 storeys), generated once per test process and copied per host."""
+    from ifc_host.sample import write_sample_model
+
+    path = Path(tempfile.mkdtemp(prefix="nexus-conformance-")) / "sample.ifc"
+    write_sample_model(path)
+    return path
+
+
 @dataclass
 class IfcHostLauncher:
     name: str = "ifc"
-    model_source: Path | None = None  # copied for each launch; a small building when None
-    script_timeout_s: float = 10.0
+    model_source: Callable[[], Path] = sample_building  # copied for each launch
 
     def launch(self, workdir: Path, server_url: str, token: str, connect: bool = True,
                out_path: Path | None = None, **options: object) -> LaunchedIfcHost:
@@ -107,10 +116,7 @@ class IfcHostLauncher:
 
         workdir.mkdir(parents=True, exist_ok=True)
         model_path = workdir / "model.ifc"
-        if self.model_source is not None:
-            shutil.copyfile(self.model_source, model_path)
-        else:
-            write_small_building(model_path)
+        shutil.copyfile(self.model_source(), model_path)
         options.setdefault("reconnect", ReconnectPolicy(first_delay_s=0.05, max_delay_s=0.5))
         handle = start_host_thread(str(model_path), server_url, token, out_path=str(out_path) if out_path else None,
                                    **options)

@@ -74,6 +74,10 @@ class Store:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL never corrupts the database and loses nothing when the process dies; only
+            # an OS crash or power cut can drop the last commits. FULL fsyncs every commit, which cost about
+            # 0.3 ms of each of the half-dozen writes in a tool round trip.
+            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
         return conn

@@ -1,0 +1,280 @@
+"""Spine benchmarks (run by hand; prints figures).
+
+    python bench/bench_spine.py                 # all three
+    python bench/bench_spine.py latency --round-trips 1000
+    python bench/bench_spine.py render
+    python bench/bench_spine.py concurrency --runs 200 --keepalive 1.0 --observe 12
+
+latency      Orchestrator-added time per tool round trip: from the moment the model adapter yields a
+             ToolCall to the moment the tool result entry is appended to the transcript (store write
+             done), minus the host's own execution time (measured inside the test host around its
+             execute). Everything else counts: persisting the assistant turn, validation, audit writes,
+             the websocket both ways on loopback, the rendezvous wake-up, rendering the model's copy,
+             the person's result chunk. Server, test host and SSE client share this process (and its
+             GIL), so the figure is conservative. Targets: p50 <= 3 ms, p99 <= 15 ms.
+render       render_for_model on a 60,000-row (~6 MB) result with many duplicate rows. Target <= 50 ms.
+concurrency  A server in a subprocess; N hosts connect, N runs start and suspend on a tool call the hosts
+             never answer. Reports the server's RSS and thread count, and the largest gap between
+             keepalive frames seen by any stream while suspended.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cloud.hosts.registry import register_provider  # noqa: E402
+from cloud.tools.render import render_for_model  # noqa: E402
+from cloud.vendors import registry  # noqa: E402
+from cloud.vendors.scripted import ScriptedModel  # noqa: E402
+from tests.support.client import Client, write_script  # noqa: E402
+from tests.support.server import running_server  # noqa: E402
+from tests.support.test_host import TestHost, TestProvider  # noqa: E402
+
+
+def _percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+# latency ------------------------------------------------------------------------------------------
+
+TOOL_CALL_AT: dict[str, float] = {}
+
+
+class TimedModel(ScriptedModel):
+    """The scripted model, noting when each ToolCall leaves it."""
+
+    def stream(self, request, cancel):
+        stream = super().stream(request, cancel)
+        try:
+            while True:
+                chunk = next(stream)
+                if chunk.type == "ToolCall":
+                    TOOL_CALL_AT[chunk.metadata["tool_call_id"]] = time.perf_counter()
+                yield chunk
+        except StopIteration as stop:
+            return stop.value
+
+
+def _install_timed_vendor() -> None:
+    module = types.ModuleType("bench_timed_vendor")
+    module.create = TimedModel
+    module.is_configured = lambda: False
+    sys.modules["bench_timed_vendor"] = module
+    registry.VENDOR_MODULES["timed"] = "bench_timed_vendor"
+
+
+def bench_latency(round_trips: int, per_run: int = 20) -> None:
+    _install_timed_vendor()
+    register_provider(TestProvider())
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        os.environ["NEXUS_SCRIPTED_DIRS"] = str(tmp_path)
+        # No iteration cap: every automation in the script must reach the host.
+        with running_server(tmp_path, keepalive_s=15.0, max_iterations=round_trips) as server:
+            store = server.state.store
+            appended_at: dict[str, float] = {}
+            original_append = store.append_entries
+
+            def timed_append(session_id: str, entries: list[dict[str, Any]]) -> None:
+                original_append(session_id, entries)
+                now = time.perf_counter()
+                for entry in entries:
+                    if entry.get("role") == "tool":
+                        for part in entry["content"]:
+                            appended_at[part["tool_call_id"]] = now
+
+            store.append_entries = timed_append
+            client = Client(server.url, server.token("bench"))
+            host = TestHost(server.ws_url, client.token).start()
+            host_time: dict[str, float] = {}
+            mode_of: dict[str, str] = {}
+            original_execute = host.execute
+
+            def timed_execute(message: dict[str, Any]) -> dict[str, Any]:
+                started = time.perf_counter()
+                result = original_execute(message)
+                call_id = message["request_id"].split(".")[0]
+                host_time[call_id] = time.perf_counter() - started
+                mode_of[call_id] = message["mode"]
+                return result
+
+            host.execute = timed_execute
+            turns = []
+            for n in range(per_run):
+                if n % 2:  # an automation that changes a name: epilogue and change report, no image
+                    code = f"doc.elements[doc.by_class('Door')[0]]['name'] = 'D{n}'\nprint('renamed')"
+                    turns.append([{"tool_call": {"name": "execute_task_automation", "input": {"code": code}}}])
+                else:
+                    code = "print(len(doc.by_class('Door')))"
+                    turns.append([{"tool_call": {"name": "execute_data_collection", "input": {"code": code}}}])
+            turns.append([{"text": "done"}])
+            spec = write_script(tmp_path / "latency.json", turns).replace("scripted:", "timed:")
+            runs = max(1, round_trips // per_run)
+            wall = time.perf_counter()
+            for _ in range(runs):
+                session_id = client.new_session(host.host_id, spec)
+                stream = client.run(session_id, "go")
+                assert stream.last["type"] == "Complete", stream.last
+            wall = time.perf_counter() - wall
+            host.stop()
+    added, raw, by_mode = [], [], {"collect": [], "automate": []}
+    for call_id, at in TOOL_CALL_AT.items():
+        if call_id in appended_at and call_id in host_time:
+            raw.append((appended_at[call_id] - at) * 1000)
+            added.append((appended_at[call_id] - at - host_time[call_id]) * 1000)
+            by_mode[mode_of[call_id]].append(added[-1])
+    print(f"latency: {len(added)} round trips ({runs} runs x {per_run}, half collect / half automate), "
+          f"wall {wall:.1f} s")
+    print(f"  orchestrator-added per round trip: p50 {_percentile(added, 50):.2f} ms, "
+          f"p90 {_percentile(added, 90):.2f} ms, p99 {_percentile(added, 99):.2f} ms, max {max(added):.2f} ms "
+          f"(targets p50 <= 3, p99 <= 15)")
+    for mode, values in by_mode.items():
+        print(f"  {mode}: p50 {_percentile(values, 50):.2f} ms, p99 {_percentile(values, 99):.2f} ms")
+    print(f"  host execution (subtracted): median {statistics.median(host_time.values()) * 1000:.2f} ms; "
+          f"ToolCall->appended before subtracting: p50 {_percentile(raw, 50):.2f} ms")
+
+
+# render -------------------------------------------------------------------------------------------
+
+def bench_render(repeats: int = 15) -> None:
+    rows = [f"IfcDoor | Single-Flush 900x2100 | Level {n % 4} | FireRating EI30 | {'.' * 40}"
+            + (f" | #{n}" if n % 40 == 0 else "") for n in range(60_000)]
+    output = "\n".join(rows) + "\n"
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        rendered = render_for_model(output, 20_000)
+        times.append((time.perf_counter() - started) * 1000)
+    unique = len(set(rows))
+    print(f"render: 60,000 rows, {len(output) / 1e6:.1f} MB, {unique:,} distinct rows -> {len(rendered):,} characters")
+    print(f"  render_for_model: median {statistics.median(times):.1f} ms, min {min(times):.1f} ms, "
+          f"max {max(times):.1f} ms over {repeats} runs (target <= 50 ms)")
+
+
+# concurrency --------------------------------------------------------------------------------------
+
+SERVER_CODE = """
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from cloud.hosts.registry import register_provider
+from tests.support.server import running_server
+from tests.support.test_host import TestProvider
+register_provider(TestProvider())
+with running_server(Path({tmp!r}), keepalive_s={keepalive}, tool_timeout_s=3600, detach_grace_s=3600) as s:
+    print(json.dumps({{"url": s.url, "token": s.token("bench")}}), flush=True)
+    sys.stdin.read()
+"""
+
+
+def _proc_status(pid: int) -> dict[str, int]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "Threads"):
+            fields[key] = int(value.split()[0])
+    return fields
+
+
+class _Listener:
+    """One SSE stream, recording when each keepalive arrives once the run has suspended."""
+
+    def __init__(self, client: Client, session_id: str):
+        self.suspended = threading.Event()
+        self.keepalives: list[float] = []
+        self.thread = threading.Thread(target=self._read, args=(client, session_id), daemon=True)
+        self.thread.start()
+
+    def _read(self, client: Client, session_id: str) -> None:
+        response = client.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "go"}, stream=True,
+                               timeout=3600)
+        try:
+            for line in response.iter_lines(decode_unicode=True):
+                if line == "event: ToolCall":
+                    self.suspended.set()
+                elif line == ": keepalive" and self.suspended.is_set():
+                    self.keepalives.append(time.monotonic())
+        except requests.RequestException:
+            pass  # the server went away at the end of the benchmark
+
+
+def bench_concurrency(runs: int, keepalive_s: float, observe_s: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        env = {**os.environ, "NEXUS_SCRIPTED_DIRS": str(tmp_path)}
+        server = subprocess.Popen([sys.executable, "-c", SERVER_CODE.format(root=str(ROOT), tmp=tmp, keepalive=keepalive_s)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            info = json.loads(server.stdout.readline())
+            client = Client(info["url"], info["token"])
+            idle = _proc_status(server.pid)
+            spec = write_script(tmp_path / "suspend.json",
+                                [[{"tool_call": {"name": "execute_data_collection", "input": {"code": "print(1)"}}}],
+                                 [{"text": "never"}]])
+            hosts = [TestHost(info["url"].replace("http://", "ws://") + "/ws/host", info["token"], silent=True).start()
+                     for _ in range(runs)]
+            connected = _proc_status(server.pid)
+            sessions = [client.new_session(h.host_id, spec) for h in hosts]
+            started = time.perf_counter()
+            listeners = [_Listener(client, s) for s in sessions]
+            for listener in listeners:
+                if not listener.suspended.wait(120):
+                    raise TimeoutError("a run did not reach its tool call")
+            all_suspended = time.perf_counter() - started
+            time.sleep(observe_s)
+            loaded = _proc_status(server.pid)
+            gaps = []
+            for listener in listeners:
+                beats = listener.keepalives
+                gaps.extend(b - a for a, b in zip(beats, beats[1:], strict=False))
+            counts = [len(listener.keepalives) for listener in listeners]
+            for host in hosts:
+                host.stop()
+        finally:
+            server.stdin.close()
+            server.wait(30)
+    per_run_kb = (loaded["VmRSS"] - connected["VmRSS"]) / runs
+    per_host_kb = (connected["VmRSS"] - idle["VmRSS"]) / runs
+    print(f"concurrency: {runs} hosts connected, {runs} runs suspended on a tool call (all suspended after "
+          f"{all_suspended:.1f} s), keepalive every {keepalive_s:g} s, observed {observe_s:g} s")
+    print(f"  server RSS: idle {idle['VmRSS'] / 1024:.0f} MB, +hosts {connected['VmRSS'] / 1024:.0f} MB, "
+          f"+suspended runs {loaded['VmRSS'] / 1024:.0f} MB ({per_host_kb:.0f} KB per host, {per_run_kb:.0f} KB per run)")
+    print(f"  server threads: idle {idle['Threads']}, +hosts {connected['Threads']}, +suspended runs {loaded['Threads']}")
+    print(f"  keepalives while suspended: {min(counts)}-{max(counts)} per stream; gap median "
+          f"{statistics.median(gaps):.2f} s, p99 {_percentile(gaps, 99):.2f} s, max {max(gaps):.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", nargs="?", default="all", choices=["all", "latency", "render", "concurrency"])
+    parser.add_argument("--round-trips", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--keepalive", type=float, default=1.0)
+    parser.add_argument("--observe", type=float, default=12.0)
+    args = parser.parse_args()
+    if args.which in ("all", "render"):
+        bench_render()
+    if args.which in ("all", "latency"):
+        bench_latency(args.round_trips)
+    if args.which in ("all", "concurrency"):
+        bench_concurrency(args.runs, args.keepalive, args.observe)
+
+
+if __name__ == "__main__":
+    main()

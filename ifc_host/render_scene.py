@@ -67,7 +67,7 @@ def storeys_by_elevation(model: ifcopenshell.file) -> list[ifcopenshell.entity_i
 def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterable[int]) -> ViewSpec:
     """Turn the requested view name into a plan of a storey or an axonometric (see render.py's docstring)."""
     storeys = storeys_by_elevation(model)
-    if view is None:
+    if view is None or not view.strip():
         wanted = set(element_ids)
         for storey in storeys:
             if any(storey_of(model, element_id) == storey.id() for element_id in wanted):
@@ -121,7 +121,7 @@ def storey_of(model: ifcopenshell.file, element_id: int) -> int | None:
     except RuntimeError:
         return None
     for _ in range(16):
-        if element is None:
+        if element is None or not element.is_a("IfcProduct"):
             return None
         if element.is_a("IfcBuildingStorey"):
             return element.id()

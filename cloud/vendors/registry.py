@@ -20,7 +20,7 @@ VENDOR_MODULES = {
 }
 
 DEFAULT_MODELS = {
-    "anthropic": "anthropic:claude-sonnet-4-5",
+    "anthropic": "anthropic:claude-sonnet-4-6",
     "openai": "openai:gpt-5.1",
     "gemini": "gemini:gemini-2.5-pro",
 }

@@ -67,6 +67,7 @@ import ifcopenshell.api.root
 import ifcopenshell.api.type
 import ifcopenshell.api.unit
 import ifcopenshell.guid
+import ifcopenshell.ifcopenshell_wrapper
 import ifcopenshell.util.element
 
 CATALOG_PATH = Path(__file__).with_name("sample_data") / "catalog.json"
@@ -206,7 +207,7 @@ class _BuildingBuilder:
                 ifcopenshell.guid.new(), None, None, None, storey.contained, storey.entity)
             self.model.createIfcRelAggregates(ifcopenshell.guid.new(), None, None, None, storey.entity, storey.spaces)
         self._assign_types()
-        self._sort_relationship_members()
+        self._sort_set_members()
         self._assign_deterministic_ids()
         self.model.header.file_name.name = "nexus-sample.ifc"
         self.model.header.file_name.time_stamp = HEADER_TIMESTAMP
@@ -582,13 +583,26 @@ class _BuildingBuilder:
             model.createIfcDirection((0.0, 0.0, 1.0)),
             model.createIfcDirection([float(v) for v in x_axis])))
 
-    def _sort_relationship_members(self) -> None:
-        """Order every relationship's lists of related objects by id (the API builds some from sets)."""
-        for rel in self.model.by_type("IfcRelationship"):
-            for index in range(len(rel)):
-                members = rel[index]
-                if isinstance(members, tuple) and members and isinstance(members[0], ifcopenshell.entity_instance):
-                    rel[index] = sorted(members, key=lambda e: e.id())
+    def _sort_set_members(self) -> None:
+        """Order the members of every SET-typed attribute by id.
+
+        The API builds some of these (units, related objects) from Python sets of instances, whose
+        iteration order depends on the process's history; a SET's order carries no meaning in IFC.
+        """
+        schema = ifcopenshell.ifcopenshell_wrapper.schema_by_name(self.model.schema)
+        set_attributes: dict[str, list[int]] = {}
+        for entity in self.model:
+            ifc_class = entity.is_a()
+            indices = set_attributes.get(ifc_class)
+            if indices is None:
+                indices = set_attributes[ifc_class] = [
+                    i for i, attribute in enumerate(schema.declaration_by_name(ifc_class).all_attributes())
+                    if (aggregate := attribute.type_of_attribute().as_aggregation_type()) is not None
+                    and aggregate.type_of_aggregation_string() == "set"]
+            for index in indices:
+                members = entity[index]
+                if members and isinstance(members[0], ifcopenshell.entity_instance) and len(members) > 1:
+                    entity[index] = sorted(members, key=lambda e: e.id())
 
     def _assign_deterministic_ids(self) -> None:
         rng = random.Random(f"nexus-sample-guids/{self.seed}")

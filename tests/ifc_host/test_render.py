@@ -154,3 +154,38 @@ def test_a_tiny_image_still_has_the_exact_size(sample):
     view = render_view(path, "Level 1", [], 16)
     assert max(view.width, view.height) == 16 and Image.open(io.BytesIO(view.png)).size == (view.width, view.height)
 
+
+
+def test_a_millimetre_model_is_cut_above_its_own_storey_level(tmp_path):
+    import ifcopenshell.api.aggregate
+    import ifcopenshell.api.context
+    import ifcopenshell.api.geometry
+    import ifcopenshell.api.project
+    import ifcopenshell.api.root
+    import ifcopenshell.api.spatial
+    import ifcopenshell.api.unit
+
+    model = ifcopenshell.api.project.create_file()
+    project = ifcopenshell.api.root.create_entity(model, ifc_class="IfcProject")
+    ifcopenshell.api.unit.assign_unit(model)  # millimetres
+    body = ifcopenshell.api.context.add_context(model, context_type="Model", context_identifier="Body",
+                                                target_view="MODEL_VIEW",
+                                                parent=ifcopenshell.api.context.add_context(model, "Model"))
+    building = ifcopenshell.api.root.create_entity(model, ifc_class="IfcBuilding")
+    ifcopenshell.api.aggregate.assign_object(model, products=[building], relating_object=project)
+    storey = ifcopenshell.api.root.create_entity(model, ifc_class="IfcBuildingStorey", name="Upper")
+    ifcopenshell.api.aggregate.assign_object(model, products=[storey], relating_object=building)
+    lifted = np.eye(4)
+    lifted[2, 3] = 6.0  # metres; stored as 6000 mm
+    ifcopenshell.api.geometry.edit_object_placement(model, product=storey, matrix=lifted)
+    wall = ifcopenshell.api.root.create_entity(model, ifc_class="IfcWall")
+    ifcopenshell.api.spatial.assign_container(model, products=[wall], relating_structure=storey)
+    ifcopenshell.api.geometry.edit_object_placement(model, product=wall, matrix=lifted)
+    ifcopenshell.api.geometry.assign_representation(model, product=wall, representation=(
+        ifcopenshell.api.geometry.add_wall_representation(model, context=body, length=5, height=3, thickness=0.3)))
+    assert storey.ObjectPlacement.RelativePlacement.Location.Coordinates[2] == pytest.approx(6000)
+    path = tmp_path / "mm.ifc"
+    model.write(str(path))
+
+    rgb = pixels(render_view(str(path), "Upper", [wall.id()], 500).png)
+    assert near(rgb, HIGHLIGHT).sum() > 0.6 * rgb.shape[0] * rgb.shape[1] * 0.5  # cut at 7.2 m and filled, not outlined

@@ -198,3 +198,41 @@ def test_a_second_message_continues_the_same_conversation(server, alice, host, s
     assert "D9" in names and "D10" in names
     text = tool_result_texts(session(alice, session_id)["messages"])[-1]
     assert "Budget" not in text  # budgets are per run: the new run's first automation is free
+
+
+def test_several_tool_calls_in_one_turn_run_in_order_and_answer_in_one_entry(server, alice, host, scripts_dir):
+    spec = write_script(scripts_dir / "multi.json", [
+        [{"text": "Two looks at once."},
+         {"tool_call": {"name": "execute_data_collection", "input": {"code": "print('doors', len(doc.by_class('Door')))"}}},
+         {"tool_call": {"name": "execute_data_collection", "input": {"code": "print('walls', len(doc.by_class('Wall')))"}}}],
+        say("6 doors, 2 walls."),
+    ])
+    session_id = alice.new_session(host.host_id, spec)
+    stream = alice.run(session_id, "count")
+    assert stream.last["content"] == "6 doors, 2 walls."
+    assert [m["code"].split("'")[1] for m in _executes(host)] == ["doors", "walls"]
+    messages = session(alice, session_id)["messages"]
+    assert [e["role"] for e in messages] == ["user", "assistant", "tool", "assistant"]
+    assert_transcript_valid(messages)
+    assert [t.split("Output:\n")[1] for t in tool_result_texts(messages)] == ["doors 6", "walls 2"]
+
+
+def test_a_model_that_never_stops_is_ended_by_the_turn_limit(tmp_path, scripts_dir):
+    from tests.support.client import Client
+    from tests.support.server import running_server
+    from tests.support.test_host import TestHost
+
+    with running_server(tmp_path, keepalive_s=0.2, max_turns=3) as server:
+        alice = Client(server.url, server.token("alice"))
+        host = TestHost(server.ws_url, alice.token).start()
+        try:
+            spec = write_script(scripts_dir / "forever.json", [collect(f"print({n})") for n in range(10)])
+            session_id = alice.new_session(host.host_id, spec)
+            stream = alice.run(session_id, "go")
+            messages = session(alice, session_id)["messages"]
+        finally:
+            host.stop()
+    assert stream.last["type"] == "Error" and "limit of 3 model turns" in stream.last["content"]
+    assert stream.chunks[-2]["type"] == "AgenticUsage"
+    assert len(_executes(host)) == 3
+    assert_transcript_valid(messages)

@@ -241,3 +241,21 @@ def test_channel_wait_returns_none_promptly_on_cancel_and_forgets_the_request():
     assert channel.deliver_tool_result("s", "c", {}) is Delivery.ALREADY_ANSWERED
     channel.open("s", "d.run", "d", "h")  # the slot is free again
 
+
+
+def test_concurrent_runs_on_one_host_each_get_their_own_results(server, alice, scripts_dir):
+    host = TestHost(server.ws_url, alice.token, delay_s=0.3).start()
+    try:
+        runs = {}
+        for n in range(6):
+            spec = write_script(scripts_dir / f"par{n}.json", [collect(f"print('session {n}')"), say(f"done {n}")])
+            session_id = alice.new_session(host.host_id, spec)
+            runs[n] = (session_id, BackgroundRun(alice, session_id, "go"))
+        for n, (session_id, run) in runs.items():
+            stream = run.join(20)
+            assert stream.last["content"] == f"done {n}"
+            assert stream.of("Metadata", "tool_result")[0]["metadata"]["stdout"] == f"session {n}\n"
+            (text,) = tool_result_texts(session(alice, session_id)["messages"])
+            assert f"Output:\nsession {n}" in text
+    finally:
+        host.stop()

@@ -89,6 +89,7 @@ def test_admin_console_shows_the_runs_audit_entries_with_the_right_hashes(server
     assert "Add two doors on Level 1" in detail.locator(".conversation-view").text_content()
     assert detail.locator(".tool-card code[data-role='script']").text_content() == SCRIPT
     assert model_sha in detail.locator("table").first.text_content()
+    page.evaluate("() => window.scrollTo(0, 0)")
     browser.screenshot("admin-console.png")
 
     page.click("[data-tab=hosts]")

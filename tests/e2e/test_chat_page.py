@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import time
 
+from tests.conftest import FAST
 from tests.support.client import write_script
+from tests.support.server import running_server
 from tests.support.test_host import TestHost
 
 ADD_DOORS = '''# Add two doors on Level 2 and report the total
@@ -230,3 +232,70 @@ def test_narrow_dockable_pane_has_no_horizontal_overflow(server, alice, host, sc
     page.wait_for_selector(".turn.assistant[data-state='complete']")
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 400
     narrow.screenshot("chat-page-narrow.png")
+
+
+def test_reset_turn_discards_the_half_streamed_turn_and_budget_notes_show(tmp_path, scripts_dir, browser):
+    long_script = "# check every door again\n" + "".join(f'print("door {i}")\n' for i in range(120))
+    settings = {**FAST, "light_max_tokens": 150, "max_iterations": 1}
+    with running_server(tmp_path / "srv", **settings) as srv:
+        token = srv.token("carol")
+        host = TestHost(srv.ws_url, token).start()
+        try:
+            model = write_script(scripts_dir / "markers.json", [
+                [{"tool_call": {"name": "execute_task_automation", "input": {"code": 'doc.add("Door", "D1x")'}}}],
+                # After a committed run the output budget is small: this long call is cut and retried.
+                [{"text": "Verifying once more."},
+                 {"tool_call": {"name": "execute_task_automation", "input": {"code": long_script}}}],
+                [{"tool_call": {"name": "execute_task_automation", "input": {"code": 'print("third")'}}}],
+                [{"text": "Stopping here."}],
+            ])
+            page = browser.page
+            browser.sign_in(srv.url, token)
+            browser.ready()
+            page.fill("#model", model)
+            _send(page, "Add a door and check")
+            page.wait_for_selector(".turn.assistant[data-state='complete']")
+            assert page.locator(".marker.retry").count() == 1
+            assert page.locator(".message", has_text="Verifying once more.").count() == 1
+            cards = page.locator(".tool-card")
+            assert cards.count() == 3
+            assert cards.nth(1).locator("code[data-role='script']").text_content() == long_script
+            assert cards.nth(1).get_attribute("data-state") == "committed"
+            assert page.locator(".note.budget").count() == 1
+            assert cards.nth(2).get_attribute("data-state") == "failed"  # refused by the cap: nothing ran
+        finally:
+            host.stop()
+
+
+def test_policy_ask_holds_each_change_until_the_person_keeps_or_discards_it(server, alice, host, scripts_dir,
+                                                                            browser):
+    model = write_script(scripts_dir / "ask.json", [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": 'doc.add("Door", "KEEP-ME", "Level 1")'}}}],
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": 'doc.add("Door", "DROP-ME", "Level 1")'}}}],
+        [{"text": "One kept, one discarded."}],
+    ])
+    page = browser.page
+    browser.sign_in(server.url, alice.token)
+    browser.ready()
+    page.fill("#model", model)
+    page.select_option("#policy", "ask")
+    _send(page, "Add two doors, asking me each time")
+
+    first = page.locator(".tool-card").nth(0)
+    first.locator(".approval").wait_for()
+    assert first.get_attribute("data-state") == "awaiting"
+    assert "KEEP-ME" in first.locator(".approval .change-report").text_content()
+    assert not any(e["name"] == "KEEP-ME" for e in host.document.elements.values())  # held, not committed
+    first.locator(".approval button", has_text="Keep").click()
+    first.locator(".outcome", has_text="kept by alice").wait_for()
+
+    second = page.locator(".tool-card").nth(1)
+    second.locator(".approval").wait_for()
+    second.locator(".approval-comment").fill("not this one")
+    second.locator(".approval button", has_text="Discard").click()
+    page.wait_for_selector(".turn.assistant[data-state='complete']")
+    assert first.get_attribute("data-state") == "committed"
+    assert second.get_attribute("data-state") == "discarded"
+    assert "not this one" in second.text_content()
+    names = {e["name"] for e in host.document.elements.values()}
+    assert "KEEP-ME" in names and "DROP-ME" not in names

@@ -110,7 +110,9 @@ export class ToolCard {
     this.stopWait();
     clear(this.result);
     const ok = meta.ok !== false;
+    const discarded = meta.decision && meta.decision.decision === "discard";
     if (meta.timed_out) this.setState("failed", "timed out", "bad");
+    else if (discarded) this.setState("discarded", "discarded", "warn");
     else if (meta.mode === "automate") this.setState(meta.committed ? "committed" : "rolled-back",
       meta.committed ? "committed" : "rolled back", meta.committed ? "good" : "bad");
     else this.setState(ok ? "done" : "failed", ok ? "done" : "failed", ok ? "good" : "bad");
@@ -120,7 +122,20 @@ export class ToolCard {
       this.result.append(h("div", { class: ok ? "note" : "note warn", text: meta.summary }));
       return;
     }
+    if (meta.external_changes && meta.external_changes.summary) {
+      this.result.append(h("div", { class: "note", text: "Changed outside NexusAI since the previous run: " + meta.external_changes.summary }));
+    }
     this.result.append(outcomeLine(meta));
+    if (meta.decision && meta.decision.comment) {
+      this.result.append(h("div", { class: "note", text: "Comment: " + meta.decision.comment }));
+    }
+    if (meta.blocked && meta.blocked.length) {
+      this.result.append(h("div", { class: "note warn", text: "The host blocked: " + meta.blocked.join(", ") }));
+    }
+    if (meta.dialogs && meta.dialogs.length) {
+      this.result.append(h("ul", { class: "notes dialogs" }, meta.dialogs.map((d) =>
+        h("li", { text: `Dialog${d.dismissed ? " (dismissed)" : ""}: ${d.message}` }))));
+    }
     if (meta.error) this.result.append(errorView(meta.error));
     if (meta.failures && meta.failures.length) this.result.append(failuresView(meta.failures));
     if (meta.change_report || meta.changes) this.result.append(changesView(meta));
@@ -166,8 +181,14 @@ function editsView(edits) {
 
 function outcomeLine(meta) {
   const parts = [];
-  if (meta.mode === "automate") parts.push(meta.committed ? pill("Committed", "good") : pill("Rolled back: the model is unchanged", "bad"));
+  const decision = meta.decision || null;
+  if (decision && decision.decision === "discard") {
+    parts.push(pill("Discarded: the model is unchanged", "warn"));
+    if (decision.by === "policy" || decision.by === "timeout") parts.push(h("span", { class: "muted", text: `(by ${decision.by})` }));
+    else if (decision.by) parts.push(h("span", { class: "muted", text: `by ${decision.by}` }));
+  } else if (meta.mode === "automate") parts.push(meta.committed ? pill("Committed", "good") : pill("Rolled back: the model is unchanged", "bad"));
   else if (meta.mode === "collect") parts.push(pill(meta.ok ? "Read-only run" : "Read-only run failed", meta.ok ? "muted" : "bad"));
+  if (decision && decision.decision === "keep" && decision.by && decision.by !== "policy") parts.push(pill("kept by " + decision.by, "good"));
   if (meta.timed_out) parts.push(pill("Timed out", "bad"));
   if (typeof meta.duration_ms === "number") parts.push(h("span", { class: "muted", text: `ran in ${(meta.duration_ms / 1000).toFixed(meta.duration_ms < 10000 ? 2 : 0)} s` }));
   return h("div", { class: "outcome" }, parts);
@@ -207,28 +228,37 @@ function imageView(sessionId, image) {
 
 export function approvalView(sessionId, meta, onDecided) {
   const status = h("span", { class: "muted" });
+  const comment = h("input", { class: "approval-comment", type: "text", placeholder: "Comment for the model (optional)", "aria-label": "Comment" });
   const decide = async (decision) => {
     for (const b of buttons) b.disabled = true;
+    comment.disabled = true;
     status.textContent = "Sending…";
+    const body = { tool_call_id: meta.tool_call_id, decision };
+    if (comment.value.trim()) body.comment = comment.value.trim();
     try {
-      await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/approval`, { tool_call_id: meta.tool_call_id, decision });
-      status.textContent = decision === "keep" ? "Kept." : "Discarded.";
+      await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/approval`, body);
+      status.textContent = decision === "keep" ? "Keeping…" : "Discarding…";
       box.dataset.decision = decision;
       if (onDecided) onDecided(decision);
     } catch (error) {
       status.textContent = error.message;
       for (const b of buttons) b.disabled = false;
+      comment.disabled = false;
     }
   };
   const buttons = [
     h("button", { class: "primary", type: "button", text: "Keep", onclick: () => decide("keep") }),
     h("button", { class: "danger", type: "button", text: "Discard", onclick: () => decide("discard") }),
   ];
-  const report = meta.change_report || meta.report;
+  const minutes = meta.timeout_s ? Math.round(meta.timeout_s / 60) : null;
   const box = h("div", { class: "approval", dataset: { toolCallId: meta.tool_call_id || "" } },
-    h("div", { class: "section-title", text: "This change awaits your decision" }),
-    typeof report === "string" && report ? h("pre", { class: "plain-text change-report", text: report }) : null,
+    h("div", { class: "section-title", text: "The script ran; its changes are held until you decide." }),
+    meta.failures && meta.failures.length ? failuresView(meta.failures) : null,
+    meta.change_report || meta.changes ? changesView(meta) : null,
     meta.image && meta.image.image_id ? imageView(sessionId, meta.image) : null,
-    h("div", { class: "actions" }, buttons, status));
+    meta.stdout ? h("details", {}, h("summary", { text: "Output" }), outputView(meta.stdout, "Output")) : null,
+    comment,
+    h("div", { class: "actions" }, buttons, status,
+      minutes ? h("span", { class: "muted", text: `Undecided after ${minutes} min counts as discard.` }) : null));
   return box;
 }

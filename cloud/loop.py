@@ -5,6 +5,7 @@ next. The loop only transports results and enforces limits.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ from cloud.session import max_tokens_for, resolve_phase
 from cloud.tools.execute import ToolContext, execute_tool
 from cloud.transcript import Entry, model_view, tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelAdapter, ModelError, ModelTurn, TurnRequest, Usage
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -99,7 +102,14 @@ def _run_tools(run: RunContext, turn: ModelTurn) -> Generator[Chunk, None, None]
         if run.tools.cancel.is_set():
             parts.append(tool_result_part(call["id"], call["name"], "Cancelled by the person; nothing ran.", is_error=True))
             continue
-        parts.append((yield from execute_tool(run.tools, call)))
+        try:
+            parts.append((yield from execute_tool(run.tools, call)))
+        except Exception as exc:  # a bug in one tool must not leave its call unanswered in the transcript
+            log.exception("tool %s crashed in session %s", call["name"], run.tools.session.session_id)
+            text = message("tool_crashed", detail=f"{type(exc).__name__}: {exc}")
+            yield chunks.metadata("tool_result", text, tool_call_id=call["id"], name=call["name"], ok=False,
+                                  summary=text)
+            parts.append(tool_result_part(call["id"], call["name"], text, is_error=True))
     run.append(tool_results(parts))
 
 

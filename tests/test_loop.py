@@ -236,3 +236,43 @@ def test_a_model_that_never_stops_is_ended_by_the_turn_limit(tmp_path, scripts_d
     assert stream.chunks[-2]["type"] == "AgenticUsage"
     assert len(_executes(host)) == 3
     assert_transcript_valid(messages)
+
+
+def test_a_crash_inside_a_tool_becomes_a_tool_result_and_the_session_stays_usable(server, alice, host, scripts_dir,
+                                                                                  monkeypatch):
+    from cloud.hosts.registry import get_provider
+
+    def broken_view_policy(result):
+        raise RuntimeError("provider bug")
+
+    monkeypatch.setattr(get_provider("test"), "view_to_capture", broken_view_policy)
+    spec = write_script(scripts_dir / "crash.json", [automate("doc.add('Wall', 'W')"), say("I will check the model."),
+                                                    collect("print(len(doc.by_class('Wall')))"), say("3 walls.")])
+    session_id = alice.new_session(host.host_id, spec)
+    stream = alice.run(session_id, "add a wall")
+    assert stream.last == {"type": "Complete", "content": "I will check the model."}
+    (result,) = stream.of("Metadata", "tool_result")
+    assert result["metadata"]["ok"] is False and "RuntimeError: provider bug" in result["content"]
+    body = session(alice, session_id)
+    assert_transcript_valid(body["messages"]) and body["status"] == "idle"
+    (text,) = tool_result_texts(body["messages"])
+    assert "the host may have committed it" in text
+    assert alice.run(session_id, "check").last["content"] == "3 walls."
+
+
+def test_a_crash_in_the_model_adapter_ends_the_run_with_an_error_and_status(server, alice, host, scripts_dir,
+                                                                           monkeypatch):
+    from cloud.vendors.scripted import ScriptedModel
+
+    def broken_stream(self, request, cancel):
+        raise KeyError("adapter bug")
+        yield  # a generator, like the real one
+
+    monkeypatch.setattr(ScriptedModel, "stream", broken_stream)
+    spec = write_script(scripts_dir / "adapter.json", [say("never")])
+    session_id = alice.new_session(host.host_id, spec)
+    stream = alice.run(session_id, "hi")
+    assert stream.last["type"] == "Error" and "adapter bug" in stream.last["content"]
+    body = session(alice, session_id)
+    assert body["status"] == "error" and body["running"] is False
+    assert_transcript_valid(body["messages"])

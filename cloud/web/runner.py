@@ -65,11 +65,13 @@ def drive_run(state: NexusState, row: dict[str, Any], model: ModelAdapter, user_
                             image_max_px=getattr(model, "image_max_px", state.settings.image_max_px),
                             save_state=save_state)
         context = RunContext(tools, model, system_prompt(state, session.host_id), append, record_usage)
-        status = "idle"
+        status = "error"  # unless the loop ends with Complete (a crash propagates to the run registry)
         try:
             for chunk in run_agentic_loop(context):
                 if chunk.type == "Error":
                     status = "cancelled" if (chunk.metadata or {}).get("cancelled") else "error"
+                elif chunk.type == "Complete":
+                    status = "idle"
                 yield chunk
         finally:
             store.update_session(session.session_id, status=status)

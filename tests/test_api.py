@@ -81,8 +81,10 @@ def test_a_second_message_while_a_run_is_in_progress_is_refused_with_409(server,
         session_id = alice.new_session(host.host_id, spec)
         run = BackgroundRun(alice, session_id, "first")
         run.wait_for("ToolCall")
-        busy = alice.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "second"})
+        other = write_script(scripts_dir / "other.json", [say("other")])
+        busy = alice.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "second", "model": other})
         assert busy.status_code == 409
+        assert session(alice, session_id)["model"] == spec  # the refused message switched nothing
         assert session(alice, session_id)["running"] is True
         assert run.join(10).last["type"] == "Complete"
     finally:

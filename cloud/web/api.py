@@ -183,12 +183,12 @@ def post_message(session_id: str):
     if not spec:
         raise ContractError("model: this session has no model; send one (e.g. anthropic:claude-sonnet-4-5)")
     model = create_model(spec)
-    if spec != row["model"]:
-        state.store.update_session(session_id, model=spec)
-        row["model"] = spec
+    stored_model, row["model"] = row["model"], spec
     run = state.runs.start(session_id, drive_run(state, row, model, text))
-    if run is None:
+    if run is None:  # a refused message must not switch the session's model either
         return api_error(409, "a run is already in progress in this session")
+    if spec != stored_model:
+        state.store.update_session(session_id, model=spec)
     return stream_response(_follow(run, 0))
 
 

@@ -86,6 +86,25 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
     assert "Door | D10 | Level 2" in page.locator(".change-report").text_content()
     assert page.locator("code[data-role='script']").text_content() == ADD_DOORS
 
+    # Switch model between messages: the next run uses (and the session remembers) the new one.
+    other = write_script(scripts_dir / "other.json", [[{"text": "A different model answers."}]])
+    page.fill("#model", other)
+    _send(page, "Who is answering?")
+    page.wait_for_selector(".turn.assistant[data-state='complete'] >> text=A different model answers.")
+    assert page.locator(".turn.assistant .model-label").last.text_content() == "scripted:other.json"
+    assert alice.call("GET", f"/api/sessions/{session_id}").json()["model"] == other
+
+    # Start afresh, then resume the first conversation from the list.
+    page.click("#new-session")
+    page.wait_for_selector(".empty")
+    assert _session_id(page) is None
+    page.click("#sessions-toggle")
+    item = page.locator(f"[data-session-id='{session_id}']")
+    assert item.locator(".session-title").text_content() == "Add two doors on Level 2"
+    item.click()
+    page.wait_for_selector(".tool-card[data-state='committed']")
+    assert _session_id(page) == session_id
+
 
 def test_cancel_stops_a_run_waiting_for_a_slow_host(server, alice, scripts_dir, browser):
     slow = TestHost(server.ws_url, alice.token, silent=True).start()
@@ -299,3 +318,29 @@ def test_policy_ask_holds_each_change_until_the_person_keeps_or_discards_it(serv
     assert "not this one" in second.text_content()
     names = {e["name"] for e in host.document.elements.values()}
     assert "KEEP-ME" in names and "DROP-ME" not in names
+
+
+def test_a_failed_run_rolls_back_and_the_fix_arrives_as_edits(server, alice, host, scripts_dir, browser):
+    broken = 'doors = doc.by_class("Door")\nfor i in doors:\n    doc.elements[i]["name"] = "X-" + doc.elements[i]["nmae"]\n'
+    model = write_script(scripts_dir / "fix.json", [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": broken}}}],
+        [{"text": "A typo in the key; fixing it with an edit."},
+         {"tool_call": {"name": "execute_task_automation",
+                        "input": {"edits": [{"old": 'doc.elements[i]["nmae"]', "new": 'doc.elements[i]["name"]'}]}}}],
+        [{"text": "All doors are prefixed now."}],
+    ])
+    page = browser.page
+    browser.sign_in(server.url, alice.token)
+    browser.ready()
+    page.fill("#model", model)
+    _send(page, "Prefix every door name with X-")
+    page.wait_for_selector(".turn.assistant[data-state='complete']")
+    failed, fixed = page.locator(".tool-card").nth(0), page.locator(".tool-card").nth(1)
+    assert failed.get_attribute("data-state") == "rolled-back"
+    assert "Rolled back" in failed.locator(".outcome").text_content()
+    error = failed.locator(".error-box").text_content()
+    assert "KeyError" in error and "line 3" in error
+    assert fixed.locator(".diff.old").text_content() == 'doc.elements[i]["nmae"]'
+    assert fixed.locator(".diff.new").text_content() == 'doc.elements[i]["name"]'
+    assert fixed.get_attribute("data-state") == "committed"
+    assert all(e["name"].startswith("X-") for e in host.document.elements.values() if e["class"] == "Door")

@@ -15,6 +15,7 @@ import random
 import shutil
 import tempfile
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +152,7 @@ class HostRuntime:
                 ws.close(timeout=1)
             except (OSError, websocket.WebSocketException):
                 pass
+            ws.shutdown()  # close() leaves the socket open when the peer closed first
 
     def _heartbeat(self, done: threading.Event) -> None:
         # Keeps idle proxies from closing the socket, and makes a dead connection fail a send.
@@ -371,10 +373,12 @@ class HostHandle:
 
     def wait_connected(self, timeout: float = 30.0) -> str:
         """Block until welcomed; returns the host id. Raises the runtime's error if it gave up."""
-        if not self.connected.wait(timeout):
-            if self.error is not None:
-                raise self.error
-            raise TimeoutError(f"the IFC host did not connect to {self.runtime.ws_url} within {timeout:g} s")
+        deadline = time.monotonic() + timeout
+        while not self.connected.wait(0.05):
+            if self.finished.is_set():
+                raise self.error or RuntimeError("the IFC host stopped before it connected")
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the IFC host did not connect to {self.runtime.ws_url} within {timeout:g} s")
         return self.runtime.host_id or ""
 
     def _serve(self) -> None:

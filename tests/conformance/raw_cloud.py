@@ -49,6 +49,7 @@ class RawHostConnection:
 class RawCloud:
     def __init__(self) -> None:
         self.connections: queue.Queue[RawHostConnection] = queue.Queue()
+        self._all: list[RawHostConnection] = []
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -64,6 +65,8 @@ class RawCloud:
         return self
 
     def stop(self) -> None:
+        for connection in self._all:
+            connection.close()
         if self._server is not None:
             self._server.shutdown()
 
@@ -77,6 +80,7 @@ class RawCloud:
         except (ConnectionClosed, TimeoutError, ValueError):
             return
         connection = RawHostConnection(ws, ws.request.path, ws.request.headers.get("Authorization"), hello)
+        self._all.append(connection)
         self.connections.put(connection)
         # Returning closes the socket: keep it open until the test closes it or the host leaves.
         try:

@@ -57,7 +57,8 @@ def cmd_sample_model(args: argparse.Namespace) -> int:
     from ifc_host.sample import write_sample_model
 
     summary = write_sample_model(args.out, storeys=args.storeys, seed=args.seed, scale=args.scale)
-    print(f"Wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+    counts = ", ".join(f"{summary[k]:,} {k}" for k in ("entities", "storeys", "walls", "doors", "windows", "spaces"))
+    print(f"Wrote {args.out} ({summary['schema']}, {summary['bytes']:,} bytes): {counts}")
     return 0
 
 

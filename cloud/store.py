@@ -1,16 +1,16 @@
 """Persistence in SQLite: users and hashed tokens, sessions with their neutral transcript, audit log, usage.
 
 Every write takes its own short `BEGIN IMMEDIATE` transaction (Python's default transaction handling
-loses updates under threads); nothing holds a transaction across a long-lived stream. One connection
-per thread. A PostgreSQL store would implement the same public methods.
+loses updates under threads); nothing holds a transaction across a long-lived stream. Connections come
+from a small pool, not one per thread. A PostgreSQL store would implement the same public methods.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import secrets
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS usage (
     output INTEGER, reasoning INTEGER, cost REAL);
 """
 
+MAX_IDLE_CONNECTIONS = 8
+
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
@@ -63,38 +65,58 @@ class User:
 class Store:
     def __init__(self, path: str | Path):
         self.path = str(path)
-        if self.path != ":memory:":
+        in_memory = self.path == ":memory:"
+        if not in_memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._conn().executescript(SCHEMA)  # executescript manages its own transaction
+        # A small pool rather than a connection per thread: a connection holds ~0.3 MB of page cache, and
+        # every open stream, run and host socket is a thread (or a greenlet under gevent) of its own.
+        # ":memory:" is one database per connection, so it gets exactly one, shared.
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._max_idle = 1 if in_memory else MAX_IDLE_CONNECTIONS
+        self._may_open = not in_memory
+        self._idle.put(self._open())
+        with self._connection() as conn:
+            conn.executescript(SCHEMA)  # executescript manages its own transaction
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            # In WAL mode NORMAL never corrupts the database and loses nothing when the process dies; only
-            # an OS crash or power cut can drop the last commits. FULL fsyncs every commit, which cost about
-            # 0.3 ms of each of the half-dozen writes in a tool round trip.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            self._local.conn = conn
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        # In WAL mode NORMAL never corrupts the database and loses nothing when the process dies; only
+        # an OS crash or power cut can drop the last commits. FULL fsyncs every commit, which cost about
+        # 0.3 ms of each of the half-dozen writes in a tool round trip.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = self._idle.get_nowait() if self._may_open else self._idle.get()
+        except queue.Empty:
+            conn = self._open()
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        finally:
+            if self._idle.qsize() < self._max_idle:
+                self._idle.put(conn)
+            else:
+                conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def _read(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
-        return self._conn().execute(sql, args).fetchall()
+        with self._connection() as conn:
+            return conn.execute(sql, args).fetchall()
 
     # users and tokens
     def create_token(self, user_name: str, admin: bool = False) -> str:

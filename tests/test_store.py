@@ -121,3 +121,34 @@ def test_update_session_refuses_unknown_fields(store):
     store.update_session(session_id, status="running", state={"fix_count": 2})
     row = store.get_session(session_id)
     assert row["status"] == "running" and row["state"] == {"fix_count": 2} and row["user_name"] == "alice"
+
+
+def test_an_in_memory_store_is_one_database_for_every_thread():
+    store = Store(":memory:")
+    token = store.create_token("alice")
+    seen: list[str | None] = []
+    worker = threading.Thread(target=lambda: seen.append(getattr(store.user_for_token(token), "name", None)))
+    worker.start()
+    worker.join()
+    assert seen == ["alice"]
+
+
+def test_many_threads_share_a_few_connections(store, monkeypatch):
+    opened = []
+    original = store._open
+    monkeypatch.setattr(store, "_open", lambda: opened.append(1) or original())
+    session_id = store.create_session("alice", None, None, {})
+    done = threading.Event()
+
+    def stream_like() -> None:  # a long-lived thread that touches the store now and then
+        store.get_session(session_id)
+        done.wait(5)
+        store.get_session(session_id)
+
+    workers = [threading.Thread(target=stream_like) for _ in range(50)]
+    for w in workers:
+        w.start()
+    done.set()
+    for w in workers:
+        w.join()
+    assert len(opened) < 10  # not one per thread

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 from tests.conftest import FAST
+from tests.e2e.cutting_proxy import CuttingProxy
 from tests.support.client import write_script
 from tests.support.server import running_server
 from tests.support.test_host import TestHost
@@ -98,6 +99,7 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
     page.click("#new-session")
     page.wait_for_selector(".empty")
     assert _session_id(page) is None
+    browser.screenshot("chat-page-empty.png")
     page.click("#sessions-toggle")
     item = page.locator(f"[data-session-id='{session_id}']")
     assert item.locator(".session-title").text_content() == "Add two doors on Level 2"
@@ -157,6 +159,7 @@ def test_reload_mid_run_shows_the_conversation_and_reattaches_to_the_live_run(se
         hint = page.locator(".tool-wait .hint")
         hint.wait_for(state="visible", timeout=15_000)
         assert "press Esc in Revit" in hint.text_content()
+        browser.screenshot("chat-page-waiting.png")
         page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=20_000)
         assert page.locator(".tool-card").get_attribute("data-state") == "committed"
         assert "The wall is in." in page.locator(".message").last.text_content()
@@ -344,3 +347,33 @@ def test_a_failed_run_rolls_back_and_the_fix_arrives_as_edits(server, alice, hos
     assert fixed.locator(".diff.new").text_content() == 'doc.elements[i]["name"]'
     assert fixed.get_attribute("data-state") == "committed"
     assert all(e["name"].startswith("X-") for e in host.document.elements.values() if e["class"] == "Door")
+
+
+def test_a_dropped_stream_reattaches_and_continues_where_it_left_off(server, alice, scripts_dir, browser):
+    slow = TestHost(server.ws_url, alice.token, delay_s=3).start()
+    host, port = server.url.removeprefix("http://").split(":")
+    proxy = CuttingProxy(host, int(port))
+    try:
+        model = write_script(scripts_dir / "drop.json", [
+            [{"text": "Adding a wall."},
+             {"tool_call": {"name": "execute_task_automation", "input": {"code": 'doc.add("Wall", "W9")\nprint("ok")'}}}],
+            [{"text": "The wall is in."}],
+        ])
+        page = browser.page
+        reattached = []
+        page.on("request", lambda r: reattached.append(r.url) if "/stream?after=" in r.url else None)
+        browser.sign_in(proxy.url, alice.token)
+        browser.ready()
+        page.fill("#model", model)
+        _send(page, "Add a wall")
+        page.wait_for_selector(".tool-card[data-state='running']")
+        assert proxy.cut() >= 1
+        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=20_000)
+        assert reattached and not reattached[0].endswith("after=0")  # picked up after the chunks it had
+        assert page.locator(".tool-card").count() == 1
+        assert page.locator(".tool-card").get_attribute("data-state") == "committed"
+        assert page.locator(".message", has_text="Adding a wall.").count() == 1
+        assert page.locator(".message", has_text="The wall is in.").count() == 1
+    finally:
+        proxy.close()
+        slow.stop()

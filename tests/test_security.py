@@ -133,12 +133,11 @@ def test_another_user_cannot_cancel_or_answer_a_running_session(server, alice, b
         spec = write_script(scripts_dir / "run.json", [collect("print(1)"), say("done")])
         session_id = alice.new_session(silent.host_id, spec)
         run = BackgroundRun(alice, session_id, "go")
-        call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
+        run.wait_for("ToolCall")
         assert bob.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 403
         assert bob.call("GET", f"/api/sessions/{session_id}/stream").status_code == 403
         assert alice.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 202
         assert run.join(10).last["metadata"]["cancelled"] is True
-        assert call_id
     finally:
         silent.stop()
 

@@ -7,54 +7,65 @@
 # Prints the report, then one "@@nexus {json}" directive line that the cloud strips.
 import json
 
-import ifcopenshell.util.element
-
 _NX_NAMED_LIMIT = 15
 _NX_GROUP_LINES = 25
 _NX_VIEW_IDS = 200
 
 
-def _nx_storey(element, cache):
-    """The storey an element stands on (through its container, aggregate, or the wall it is cut into)."""
-    chain = []
-    current = element
-    storey = None
-    for _ in range(12):
-        if current is None:
-            break
-        if current.id() in cache:
-            storey = cache[current.id()]
-            break
-        chain.append(current.id())
-        if current.is_a("IfcBuildingStorey"):
-            storey = current.Name or f"#{current.id()}"
-            break
-        parent = ifcopenshell.util.element.get_container(current)
-        if parent is None:
-            parent = ifcopenshell.util.element.get_aggregate(current)
-        if parent is None and current.is_a("IfcOpeningElement"):
-            voids = getattr(current, "VoidsElements", None) or ()
-            parent = voids[0].RelatingBuildingElement if voids else None
-        if parent is None and current.is_a("IfcElement"):
-            fills = getattr(current, "FillsVoids", None) or ()
-            parent = fills[0].RelatingOpeningElement if fills else None
-        current = parent
-    for element_id in chain:
-        cache[element_id] = storey
-    return storey
+class _NxIndex:
+    """Type and storey of every element, read from the relationships in one pass (cheap for many changes)."""
+
+    def __init__(self):
+        self.type_of = {}
+        self.parent_of = {}
+        self.storeys = {s.id(): s.Name or f"#{s.id()}" for s in model.by_type("IfcBuildingStorey")}
+        for rel in model.by_type("IfcRelDefinesByType"):
+            relating = rel.RelatingType
+            name = (relating.Name or f"#{relating.id()}") if relating is not None else None
+            for element in rel.RelatedObjects or ():
+                self.type_of[element.id()] = name
+        links = (("IfcRelContainedInSpatialStructure", "RelatedElements", "RelatingStructure"),
+                 ("IfcRelAggregates", "RelatedObjects", "RelatingObject"),
+                 ("IfcRelNests", "RelatedObjects", "RelatingObject"),
+                 ("IfcRelVoidsElement", "RelatedOpeningElement", "RelatingBuildingElement"),
+                 ("IfcRelFillsElement", "RelatedBuildingElement", "RelatingOpeningElement"))
+        for rel_class, child_attribute, parent_attribute in links:
+            for rel in model.by_type(rel_class):
+                parent = getattr(rel, parent_attribute)
+                children = getattr(rel, child_attribute)
+                if parent is None or children is None:
+                    continue
+                for child in children if isinstance(children, tuple) else (children,):
+                    self.parent_of.setdefault(child.id(), parent.id())
+        self._storey_of = {}
+
+    def storey(self, element_id):
+        chain = []
+        current = element_id
+        found = None
+        for _ in range(12):
+            if current is None:
+                break
+            if current in self._storey_of:
+                found = self._storey_of[current]
+                break
+            if current in self.storeys:
+                found = self.storeys[current]
+                break
+            chain.append(current)
+            current = self.parent_of.get(current)
+        for visited in chain:
+            self._storey_of[visited] = found
+        return found
 
 
-def _nx_describe(element_id, storeys):
+def _nx_describe(element_id, index, named):
     element = model.by_id(element_id)
-    element_type = None if element.is_a("IfcTypeObject") else ifcopenshell.util.element.get_type(element)
-    return {
-        "class": element.is_a(),
-        "type": (element_type.Name or f"#{element_type.id()}") if element_type is not None else None,
-        "storey": _nx_storey(element, storeys),
-        "global_id": getattr(element, "GlobalId", None),
-        "name": getattr(element, "Name", None),
-        "tag": getattr(element, "Tag", None),
-    }
+    info = {"class": element.is_a(), "type": index.type_of.get(element_id), "storey": index.storey(element_id)}
+    if named:
+        info.update(global_id=getattr(element, "GlobalId", None), name=getattr(element, "Name", None),
+                    tag=getattr(element, "Tag", None))
+    return info
 
 
 def _nx_line(element_id, info):
@@ -100,21 +111,21 @@ def _nx_report():
         geometric = set(nexus_geometry_changed())
     else:
         geometric = set(added) | set(deleted)
-    storeys = {}
-    infos = {element_id: _nx_describe(element_id, storeys) for element_id in added + modified}
+    total = len(added) + len(modified) + len(deleted)
+    named = total <= _NX_NAMED_LIMIT
+    index = _NxIndex()
+    infos = {element_id: _nx_describe(element_id, index, named) for element_id in added + modified}
     for element_id in deleted:
         known = deleted_info.get(element_id) or deleted_info.get(str(element_id)) or {}
         infos[element_id] = {"class": known.get("class") or "IfcProduct", "type": known.get("type"),
                              "storey": known.get("storey"), "global_id": known.get("global_id"),
                              "name": known.get("name"), "tag": None}
 
-    total = len(added) + len(modified) + len(deleted)
     print("=== CHANGE REPORT ===")
     if total == 0:
         print("No elements were added, modified or deleted.")
     else:
         print(f"{len(added)} added, {len(modified)} modified, {len(deleted)} deleted element(s).")
-    named = total <= _NX_NAMED_LIMIT
     for title, ids in (("Added", added), ("Modified", modified), ("Deleted", deleted)):
         if not ids:
             continue

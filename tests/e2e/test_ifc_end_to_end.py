@@ -54,7 +54,7 @@ def test_a_conversation_on_the_ifc_host_really_changes_the_ifc_file(server, alic
              {"tool_call": {"name": "execute_task_automation", "input": {"code": RENUMBER_AND_MOVE}}}],
             [{"text": "Done: the doors on Level 1 are now E2E-01 onwards, and E2E-01 moved 0.4 m."}],
         ])
-        browser = browser_factory(width=1100, height=1300)
+        browser = browser_factory(width=1100, height=1560)
         page = browser.page
         browser.sign_in(server.url, alice.token, query=f"&host={host_id}")
         browser.ready()
@@ -82,9 +82,8 @@ def test_a_conversation_on_the_ifc_host_really_changes_the_ifc_file(server, alic
         tags = sorted(d.Tag for d in changed.by_type("IfcDoor") if (d.Tag or "").startswith("E2E-"))
         assert tags and tags[0] == "E2E-01"
 
-        page.locator(".tool-card .tool-input").scroll_into_view_if_needed()
         page.evaluate("() => { document.querySelector('#conversation').scrollTop = "
-                      "document.querySelector('.turn.assistant').offsetTop - 12; }")
+                      "document.querySelector('.turn.user').offsetTop - 12; }")
         browser.screenshot("chat-page-ifc.png")
     finally:
         host.stop()

@@ -133,22 +133,25 @@ def test_an_in_memory_store_is_one_database_for_every_thread():
     assert seen == ["alice"]
 
 
-def test_many_threads_share_a_few_connections(store, monkeypatch):
+def test_long_lived_threads_do_not_each_hold_a_connection(store, monkeypatch):
     opened = []
     original = store._open
     monkeypatch.setattr(store, "_open", lambda: opened.append(1) or original())
     session_id = store.create_session("alice", None, None, {})
-    done = threading.Event()
+    release = threading.Event()
 
-    def stream_like() -> None:  # a long-lived thread that touches the store now and then
+    def stream_like(ready: threading.Event) -> None:  # a long-lived thread that touches the store now and then
         store.get_session(session_id)
-        done.wait(5)
-        store.get_session(session_id)
+        ready.set()
+        release.wait(5)
 
-    workers = [threading.Thread(target=stream_like) for _ in range(50)]
-    for w in workers:
-        w.start()
-    done.set()
+    workers = []
+    for _ in range(50):
+        ready = threading.Event()
+        workers.append(threading.Thread(target=stream_like, args=(ready,)))
+        workers[-1].start()
+        assert ready.wait(5)
+    release.set()
     for w in workers:
         w.join()
-    assert len(opened) < 10  # not one per thread
+    assert opened == []  # 50 threads, one after another, all used the pooled connection

@@ -1,6 +1,7 @@
 """The chat page in a real browser: streaming, the run's result, cancel, reload mid-run, and untrusted output."""
 from __future__ import annotations
 
+import json
 import time
 
 from tests.conftest import FAST
@@ -377,3 +378,34 @@ def test_a_dropped_stream_reattaches_and_continues_where_it_left_off(server, ali
     finally:
         proxy.close()
         slow.stop()
+
+
+def test_compaction_marker_vendor_error_and_cost_render_from_their_chunks(server, alice, host, browser):
+    # A real vendor produces these; the scripted model cannot, so the stream is served as recorded frames.
+    chunks = [
+        {"type": "Metadata", "content": "anthropic:claude-sonnet-4-5",
+         "metadata": {"kind": "model", "model": "anthropic:claude-sonnet-4-5", "vendor": "anthropic"}},
+        {"type": "Metadata", "content": "Earlier conversation summarised to fit the context window",
+         "metadata": {"kind": "compaction", "replaced": 12}},
+        {"type": "Thinking", "content": "Looking at it again."},
+        {"type": "Message", "content": "Let me **check**."},
+        {"type": "AgenticUsage", "content": "12,000 in (9,000 cached) / 300 out · $0.0123",
+         "metadata": {"uncached_input": 3000, "cache_read": 9000, "cache_write": 0, "output": 300, "cost": 0.0123}},
+        {"type": "Error", "content": "The vendor is overloaded.",
+         "metadata": {"vendor": "anthropic", "status": 529, "retry_after": 30}},
+    ]
+    body = "".join(f"id: {i}\nevent: {c['type']}\ndata: {json.dumps(c)}\n\n" for i, c in enumerate(chunks))
+    page = browser.page
+    page.route("**/api/sessions/*/messages", lambda route: route.fulfill(
+        status=200, headers={"Content-Type": "text/event-stream"}, body=": stream open\n\n" + body))
+    browser.sign_in(server.url, alice.token)
+    browser.ready()
+    page.fill("#model", "anthropic:claude-sonnet-4-5")
+    _send(page, "Check again")
+    page.wait_for_selector(".turn.assistant[data-state='error']")
+    assert "summarised" in page.locator(".marker.compaction").text_content()
+    assert page.locator(".model-label").last.text_content() == "anthropic:claude-sonnet-4-5"
+    error = page.locator(".run-error").text_content()
+    assert "overloaded" in error and "anthropic · 529" in error and "Retry after 30 s" in error
+    assert "$0.01 est." in page.locator(".usage").text_content()
+    assert "12,000 tokens in (9,000 cached)" in page.locator(".usage").text_content()

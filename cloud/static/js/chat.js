@@ -334,7 +334,11 @@ class ChatPage {
         if (!frame.chunk) continue;
         received = frame.id !== null && !Number.isNaN(frame.id) ? frame.id + 1 : received + 1;
         const follow = this.nearBottom();
-        run.handle(frame.chunk);
+        try {
+          run.handle(frame.chunk);
+        } catch (error) {
+          reportError(error); // a rendering problem must not end the stream (or look like a dropped one)
+        }
         if (frame.chunk.type === "Complete" || frame.chunk.type === "Error") terminal = true;
         if (follow) this.scrollToBottom();
       }

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 CANCEL_POLL_S = 0.1
 ANSWERED_MEMORY = 64
+ANSWERED_SESSIONS = 10_000
 
 
 class Delivery(Enum):
@@ -39,7 +41,9 @@ class ToolResultChannel:
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}  # session_id -> the one pending request
         self._by_request: dict[str, str] = {}  # request_id -> session_id
-        self._answered: dict[str, list[str]] = {}  # session_id -> recent request/tool-call ids
+        # session_id -> recent request/tool-call ids, for the most recently active sessions only (a
+        # long-lived process would otherwise keep a list for every session that ever ran a tool)
+        self._answered: OrderedDict[str, list[str]] = OrderedDict()
 
     def open(self, session_id: str, request_id: str, tool_call_id: str, host_id: str | None,
              kind: str = "host") -> None:
@@ -109,5 +113,8 @@ class ToolResultChannel:
                 return
             self._by_request.pop(pending.request_id, None)
             answered = self._answered.setdefault(session_id, [])
+            self._answered.move_to_end(session_id)
             answered.extend([pending.request_id, pending.tool_call_id])
             del answered[:-ANSWERED_MEMORY]
+            while len(self._answered) > ANSWERED_SESSIONS:
+                self._answered.popitem(last=False)

@@ -259,3 +259,16 @@ def test_concurrent_runs_on_one_host_each_get_their_own_results(server, alice, s
             assert f"Output:\nsession {n}" in text
     finally:
         host.stop()
+
+
+def test_the_channel_remembers_answered_calls_only_for_recent_sessions(monkeypatch):
+    import cloud.rendezvous as rendezvous
+
+    monkeypatch.setattr(rendezvous, "ANSWERED_SESSIONS", 3)
+    channel = ToolResultChannel()
+    for n in range(5):
+        channel.open(f"s{n}", f"c{n}.run", f"c{n}", "h")
+        channel.close(f"s{n}")
+    assert channel.deliver_tool_result("s4", "c4", {}) is Delivery.ALREADY_ANSWERED
+    assert channel.deliver_tool_result("s2", "c2", {}) is Delivery.ALREADY_ANSWERED
+    assert channel.deliver_tool_result("s0", "c0", {}) is Delivery.NOT_PENDING  # forgotten: still refused

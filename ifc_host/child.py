@@ -6,6 +6,7 @@ automation being previewed), `discard` exits. Whatever the script does, the keep
 """
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import os
 import signal
@@ -21,6 +22,7 @@ from ifc_host.pipes import MessageReader, send_message
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
 
 SCRIPT_FILENAME = "<script>"
+_PR_SET_PDEATHSIG = 1
 EPILOGUE_FILENAME = "<epilogue>"
 
 
@@ -32,6 +34,7 @@ def child_main(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int
     """Entry point right after fork(); never returns (os._exit keeps the keeper's cleanup from running here)."""
     code = 70
     try:
+        _die_with_the_keeper()
         os.setpgid(0, 0)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
@@ -46,6 +49,18 @@ def child_main(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int
         code = 70
     finally:
         os._exit(code)
+
+
+def _die_with_the_keeper() -> None:
+    """A script must not outlive the keeper that would kill it at its deadline (Linux: PR_SET_PDEATHSIG)."""
+    keeper = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != keeper:  # the keeper died before the call took effect
+        os._exit(70)
 
 
 def _run_job(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int]) -> dict[str, Any]:

@@ -101,8 +101,10 @@ class HeldAutomation:
 
 
 class Keeper:
-    def __init__(self, model: ifcopenshell.file, save_path: Path, hold_timeout_s: float) -> None:
+    def __init__(self, model: ifcopenshell.file, save_path: Path, hold_timeout_s: float,
+                 private_fds: tuple[int, ...] = ()) -> None:
         self.model = model
+        self.private_fds = private_fds  # the keeper's own channel to the runtime: never left open in a child
         self.save_path = save_path
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
@@ -213,8 +215,8 @@ class Keeper:
         if pid == 0:
             from ifc_host.child import child_main
 
-            os.close(to_child_w)
-            os.close(from_child_r)
+            for fd in (to_child_w, from_child_r, *self.private_fds):
+                os.close(fd)
             child_main(self.model, job, {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r})
         try:
             os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race harmlessly
@@ -333,7 +335,7 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
         connection.send({"ok": False, "error": str(exc)})
         return 2
     _preimport()
-    keeper = Keeper(model, save_path, hold_timeout_s)
+    keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),))
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid()})
     try:
         while True:

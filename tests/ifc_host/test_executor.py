@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -288,18 +289,35 @@ def test_hold_keep_discard_snapshot_and_expiry(tmp_path: Path):
         runner.close()
 
 
-def test_losing_the_keeper_keeps_what_was_committed(tmp_path: Path):
+def test_losing_the_keeper_keeps_what_was_committed_and_stops_its_script(tmp_path: Path):
     path = write_small_building(tmp_path / "m.ifc")
+    pid_file = tmp_path / "script.pid"
     runner = IsolatedExecutor(path)
     try:
         assert run(runner, "model.by_type('IfcWall')[0].Name = 'survives'")["committed"]
-        os.kill(runner.keeper_pid, signal.SIGKILL)
-        lost = run(runner, "print('never ran')")
+        keeper = runner.keeper_pid
+        threading.Timer(1.0, os.kill, (keeper, signal.SIGKILL)).start()
+        lost = run(runner, f"import os, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+                           "while True:\n    pass\n", timeout_s=60)
         assert lost["ok"] is False and lost["error"]["type"] == "HostCrash" and "restarted" in lost["error"]["message"]
+        script_pid = int(pid_file.read_text())
+        deadline = time.monotonic() + 5
+        while _alive(script_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(script_pid), "the script outlived its keeper"
         again = run(runner, "print(model.by_type('IfcWall')[0].Name)", mode="collect")
         assert again["stdout"] == "survives\n"
     finally:
         runner.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
 def test_edits_made_to_the_file_by_another_program_are_adopted(tmp_path: Path):

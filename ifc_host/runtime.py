@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ class ReconnectPolicy:
     factor: float = 2.0
     jitter: float = 0.2
 
-    def delays(self) -> Any:
+    def delays(self) -> Iterator[float]:
         delay = self.first_delay_s
         while True:
             yield delay * random.uniform(1 - self.jitter, 1 + self.jitter)
@@ -177,6 +178,7 @@ class HostRuntime:
                     return
                 except (OSError, websocket.WebSocketException) as exc:
                     log.warning("sending %s failed: %s", message.get("type"), exc)
+                    ws.shutdown()  # a broken connection: make the receive loop notice and reconnect
             if queue_if_down:
                 # Delivered after the next welcome: a result is not lost to a brief disconnect.
                 self._pending.append(message)
@@ -185,8 +187,10 @@ class HostRuntime:
         self._send(message)
 
     def _flush_pending(self) -> None:
-        while self._pending:
-            self._send(self._pending.popleft())
+        pending = list(self._pending)
+        self._pending.clear()
+        for message in pending:
+            self._send(message)  # re-queued if the connection drops again meanwhile
 
     # --- dispatch ------------------------------------------------------------------------------------
     def _handle(self, raw: str | bytes) -> bool:

@@ -1,16 +1,16 @@
 """NexusAI startup: runs on Revit's main thread each time pyRevit loads (or reloads) the extension.
 
-Registers the dockable pane (Revit accepts panes only during startup) and starts the runtime: the
-external event for main-thread jobs and, when configured, the connection to the NexusAI server.
+Starts the runtime (the external event for main-thread jobs and, when configured, the connection to
+the NexusAI server) and registers the dockable pane (Revit accepts panes only during startup).
 Long-lived objects live in lib/nexus_runtime (kept in the AppDomain), never in button scripts.
 """
 from pyrevit import HOST_APP
 
 from nexus_runtime import pane, runtime
 
+runtime.start(HOST_APP.uiapp)
+
 try:
     pane.register()
 except Exception as exc:  # e.g. a reload after startup: the pane registered by the first load is reused
     print("NexusAI: chat pane not registered ({0})".format(exc))
-
-runtime.start(HOST_APP.uiapp)

@@ -287,7 +287,7 @@ def _fake_modules(session: FakeRevit) -> dict[str, Any]:
             is_registered_dockable_panel=pyrevit_fake.is_registered_dockable_panel,
             open_dockable_panel=pyrevit_fake.open_dockable_panel),
         "pyrevit.script": _module("pyrevit.script", toggle_icon=pyrevit_fake.toggle_icon),
-        "pyrevit.userconfig": _module("pyrevit.userconfig", user_config=session.user_config),
+        "pyrevit.userconfig": _module("pyrevit.userconfig", user_config=pyrevit_fake.USER_CONFIG),
     }
     if not session.missing_assemblies:
         modules.update({

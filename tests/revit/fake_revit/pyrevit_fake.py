@@ -154,3 +154,13 @@ class UserConfig:
 
     def save_changes(self) -> None:
         self.saved += 1
+
+
+class CurrentUserConfig:
+    """`pyrevit.userconfig.user_config` of the current fake session (modules imported it once, by name)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(Session.world.user_config, name)
+
+
+USER_CONFIG = CurrentUserConfig()

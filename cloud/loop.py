@@ -55,7 +55,9 @@ def run_agentic_loop(run: RunContext) -> Iterator[Chunk]:
             run.append({"role": "assistant", "model": run.model.spec, "content": turn.content,
                         "usage": turn.usage.as_dict()})
             if cut_in_call:
-                run.append(user_text(message("truncated_call")))
+                note = user_text(message("truncated_call"))
+                note["content"][0]["kind"] = "truncated_call"  # the loop's words, not the person's
+                run.append(note)
                 continue
             if not turn.tool_calls:
                 final_text = None if cancel.is_set() else turn.text

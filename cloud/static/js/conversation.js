@@ -299,7 +299,6 @@ export function beforeRunInProgress(entries) {
 }
 
 function isPersonMessage(entry) {
-  // The loop adds one kind of user entry of its own mid-run: the note that a tool call was cut off.
-  const text = (entry.content || []).filter((p) => p.type === "text" && !p.kind).map((p) => p.text).join("");
-  return !text.startsWith("Your previous reply was cut off at the output limit");
+  // Notes the loop adds mid-run (e.g. a tool call cut off at the output limit) carry a `kind`.
+  return (entry.content || []).some((p) => p.type === "text" && !p.kind);
 }

@@ -136,6 +136,10 @@ class IsolatedExecutor:
         if result.get("committed"):
             self._committed_here = True
             self._disk_signature = _signature(self.committed_path)
+            try:  # what the next hello (after a reconnect) says about the model, e.g. its storeys
+                self.document = self._call({"op": "document"}, 60)["document"]
+            except KeeperUnavailable:
+                pass
         if result.get("held"):
             self._held = (request_id, time.monotonic() + self.hold_timeout_s)
         elif self._held is not None and self._held[0] == request_id:

@@ -7,11 +7,12 @@
 
 latency      Orchestrator-added time per tool round trip: from the moment the model adapter yields a
              ToolCall to the moment the tool result entry is appended to the transcript (store write
-             done), minus the host's own execution time (measured inside the test host around its
-             execute). Everything else counts: persisting the assistant turn, validation, audit writes,
-             the websocket both ways on loopback, the rendezvous wake-up, rendering the model's copy,
-             the person's result chunk. Server, test host and SSE client share this process (and its
-             GIL), so the figure is conservative. Targets: p50 <= 3 ms, p99 <= 15 ms.
+             done), minus the host's own time (inside the test host, from receiving each command to
+             sending its reply: execute, and decide for an automation held for approval). Everything
+             else counts: persisting the assistant turn, validation, policy reads, audit writes, the
+             websocket both ways on loopback, the rendezvous wake-ups, rendering the model's copy, the
+             person's result chunk. Server, test host and SSE client share this process (and its GIL),
+             so the figure is conservative. Targets: p50 <= 3 ms, p99 <= 15 ms.
 render       render_for_model on a 60,000-row (~6 MB) result with many duplicate rows. Target <= 50 ms.
 concurrency  A server in a subprocess; N hosts connect, N runs start and suspend on a tool call the hosts
              never answer. Reports the server's RSS and thread count, and the largest gap between
@@ -102,19 +103,30 @@ def bench_latency(round_trips: int, per_run: int = 20) -> None:
             store.append_entries = timed_append
             client = Client(server.url, server.token("bench"))
             host = TestHost(server.ws_url, client.token).start()
+            # Host-side time per call: from the host's recv() of a command to its send() of the reply,
+            # summed over the call's commands (execute, and decide for a held automation).
             host_time: dict[str, float] = {}
+            received_at: dict[str, float] = {}
             mode_of: dict[str, str] = {}
-            original_execute = host.execute
+            original_recv, original_send = host._ws.recv, host.send
 
-            def timed_execute(message: dict[str, Any]) -> dict[str, Any]:
-                started = time.perf_counter()
-                result = original_execute(message)
-                call_id = message["request_id"].split(".")[0]
-                host_time[call_id] = time.perf_counter() - started
-                mode_of[call_id] = message["mode"]
-                return result
+            def timed_recv():
+                raw = original_recv()
+                if raw and '"request_id"' in raw:
+                    message = json.loads(raw)
+                    received_at[message["request_id"]] = time.perf_counter()
+                    if message["type"] == "execute":
+                        mode_of[message["request_id"].split(".")[0]] = message["mode"]
+                return raw
 
-            host.execute = timed_execute
+            def timed_send(message):
+                request_id = message.get("request_id") if isinstance(message, dict) else None
+                if request_id in received_at:
+                    call_id = request_id.split(".")[0]
+                    host_time[call_id] = host_time.get(call_id, 0.0) + time.perf_counter() - received_at.pop(request_id)
+                original_send(message)
+
+            host._ws.recv, host.send = timed_recv, timed_send
             turns = []
             for n in range(per_run):
                 if n % 2:  # an automation that changes a name: epilogue and change report, no image
@@ -146,7 +158,7 @@ def bench_latency(round_trips: int, per_run: int = 20) -> None:
           f"(targets p50 <= 3, p99 <= 15)")
     for mode, values in by_mode.items():
         print(f"  {mode}: p50 {_percentile(values, 50):.2f} ms, p99 {_percentile(values, 99):.2f} ms")
-    print(f"  host execution (subtracted): median {statistics.median(host_time.values()) * 1000:.2f} ms; "
+    print(f"  host-side time (subtracted): median {statistics.median(host_time.values()) * 1000:.2f} ms; "
           f"ToolCall->appended before subtracting: p50 {_percentile(raw, 50):.2f} ms")
 
 

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import pytest
 import websocket
 
 from tests.support.client import write_script
-from tests.support.spine import BackgroundRun, collect, say
+from tests.support.spine import BackgroundRun, collect, say, wait_until
 from tests.support.test_host import TestHost
 
 HELLO = {"type": "hello", "host_app": "test", "host_version": "t", "runtime_version": "1",
@@ -87,10 +86,7 @@ def test_a_disconnected_host_leaves_the_list(server, alice):
     host = TestHost(server.ws_url, alice.token).start()
     assert len(alice.call("GET", "/api/hosts").json()["hosts"]) == 1
     host.stop()
-    deadline = time.monotonic() + 5
-    while alice.call("GET", "/api/hosts").json()["hosts"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: not alice.call("GET", "/api/hosts").json()["hosts"])
 
 
 def test_a_host_that_reconnects_with_its_id_still_receives_its_pending_result(server, alice, scripts_dir):
@@ -100,10 +96,7 @@ def test_a_host_that_reconnects_with_its_id_still_receives_its_pending_result(se
     session_id = alice.new_session(first.host_id, spec)
     run = BackgroundRun(alice, session_id, "go")
     run.wait_for("ToolCall")
-    deadline = time.monotonic() + 5
-    while not any(m["type"] == "execute" for m in first.received):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_until(lambda: any(m["type"] == "execute" for m in first.received))
     (execute,) = [m for m in first.received if m["type"] == "execute"]
     first.stop()
 
@@ -125,10 +118,7 @@ def test_an_error_message_from_the_host_ends_the_pending_call_with_its_message(s
         session_id = alice.new_session(host.host_id, spec)
         run = BackgroundRun(alice, session_id, "go")
         run.wait_for("ToolCall")
-        deadline = time.monotonic() + 5
-        while not any(m["type"] == "execute" for m in host.received):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until(lambda: any(m["type"] == "execute" for m in host.received))
         (execute,) = [m for m in host.received if m["type"] == "execute"]
         host.send({"type": "error", "request_id": execute["request_id"], "message": "busy: a dialog is open"})
         stream = run.join(10)

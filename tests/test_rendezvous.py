@@ -16,6 +16,7 @@ from tests.support.spine import (
     say,
     session,
     tool_result_texts,
+    wait_until,
 )
 from tests.support.test_host import TestHost
 
@@ -35,13 +36,6 @@ def silent_host(server, alice):
 def _post_result(client: Client, session_id: str, tool_call_id: str, result: dict):
     return client.call("POST", f"/api/sessions/{session_id}/tool-results",
                        json={"tool_call_id": tool_call_id, "result": result})
-
-
-def _wait_until(predicate, timeout: float = 5) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def test_timeout_tells_the_model_no_result_in_a_normal_tool_result(tmp_path, scripts_dir):
@@ -65,7 +59,7 @@ def test_timeout_tells_the_model_no_result_in_a_normal_tool_result(tmp_path, scr
         (execute,) = [m for m in host.received if m["type"] == "execute"]
         replies_before = len(host.received)
         host.send(_result(execute["request_id"], "too late"))
-        _wait_until(lambda: len(host.received) > replies_before)
+        wait_until(lambda: len(host.received) > replies_before)
         late = host.received[-1]
         assert late["type"] == "error" and late["request_id"] == execute["request_id"]
         assert "not pending" in late["message"]
@@ -80,7 +74,7 @@ def test_cancel_while_suspended_ends_with_a_cancelled_error_and_a_valid_transcri
     session_id = alice.new_session(silent_host.host_id, spec)
     run = BackgroundRun(alice, session_id, "go")
     run.wait_for("ToolCall")
-    _wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
+    wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
     assert alice.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 202
     stream = run.join(10)
 
@@ -105,7 +99,7 @@ def test_a_client_that_goes_away_cancels_the_run_after_the_grace_period(server, 
         if line == "event: ToolCall":
             break
     response.close()
-    _wait_until(lambda: not session(alice, session_id)["running"], timeout=server.state.settings.detach_grace_s + 5)
+    wait_until(lambda: not session(alice, session_id)["running"], timeout=server.state.settings.detach_grace_s + 5)
     body = session(alice, session_id)
     assert body["status"] == "cancelled"
     assert_transcript_valid(body["messages"])
@@ -117,7 +111,7 @@ def test_a_result_relayed_by_the_browser_is_accepted_once_and_used_by_the_loop(s
     session_id = alice.new_session(silent_host.host_id, spec)
     run = BackgroundRun(alice, session_id, "go")
     call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
-    _wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
+    wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
 
     unknown = _post_result(alice, session_id, "call_unknown", _result("x"))
     assert unknown.status_code == 409 and "not_pending" in unknown.json()["error"]
@@ -160,13 +154,13 @@ def test_host_socket_results_that_are_not_pending_get_an_error_reply_and_the_loo
     session_id = alice.new_session(silent_host.host_id, spec)
     run = BackgroundRun(alice, session_id, "go")
     run.wait_for("ToolCall")
-    _wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
+    wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
     (execute,) = [m for m in silent_host.received if m["type"] == "execute"]
 
     def reply_to(message: dict) -> dict:
         count = len(silent_host.received)
         silent_host.send(message)
-        _wait_until(lambda: len(silent_host.received) > count)
+        wait_until(lambda: len(silent_host.received) > count)
         return silent_host.received[-1]
 
     unknown = reply_to(_result("call_nope.run"))
@@ -178,7 +172,7 @@ def test_host_socket_results_that_are_not_pending_get_an_error_reply_and_the_loo
     try:
         count = len(intruder.received)
         intruder.send(_result(execute["request_id"], "bob's answer\n"))
-        _wait_until(lambda: len(intruder.received) > count)
+        wait_until(lambda: len(intruder.received) > count)
         assert intruder.received[-1]["type"] == "error"
         assert intruder.received[-1]["request_id"] == execute["request_id"]
     finally:

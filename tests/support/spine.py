@@ -49,6 +49,13 @@ def assert_transcript_valid(messages: list[dict[str, Any]]) -> None:
         assert answered == calls, f"entry {i}: calls {calls} answered by {answered}"
 
 
+def wait_until(predicate: Any, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
 def tool_call_ids(stream: Stream) -> list[str]:
     return [c["metadata"]["tool_call_id"] for c in stream.of("ToolCall")]
 

@@ -16,12 +16,13 @@ NAMESPACES = {
     "Autodesk.Revit.DB.Events": "Autodesk/Revit/DB/Events/__init__.pyi",
     "Autodesk.Revit.UI": "Autodesk/Revit/UI/__init__.pyi",
     "Autodesk.Revit.UI.Events": "Autodesk/Revit/UI/Events/__init__.pyi",
+    "Autodesk.Revit.UI.Selection": "Autodesk/Revit/UI/Selection/__init__.pyi",
     "Autodesk.Revit.ApplicationServices": "Autodesk/Revit/ApplicationServices/__init__.pyi",
     "Autodesk.Revit.Exceptions": "Autodesk/Revit/Exceptions/__init__.pyi",
 }
 
 _CLASS = re.compile(r"^class\s+(\w+)\s*(?:\((.*)\))?\s*:")
-_MEMBER_DEF = re.compile(r"^    (?:async\s+)?def\s+(\w+)\s*\(")
+_MEMBER_DEF = re.compile(r"^ +(?:async\s+)?def\s+(\w+)\s*\(")
 _MEMBER_VALUE = re.compile(r"^    (\w+)\s*[:=]")
 
 

@@ -229,27 +229,32 @@ def _nx_change_report():
     if not (added_ids or modified_ids or deleted_ids):
         lines.append("Nothing in the model changed.")
 
-    if len(added) + len(modified) <= _NX_NAMED_LIMIT:
+    if len(added) + len(modified_model) <= _NX_NAMED_LIMIT:
         # Few enough to act on: name every one, so the next script can address it by id.
         if added:
             lines.append("Added ({0}):".format(len(added)))
             lines.extend(_nx_row(info) for info in added)
-        if modified:
-            lines.append("Modified ({0}):".format(len(modified)))
-            lines.extend(_nx_row(info) for info in modified)
+        if modified_model:
+            lines.append("Modified ({0}):".format(len(modified_model)))
+            lines.extend(_nx_row(info) for info in modified_model)
     else:
         # Bulk: counts per category, family/type and level answer "2 walls or 240?" within budget.
-        if added:
-            if len(added) <= _NX_NAMED_LIMIT:
-                lines.append("Added ({0}):".format(len(added)))
-                lines.extend(_nx_row(info) for info in added)
-            else:
-                lines.append("Added ({0}), grouped:".format(len(added)))
-                lines.extend(_nx_groups(added))
+        # What the script added stays named while it is few, whatever else changed around it.
+        if added and len(added) <= _NX_NAMED_LIMIT:
+            lines.append("Added ({0}):".format(len(added)))
+            lines.extend(_nx_row(info) for info in added)
+        elif added:
+            lines.append("Added ({0}), grouped:".format(len(added)))
+            lines.extend(_nx_groups(added))
         if modified_model:
             lines.append("Modified model elements ({0}), grouped:".format(len(modified_model)))
             lines.extend(_nx_groups(modified_model))
-        if touched:
+    if touched:
+        if not (added or modified_model) and len(touched) <= _NX_NAMED_LIMIT:
+            # Only non-model elements changed (views, levels, types...): that was the point of the run.
+            lines.append("Modified ({0}):".format(len(touched)))
+            lines.extend(_nx_row(info) for info in touched)
+        else:
             lines.append("Also modified ({0}), mostly by Revit's regeneration (views, types, annotations, "
                          "internal elements): {1}".format(len(touched), _nx_counts_by_category(touched)))
     if deleted_ids:

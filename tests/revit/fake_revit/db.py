@@ -133,14 +133,14 @@ class BoundingBoxUV:
 
 
 class Line:
-    SHORT_CURVE_TOLERANCE = 0.00256  # feet, Application.ShortCurveTolerance
+    _SHORT_CURVE_TOLERANCE = 0.00256  # feet, Application.ShortCurveTolerance
 
     def __init__(self, start: XYZ, end: XYZ) -> None:
         self._start, self._end = start, end
 
     @staticmethod
     def CreateBound(start: XYZ, end: XYZ) -> Line:
-        if start.DistanceTo(end) < Line.SHORT_CURVE_TOLERANCE:
+        if start.DistanceTo(end) < Line._SHORT_CURVE_TOLERANCE:
             raise exc.ArgumentsInconsistentException(
                 "Curve length is too small for Revit's tolerance (as identified by Application.ShortCurveTolerance).")
         return Line(start, end)

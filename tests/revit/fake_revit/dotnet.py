@@ -383,14 +383,18 @@ class ClientWebSocket:
         return Task(close)
 
     def Abort(self) -> None:
+        """Like .NET: the connection is torn down at once and a pending ReceiveAsync fails."""
         self.State = WebSocketState.Aborted
         if self._socket is not None:
-            self._socket.abort()
+            self._socket.abort()  # wakes a thread blocked in recv
+            self._socket.shutdown()  # closes the TCP connection
 
     def Dispose(self) -> None:
-        if self._socket is not None:
-            self._socket.close(timeout=0.2)
-        if self.State != WebSocketState.Aborted:
+        if self._socket is not None and self.State != WebSocketState.Aborted:
+            try:
+                self._socket.close(timeout=0.2)
+            except (websocket.WebSocketException, OSError):
+                pass  # .NET's Dispose does not throw either
             self.State = WebSocketState.Closed
 
 

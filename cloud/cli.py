@@ -40,9 +40,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(_store(args), Settings(), default_model=default_model_spec())
     print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {args.db or default_db()})", flush=True)
-    from werkzeug.serving import run_simple
+    from cloud.server import serve_forever
 
-    run_simple(args.bind, args.port, app, threaded=True, use_reloader=False)
+    serve_forever(app, args.bind, args.port)
     return 0
 
 

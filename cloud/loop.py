@@ -68,7 +68,7 @@ def run_agentic_loop(run: RunContext) -> Iterator[Chunk]:
     except ModelError as exc:
         failure = chunks.error(str(exc), vendor=exc.vendor, status=exc.status, retry_after=exc.retry_after)
     if cancel.is_set() and final_text is None:
-        failure = chunks.error("Run cancelled.", cancelled=True)
+        failure = chunks.error(message("run_cancelled"), cancelled=True)
     totals = run.record_usage(usage)
     yield Chunk("AgenticUsage", _usage_line(totals), totals)
     yield failure or Chunk("Complete", final_text or "")
@@ -102,7 +102,7 @@ def _run_tools(run: RunContext, turn: ModelTurn) -> Generator[Chunk, None, None]
     parts = []
     for call in turn.tool_calls:
         if run.tools.cancel.is_set():
-            parts.append(tool_result_part(call["id"], call["name"], "Cancelled by the person; nothing ran.", is_error=True))
+            parts.append(tool_result_part(call["id"], call["name"], message("call_cancelled"), is_error=True))
             continue
         try:
             parts.append((yield from execute_tool(run.tools, call)))

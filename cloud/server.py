@@ -4,11 +4,12 @@ For production, run under gunicorn with the gevent worker (see README): waitress
 """
 from __future__ import annotations
 
+import socket
 import threading
 from dataclasses import dataclass
 
 from flask import Flask
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 SHUTDOWN_POLL_S = 0.05
 
@@ -28,10 +29,27 @@ class ServerHandle:
         self.thread.join(timeout=10)
 
 
+class NoDelayRequestHandler(WSGIRequestHandler):
+    """Werkzeug writes an SSE frame in several small sends; with Nagle on, a real network can hold them back."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def _make(app: Flask, bind: str, port: int) -> BaseWSGIServer:
+    server = make_server(bind, port, app, threaded=True, request_handler=NoDelayRequestHandler)
+    server.daemon_threads = True
+    return server
+
+
+def serve_forever(app: Flask, bind: str, port: int) -> None:
+    _make(app, bind, port).serve_forever()
+
+
 def start_server(app: Flask, bind: str = "127.0.0.1", port: int = 0) -> ServerHandle:
     """Start serving on a daemon thread (port 0 picks a free port) and return at once."""
-    server = make_server(bind, port, app, threaded=True)
-    server.daemon_threads = True
+    server = _make(app, bind, port)
     # serve_forever checks for shutdown once per poll interval (0.5 s by default): keep stopping quick.
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S},
                               name="nexus-http", daemon=True)

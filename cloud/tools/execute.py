@@ -238,6 +238,8 @@ def _settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report
 def _no_result_text(ctx: ToolContext, reply: dict[str, Any] | None) -> str:
     if reply is not None and reply.get("type") == "error":
         return message("host_error", detail=reply.get("message", "unknown error"))
+    if reply is not None:
+        return message("unexpected_reply", kind=reply.get("type"))
     return message("no_result", minutes=round(ctx.settings.tool_timeout_s / 60, 1))
 
 

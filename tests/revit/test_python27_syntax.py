@@ -57,3 +57,21 @@ def test_the_check_rejects_python_3_only_syntax(snippet: str):
 
 def test_the_check_accepts_python_2_only_syntax():
     assert python27_errors('print "hello"\nexec "x = 1"\n') == []
+
+
+def test_every_runtime_module_imports_under_cpython_against_the_fake():
+    """(startup.py and the button scripts are run in test_extension_ui.py.)"""
+    import importlib
+
+    from tests.revit.conftest import LIB, make_revit
+    from tests.revit.fake_revit import uninstall
+
+    session = make_revit()
+    try:
+        names = sorted(p.stem for p in (LIB / "nexus_runtime").glob("*.py") if p.stem != "__init__")
+        for name in names:
+            importlib.import_module("nexus_runtime." + name)
+        assert len(names) >= 25
+    finally:
+        session.stop()
+        uninstall()

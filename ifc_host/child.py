@@ -67,6 +67,7 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int])
     stdout = CappedOutput(1, STDOUT_CAP_BYTES)
     sys.stdout = sys.stderr = stdout
     _forbid_script_transactions()
+    _protect_host_files(job.get("protected_paths") or [])
     recorder = ChangeRecorder(model)
     model.transaction = recorder
     try:
@@ -169,6 +170,19 @@ def _forbid_script_transactions() -> None:
     file_class.discard_transaction = discard_transaction
     file_class.undo = refuse
     file_class.redo = refuse
+
+
+def _protect_host_files(paths: list[str]) -> None:
+    """Saving is the host's job (atomically, and only on success): a script may not write over the model."""
+    protected = {os.path.realpath(p) for p in paths}
+    original_write = ifcopenshell.file.write
+
+    def write(self: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.path.realpath(os.fspath(path)) in protected:
+            raise PermissionError(f"{path} is the host's model file: the host saves it when the script succeeds")
+        return original_write(self, path, *args, **kwargs)
+
+    ifcopenshell.file.write = write
 
 
 def _obey_keeper(model: ifcopenshell.file, fds: dict[str, int]) -> None:

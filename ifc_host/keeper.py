@@ -102,8 +102,9 @@ class HeldAutomation:
 
 class Keeper:
     def __init__(self, model: ifcopenshell.file, save_path: Path, hold_timeout_s: float,
-                 private_fds: tuple[int, ...] = ()) -> None:
+                 private_fds: tuple[int, ...] = (), model_path: Path | None = None) -> None:
         self.model = model
+        self.protected_paths = sorted({str(save_path), str(model_path or save_path)})
         self.private_fds = private_fds  # the keeper's own channel to the runtime: never left open in a child
         self.save_path = save_path
         self.hold_timeout_s = hold_timeout_s
@@ -131,7 +132,7 @@ class Keeper:
     def execute(self, job: dict[str, Any]) -> dict[str, Any]:
         if self.held is not None:
             return _failure(job, "Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
-        run = self._fork(job)
+        run = self._fork({**job, "protected_paths": self.protected_paths})
         try:
             message = run.reader.read(run.started + float(job["timeout_s"]))
         except TimeoutError:
@@ -335,7 +336,7 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
         connection.send({"ok": False, "error": str(exc)})
         return 2
     _preimport()
-    keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),))
+    keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path)
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid()})
     try:
         while True:

@@ -349,3 +349,12 @@ def test_out_path_receives_commits_and_the_input_is_never_written(tmp_path: Path
     assert path.read_bytes() == before
     names = [w.Name for w in open_checked(out).by_type("IfcWall")]
     assert names[:2] == ["saved elsewhere", "second"]
+
+
+def test_a_script_cannot_write_over_the_model_file(executor: IsolatedExecutor, model_path: Path, tmp_path: Path):
+    before = model_path.read_bytes()
+    result = run(executor, f"model.by_type('IfcWall')[0].Name = 'x'\nmodel.write({str(model_path)!r})")
+    assert result["ok"] is False and result["error"]["type"] == "PermissionError" and result["error"]["line"] == 2
+    assert model_path.read_bytes() == before
+    copy = tmp_path / "copy.ifc"
+    assert run(executor, f"model.write({str(copy)!r})", mode="collect")["ok"] and copy.exists()

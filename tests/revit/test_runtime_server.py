@@ -39,8 +39,22 @@ def test_both_transports_say_hello_and_serve(server, launch, transport):
     assert server.wait_for_host(token) == host.host_id
     hello = validate_host_message(server.state.hosts.get(host.host_id).hello)
     assert hello["host_app"] == "revit" and hello["document"] == {"title": "Tower A"}
-    assert hello["capabilities"] == ["execute", "export_view"]
+    assert hello["capabilities"] == ["execute", "export_view", "context"]
     assert run(server, host, REVIT_SCRIPTS["count_elements"])["stdout"] == "12\n"
+
+
+def test_the_context_snapshot_lists_levels_view_selection_and_counts(server, launch):
+    host, _ = launch()
+    door_ids = sorted(e.Id.Value for e in host.session.doc._elements.values() if type(e).__name__ == "FamilyInstance")
+    host.session.uidoc.Selection.SetElementIds([host.session.doc._elements[i].Id for i in door_ids[:2]])
+    reply = validate_host_message(server.send_to_host(host.host_id, {"type": "context"}))
+    context = reply["context"]
+    assert reply["ok"] is True and context["document"] == "Tower A"
+    assert [level["name"] for level in context["levels"]] == ["Level 1", "Level 2", "Level 3"]
+    assert [level["elevation"] for level in context["levels"]] == [0.0, 12.0, 24.0]
+    assert context["active_view"] == "Level 1" and context["selection"] == door_ids[:2]
+    assert context["counts"] == {"Walls": 12, "Doors": 6}
+    assert context["host_version"].startswith("Revit 2026")
 
 
 def test_a_job_behind_a_modal_dialog_is_answered_busy_and_never_applied_later(server, launch):
@@ -140,8 +154,10 @@ def test_a_whole_agent_run_uses_the_revit_provider_epilogue_and_view(server, lau
     assert report.count("Walls | Basic Wall : Generic - 200mm | Level: Level 2") == 2
     assert automation["directives"]["view"] == "Level 2" and automation["directives"]["geometry_changed"]
     assert automation["image"] is not None
-    texts = tool_result_texts(alice.call("GET", f"/api/sessions/{session_id}").json()["messages"])
-    assert "Walls | Basic Wall : Generic - 200mm" in texts[1]
+    messages = alice.call("GET", f"/api/sessions/{session_id}").json()["messages"]
+    assert "Walls | Basic Wall : Generic - 200mm" in tool_result_texts(messages)[1]
+    first_turn = str(messages[0]["content"])
+    assert "Level 1 (0), Level 2 (12), Level 3 (24)" in first_turn and "Active view: Level 1" in first_turn
 
     audit = server.state.store.audit(session_id=session_id)
     epilogues = [a for a in audit if a["kind"] == "epilogue"]

@@ -9,7 +9,7 @@ import numbers
 from nexus_runtime import RUNTIME_VERSION
 
 HOST_APP = "revit"
-CAPABILITIES = ["execute", "export_view"]
+CAPABILITIES = ["execute", "export_view", "context"]
 BUSY_MESSAGE = "Revit is busy (a dialog or an edit mode may be open; press Esc)"
 NO_DOCUMENT_TITLE = "(no document open)"
 
@@ -110,9 +110,19 @@ def export_view_error(request_id, message):
     return {"type": "export_view_result", "request_id": request_id, "ok": False, "error": message}
 
 
+def context_ok(request_id, context):
+    return {"type": "context_result", "request_id": request_id, "ok": True, "context": context}
+
+
+def context_error(request_id, message):
+    return {"type": "context_result", "request_id": request_id, "ok": False, "error": message}
+
+
 def busy_reply_for(message, waited_ms):
     if message.get("type") == "export_view":
         return export_view_error(message.get("request_id"), BUSY_MESSAGE)
+    if message.get("type") == "context":
+        return context_error(message.get("request_id"), BUSY_MESSAGE)
     return busy_execute_result(message.get("request_id"), waited_ms)
 
 
@@ -120,6 +130,8 @@ def failed_reply_for(message, kind, text):
     """A reply for a job that could not run at all (no document, internal fault)."""
     if message.get("type") == "export_view":
         return export_view_error(message.get("request_id"), text)
+    if message.get("type") == "context":
+        return context_error(message.get("request_id"), text)
     return execute_result(message.get("request_id"), False, False, "", [], empty_changes(), 0,
                           error_info=error_info(kind, text))
 
@@ -154,6 +166,11 @@ def check_execute(message):
     hold = message.get("hold")
     if hold is not None and not isinstance(hold, bool):
         raise ProtocolError("hold: must be a boolean")
+    return message
+
+
+def check_context(message):
+    _require_request_id(message)
     return message
 
 

@@ -5,6 +5,9 @@ import threading
 
 from nexus_runtime import RUNTIME_VERSION, protocol
 
+CHECKS = {"execute": protocol.check_execute, "export_view": protocol.check_export_view,
+          "context": protocol.check_context}
+CONTEXT_PICKUP_S = 5.0  # the cloud waits briefly for a context snapshot, then goes on without one
 BUSY_WITH_ANOTHER = ("Revit is busy with another NexusAI request ({0}); one runs at a time. "
                      "Try again when it has finished.")
 HOLD_UNSUPPORTED = ("This Revit runtime ({0}) cannot hold a transaction open for approval; "
@@ -29,7 +32,7 @@ class CommandRouter(object):
         kind = message["type"]
         if kind == "ping":
             self._send(protocol.pong(message.get("nonce")))
-        elif kind in ("execute", "export_view"):
+        elif kind in ("execute", "export_view", "context"):
             self._accept_command(message)
         elif kind == "decide":
             self._send(protocol.error("no automation is held for this request", message.get("request_id")))
@@ -40,10 +43,7 @@ class CommandRouter(object):
 
     def _accept_command(self, message):
         try:
-            if message["type"] == "execute":
-                protocol.check_execute(message)
-            else:
-                protocol.check_export_view(message)
+            CHECKS[message["type"]](message)
         except protocol.ProtocolError as exc:
             self._send(protocol.error("invalid {0}: {1}".format(message["type"], exc), message.get("request_id")))
             return
@@ -67,6 +67,8 @@ class CommandRouter(object):
         pickup_timeout = float(self._busy_after_s())
         if message["type"] == "execute":
             pickup_timeout = min(pickup_timeout, float(message["timeout_s"]))
+        elif message["type"] == "context":
+            pickup_timeout = min(pickup_timeout, CONTEXT_PICKUP_S)
         try:
             reply = self._dispatcher.serve(message, pickup_timeout)
         except Exception as exc:

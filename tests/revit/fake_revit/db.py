@@ -47,7 +47,9 @@ StorageType = make_enum("StorageType", {"None": 0, "Integer": 1, "Double": 2, "S
 BuiltInCategory = make_enum("BuiltInCategory", {
     "INVALID": -1, "OST_Walls": -2000011, "OST_Doors": -2000023, "OST_Windows": -2000014, "OST_Floors": -2000032,
     "OST_Levels": -2000240, "OST_Views": -2000279, "OST_Rooms": -2000160, "OST_Grids": -2000220,
-    "OST_Sheets": -2003100, "OST_DoorTags": -2000460})
+    "OST_Sheets": -2003100, "OST_DoorTags": -2000460, "OST_Roofs": -2000035, "OST_Ceilings": -2000038,
+    "OST_Stairs": -2000120, "OST_Columns": -2000100, "OST_StructuralColumns": -2001330,
+    "OST_StructuralFraming": -2001320, "OST_Furniture": -2000080, "OST_GenericModel": -2000151})
 BuiltInParameter = make_enum("BuiltInParameter", {
     "INVALID": -1, "ALL_MODEL_MARK": -1001203, "WALL_BASE_CONSTRAINT": -1001107, "FAMILY_LEVEL_PARAM": -1001352,
     "SCHEDULE_LEVEL_PARAM": -1001358, "INSTANCE_REFERENCE_LEVEL_PARAM": -1001364, "ELEM_FAMILY_PARAM": -1002052,

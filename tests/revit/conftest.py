@@ -13,6 +13,23 @@ if str(LIB) not in sys.path:
     sys.path.insert(0, str(LIB))
 
 from tests.revit.fake_revit import FakeRevit, install, uninstall  # noqa: E402
+from tests.revit.fake_revit.common import Session  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_revit_api_use_off_the_main_thread(request) -> Iterator[None]:
+    """Real Revit (and WPF) refuse calls from other threads; the fake records each attempt. None may happen
+    in any test, except those that provoke one on purpose (marked `provokes_thread_violation`)."""
+    Session.violations.clear()
+    yield
+    violations = list(Session.violations)
+    Session.violations.clear()
+    if request.node.get_closest_marker("provokes_thread_violation") is None:
+        assert violations == []
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "provokes_thread_violation: the test calls the fake Revit API off its main thread")
 
 
 @pytest.fixture

@@ -44,6 +44,7 @@ class Recorder(DB.IFailuresPreprocessor):
         return self.result or DB.FailureProcessingResult.Continue
 
 
+@pytest.mark.provokes_thread_violation
 def test_api_calls_off_the_main_thread_are_refused(revit):
     with pytest.raises(RevitExceptions.InvalidOperationException, match="API context"):
         revit.doc.GetElement(DB.ElementId(1))
@@ -164,6 +165,7 @@ def test_overlapping_walls_raise_a_warning(revit):
     assert len(revit.blocking_dialogs) == 1  # not deleted, forced modal handling on: a dialog
 
 
+@pytest.mark.provokes_thread_violation
 def test_external_event_raise_accepted_pending_denied_and_not_while_modal(revit):
     ran = threading.Event()
 
@@ -246,3 +248,13 @@ def test_install_replaces_the_stub_packages_and_uninstall_restores_them():
         session.stop()
         uninstall()
     assert sys.modules["Autodesk"] is stub_autodesk
+
+
+@pytest.mark.provokes_thread_violation
+def test_wpf_controls_refuse_changes_from_other_threads(revit, tmp_path):
+    from tests.revit.fake_revit.dotnet import FakeControl
+    control = revit.run_on_main(FakeControl, "TextBlock", {})
+    revit.run_on_main(setattr, control, "Text", "fine on the UI thread")
+    with pytest.raises(RevitExceptions.InvalidOperationException, match="different thread owns it"):
+        control.Text = "from a socket thread"
+    assert control.Text == "fine on the UI thread"

@@ -418,6 +418,15 @@ class FakeControl:
         self.Click = EventSlot("Click")
         self.ToolTip = attributes.get("ToolTip", "")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # WPF objects belong to the UI thread: "The calling thread cannot access this object..."
+        if name[0].isupper() and Session.main_thread is not None \
+                and threading.current_thread() is not Session.main_thread:
+            Session.violations.append(f"WPF {self.tag}.{name} set on thread {threading.current_thread().name}")
+            raise Session.world.exceptions.InvalidOperationException(
+                "The calling thread cannot access this object because a different thread owns it.")
+        object.__setattr__(self, name, value)
+
     def click(self) -> None:
         self.Click.fire(self, None)
 

@@ -188,3 +188,24 @@ def test_a_pyrevit_reload_replaces_the_runtime_without_a_second_pane(started, se
     assert first.connection.state == "stopped" and first.event._disposed
     assert len(revit.panes) == 1
     wait_for(lambda: second.status()["state"] == "connected")
+
+
+def test_the_extension_follows_pyrevit_s_layout():
+    import json
+
+    from PIL import Image
+
+    manifest = json.loads((EXTENSION / "extension.json").read_text())
+    assert manifest["type"] == "extension" and manifest["name"] == "NexusAI"
+    assert (EXTENSION / "startup.py").is_file() and (EXTENSION / "lib" / "nexus_runtime" / "__init__.py").is_file()
+    expected_icons = {"Chat": ["icon"], "Settings": ["icon"], "Connect": ["icon", "on", "off"]}
+    for button, icons in expected_icons.items():
+        bundle = PANEL / f"{button}.pushbutton"
+        settings = dict(line.split(":", 1) for line in (bundle / "bundle.yaml").read_text().splitlines()
+                        if ":" in line and not line.startswith(" "))
+        assert settings["title"].strip() == button and settings["tooltip"].strip()
+        assert (bundle / "script.py").is_file()
+        for icon in icons:
+            for variant in ("", ".dark"):
+                with Image.open(bundle / f"{icon}{variant}.png") as image:
+                    assert image.format == "PNG" and image.size == (96, 96)

@@ -329,3 +329,111 @@ def test_settings_input_is_checked_and_an_empty_token_keeps_the_old_one():
     restored = Settings.from_mapping(json.loads(json.dumps(updated.to_mapping())))
     assert restored.to_mapping() == updated.to_mapping()
     assert Settings.from_mapping({"auto_connect": "False", "busy_after_s": "5"}).auto_connect is False
+
+
+# --- the connection, over an in-memory transport ---------------------------------------------------
+
+class MemoryTransport:
+    """One connection attempt: what the runtime sent, and a queue of what the 'server' says."""
+
+    def __init__(self, fail_connect: bool = False) -> None:
+        import queue
+        self.inbound: queue.Queue = queue.Queue()
+        self.sent: list[dict] = []
+        self.connected_to: tuple[str, dict] | None = None
+        self.fail_connect = fail_connect
+
+    def connect(self, url, headers, timeout_s):
+        from nexus_runtime.transport import TransportError
+        if self.fail_connect:
+            raise TransportError("connection refused")
+        self.connected_to = (url, headers)
+
+    def send_text(self, text):
+        self.sent.append(json.loads(text))
+
+    def receive_text(self):
+        from nexus_runtime.transport import TransportClosed
+        item = self.inbound.get(timeout=10)
+        if item is None:
+            raise TransportClosed("closed")
+        return item
+
+    def close(self):
+        self.inbound.put(None)
+
+
+def wait_until(condition, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_the_connection_says_hello_keeps_results_while_down_and_flushes_them_after_welcome():
+    from nexus_runtime.connection import HostConnection
+    from nexus_runtime.host_info import HostInfo
+    from nexus_runtime.log import RuntimeLog
+
+    attempts: list[MemoryTransport] = [MemoryTransport(fail_connect=True), MemoryTransport(), MemoryTransport()]
+    made: list[MemoryTransport] = []
+
+    def factory():
+        made.append(attempts.pop(0))
+        return made[-1]
+
+    settings = Settings(server_url="https://nexus.example", token="tok")
+    connection = HostConnection(factory, lambda: settings, HostInfo("2026 (26.0)", "Tower A", "2.7.12"),
+                                RuntimeLog(), backoff=Backoff(0.01, 0.05, jitter=0.0))
+    received: list[str] = []
+    connection.set_message_handler(received.append)
+    connection.start()
+    try:
+        wait_until(lambda: len(made) == 2 and made[1].sent)
+        first = made[1]
+        assert first.connected_to == ("wss://nexus.example/ws/host", {"Authorization": "Bearer tok"})
+        hello = first.sent[0]
+        assert hello["type"] == "hello" and "host_id" not in hello and hello["document"] == {"title": "Tower A"}
+        assert connection.state == "connecting"  # the first attempt failed; this one waits for welcome
+        first.inbound.put(json.dumps({"type": "welcome", "host_id": "h_1"}))
+        wait_until(lambda: connection.state == "connected")
+        first.inbound.put(json.dumps({"type": "ping"}))
+        wait_until(lambda: [json.loads(t) for t in received] == [{"type": "ping"}])
+
+        first.close()  # the link drops; a result finished meanwhile is kept
+        wait_until(lambda: len(made) == 3 and made[2].sent)
+        assert connection.send({"type": "execute_result", "request_id": "r1"}) is False
+        assert connection.send({"type": "pong"}) is False  # not worth keeping
+        second = made[2]
+        assert second.sent[0]["host_id"] == "h_1"
+        second.inbound.put(json.dumps({"type": "welcome", "host_id": "h_1"}))
+        wait_until(lambda: len(second.sent) == 2)
+        assert second.sent[1] == {"type": "execute_result", "request_id": "r1"}
+        assert connection.send({"type": "pong"}) is True and second.sent[2] == {"type": "pong"}
+    finally:
+        connection.stop(2.0)
+    assert connection.state == "stopped" and connection.connected_count == 2
+
+
+def test_an_error_instead_of_welcome_is_retried_with_backoff():
+    from nexus_runtime.connection import HostConnection
+    from nexus_runtime.host_info import HostInfo
+    from nexus_runtime.log import RuntimeLog
+
+    made: list[MemoryTransport] = []
+
+    def factory():
+        transport = MemoryTransport()
+        transport.inbound.put(json.dumps({"type": "error", "message": "unknown token"}))
+        made.append(transport)
+        return transport
+
+    settings = Settings(server_url="http://127.0.0.1:1", token="bad")
+    connection = HostConnection(factory, lambda: settings, HostInfo(), RuntimeLog(),
+                                backoff=Backoff(0.01, 0.02, jitter=0.0))
+    connection.start()
+    try:
+        wait_until(lambda: len(made) >= 3)
+        assert "unknown token" in connection.last_error and connection.state != "connected"
+    finally:
+        connection.stop(2.0)

@@ -69,9 +69,6 @@ class HostConnection(object):
             self._thread.join(timeout_s)
         self.state = STOPPED
 
-    def is_running(self):
-        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
-
     def reconnect_now(self):
         """Drop the link and skip the backoff wait (e.g. after the settings changed)."""
         self._wake.set()
@@ -90,10 +87,6 @@ class HostConnection(object):
             if message.get("type") in _KEPT_FOR_LATER:
                 self._outbox.append(text)
             return False
-
-    def pending_outbox(self):
-        with self._send_lock:
-            return len(self._outbox)
 
     def _run(self, stop):
         while not stop.is_set():

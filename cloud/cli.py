@@ -63,16 +63,14 @@ def cmd_sample_model(args: argparse.Namespace) -> int:
 
 
 def cmd_ifc_host(args: argparse.Namespace) -> int:
-    from ifc_host.model_file import BadModelError, open_checked
-    from ifc_host.runtime import run_host
+    from ifc_host.model_file import BadModelError
+    from ifc_host.runtime import HostRejected, run_host
 
-    try:
-        open_checked(args.model)
-    except BadModelError as exc:
-        return _fail(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
         run_host(args.model, args.server, args.token, out_path=args.out)
+    except (BadModelError, HostRejected, ValueError) as exc:
+        return _fail(str(exc))
     except KeyboardInterrupt:
         pass
     return 0
@@ -103,10 +101,16 @@ class _LocalStack:
         self.store = store
         self.token = store.create_token(user, admin=admin)
         self.server = start_server(create_app(store, Settings(), default_model=default_model), bind, port)
-        self.host = start_host_thread(model_path, self.server.url, self.token, out_path=out_path)
-        if not self.host.connected.wait(60):
+        try:
+            self.host = start_host_thread(model_path, self.server.url, self.token, out_path=out_path)
+        except Exception:
+            self.server.shutdown()
+            raise
+        try:
+            self.host.wait_connected(60)
+        except Exception:
             self.close()
-            raise RuntimeError("the IFC host did not connect to the orchestrator")
+            raise
 
     @property
     def url(self) -> str:

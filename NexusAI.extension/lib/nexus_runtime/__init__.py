@@ -1,12 +1,12 @@
 """NexusAI's Revit runtime: serves execute / export_view to the cloud over an outbound websocket.
 
 Two layers, kept apart on purpose:
-- plain modules (protocol, jobs, dispatch, changes, failure_log, script_runner, connection, backoff,
-  settings, host_info, png, image_files, browser_choice, log): no `clr`, no Revit API, no WPF;
-  they run unchanged under IronPython 2.7 and CPython 3 and are tested for real.
-- thin Revit-facing modules (revit_api, event_handler, executor, failure_handling, change_tracking,
-  image_export, views, jobs_revit, transport_clientwebsocket, config_store, webview, pane, runtime):
-  everything that touches Autodesk.Revit, System or WPF, tested against a fake Revit API.
+- plain modules (protocol, jobs, dispatch, router, connection, transport, backoff, changes, failure_log,
+  script_runner, settings, host_info, ids, png, image_files, browser_choice, log): no `clr`, no Revit
+  API, no WPF; they run unchanged under IronPython 2.7 and CPython 3 and are tested for real.
+- thin Revit-facing modules (event_handler, revit_jobs, executor, failure_handling, change_tracking,
+  image_export, views, context_snapshot, transport_clientwebsocket, config_store, registry, webview,
+  pane, runtime): everything that touches Autodesk.Revit, System, WPF or pyRevit, tested against a fake.
 
 Every file uses Python 2.7 syntax (IronPython 2.7 is pyRevit's default engine).
 """

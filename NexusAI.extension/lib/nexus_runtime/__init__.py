@@ -1,4 +1,4 @@
-"""NexusAI's Revit runtime: serves execute / export_view to the cloud over an outbound websocket.
+"""NexusAI's Revit runtime: serves execute, export_view and context to the cloud over an outbound websocket.
 
 Two layers, kept apart on purpose:
 - plain modules (protocol, jobs, dispatch, router, connection, transport, backoff, changes, failure_log,

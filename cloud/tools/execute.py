@@ -245,16 +245,17 @@ def _no_result_text(ctx: ToolContext, reply: dict[str, Any] | None) -> str:
 
 def _describe_run(ctx: ToolContext, result: dict[str, Any], mode: str, report: str, image: dict[str, Any] | None,
                   notes: list[str], extra: list[str], decision: dict[str, Any] | None = None) -> str:
-    seconds = (result.get("duration_ms") or 0) / 1000
+    ms = result.get("duration_ms") or 0
+    took = f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
     if decision and decision["decision"] == "discard":
         comment = decision.get("comment")
         lines = [message("outcome_discarded", comment=f" Their comment: {comment}" if comment else "")]
     elif result.get("timed_out"):
         lines = [message("outcome_timed_out", timeout=ctx.settings.script_timeout_s)]
     elif mode == "collect":
-        lines = [message("outcome_collect" if result.get("ok") else "outcome_collect_failed", seconds=seconds)]
+        lines = [message("outcome_collect" if result.get("ok") else "outcome_collect_failed", took=took)]
     else:
-        lines = [message("outcome_committed" if result.get("committed") else "outcome_rolled_back", seconds=seconds)]
+        lines = [message("outcome_committed" if result.get("committed") else "outcome_rolled_back", took=took)]
     external = result.get("external_changes")
     if external:
         lines.insert(0, message("section_external", summary=external["summary"]))

@@ -98,3 +98,45 @@ def test_context_block_leads_the_first_user_turn_and_stays_out_of_the_system_pro
     assert "Level 1 (0), Level 2 (3.5)" in block and "Selected element ids (1): 101" in block
     assert "Door 6" in block and first_user[1]["text"] == "first request"
     assert seen[0].system == seen[1].system and "Context from the host" not in seen[0].system
+
+
+def test_a_run_that_looks_up_inspects_and_acts_completes_on_the_ifc_host(tmp_path, scripts_dir, monkeypatch):
+    import ifcopenshell
+
+    from ifc_host.runtime import start_host_thread
+    from ifc_host.sample import write_sample_model
+    from tests.support.client import Client
+    from tests.support.server import running_server
+
+    seen = []
+    original = scripted.ScriptedModel.stream
+
+    def recording(self, request, cancel):
+        seen.append(request)
+        return (yield from original(self, request, cancel))
+
+    monkeypatch.setattr(scripted.ScriptedModel, "stream", recording)
+    model = tmp_path / "model.ifc"
+    write_sample_model(model, storeys=2)
+    act = "door = model.by_type('IfcDoor')[0]\nifcopenshell.api.attribute.edit_attributes(model, product=door, attributes={'Tag': 'LOOKED-UP'})"
+    spec = write_script(scripts_dir / "ground.json", [
+        [{"tool_call": {"name": "lookup_api", "input": {"query": "attribute.edit_attributes"}}}],
+        [{"tool_call": {"name": "execute_data_collection", "input": {"code": "print(model.by_type('IfcDoor')[0].Tag)"}}}],
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": act}}}],
+        [{"text": "Done."}]])
+    with running_server(tmp_path, keepalive_s=0.5) as srv:
+        client = Client(srv.url, srv.token("alice"))
+        host = start_host_thread(str(model), srv.url, client.token)
+        try:
+            sid = client.new_session(host.wait_connected(60), spec)
+            stream = client.run(sid, "retag the first door")
+        finally:
+            host.stop()
+    lookup, collect, automate = (c["content"] for c in stream.of("Metadata", "tool_result"))
+    assert "function ifcopenshell.api.attribute.edit_attributes(" in lookup.splitlines()[1]
+    assert "Output:\nD1" in collect  # the first door's mark, read before acting
+    assert automate.startswith("Transaction: committed")
+    assert stream.last["type"] == "Complete"
+    assert ifcopenshell.open(str(model)).by_type("IfcDoor")[0].Tag == "LOOKED-UP"
+    context = seen[0].transcript[0]["content"][0]
+    assert context["kind"] == "host_context" and "Level 1" in context["text"] and "IfcDoor" in context["text"]

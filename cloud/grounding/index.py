@@ -1,6 +1,7 @@
 """An in-memory API index with ranked search: exact names first, then prefixes, then words in docs."""
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -36,6 +37,13 @@ class ApiIndex:
         self._names = [e.name.lower() for e in entries]
         self._short = [e.name.rsplit(".", 1)[-1].lower() for e in entries]
         self._docs = [e.doc.lower() for e in entries]
+        # One lowercase haystack of every name and doc lets str.find (C speed) pick the candidates.
+        rows = [f"{n} {d}" for n, d in zip(self._names, self._docs, strict=True)]
+        self._haystack = "\n".join(rows)
+        self._starts, offset = [], 0
+        for row in rows:
+            self._starts.append(offset)
+            offset += len(row) + 1
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -65,15 +73,25 @@ class ApiIndex:
         if not words:
             return [], 0
         scored = []
-        for i, name in enumerate(self._names):
-            # Cheap prefilter: the entry must mention at least one query word somewhere.
-            if not any(w in name for w in words) and not any(w in self._docs[i] for w in words):
-                continue
+        for i in self._candidates(words):
             score = self._score(i, query, words)
             if score:
                 scored.append((score, i))
         scored.sort(key=lambda s: (-s[0], self._names[s[1]]))
         return [self.entries[i] for _, i in scored[:limit]], len(scored)
+
+    def _candidates(self, words: list[str]) -> set[int]:
+        """Entries whose name or doc mentions at least one query word."""
+        found: set[int] = set()
+        for word in words:
+            at = self._haystack.find(word)
+            while at != -1:
+                i = bisect.bisect_right(self._starts, at) - 1
+                found.add(i)
+                # Skip to the next entry: one hit per entry is enough.
+                nxt = self._starts[i + 1] if i + 1 < len(self._starts) else len(self._haystack)
+                at = self._haystack.find(word, nxt)
+        return found
 
     def answer(self, query: str, limit: int = DEFAULT_LIMIT, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         """The tool result for the model: ranked matches, capped, with a note on what was left out."""

@@ -92,7 +92,7 @@ class HostConnection(object):
         while not stop.is_set():
             settings = self._settings_provider()
             if not settings.is_complete():
-                self.state = NOT_CONFIGURED
+                self._set_state(stop, NOT_CONFIGURED)
                 self._wait(5.0)
                 continue
             transport = self._transport_factory()
@@ -111,16 +111,18 @@ class HostConnection(object):
             self._wait(delay)
 
     def _serve_once(self, settings, transport, stop):
-        self.state = CONNECTING
         with self._send_lock:
+            if stop.is_set():
+                return
             self._transport = transport
+            self.state = CONNECTING
         transport.connect(websocket_url(settings.server_url),
                           {"Authorization": "Bearer " + settings.token}, self._connect_timeout_s)
         info = self._host_info.snapshot()
         hello = protocol.hello(info["host_version"], info["python_version"], info["document_title"], self.host_id)
         with self._send_lock:
             transport.send_text(protocol.encode(hello))
-        self._await_welcome(transport)
+        self._await_welcome(transport, stop)
         self._backoff.reset()
         self.last_error = None
         self.connected_count += 1
@@ -128,13 +130,13 @@ class HostConnection(object):
         while not stop.is_set():
             self._deliver(transport.receive_text())
 
-    def _await_welcome(self, transport):
+    def _await_welcome(self, transport, stop):
         while True:
             message = protocol.decode(transport.receive_text())
             if message["type"] == "welcome":
                 with self._send_lock:
                     self.host_id = message.get("host_id") or self.host_id
-                    self.state = CONNECTED
+                    self._set_state(stop, CONNECTED)
                     while self._outbox:
                         transport.send_text(self._outbox[0])
                         self._outbox.popleft()
@@ -165,6 +167,11 @@ class HostConnection(object):
                 transport.close()
             except Exception as exc:
                 self._log.write("close failed: {0}".format(exc))
+
+    def _set_state(self, stop, state):
+        # A thread that was told to stop may still be winding down: it no longer owns the state.
+        if stop is self._stop and not stop.is_set():
+            self.state = state
 
     def _wait(self, seconds):
         self._wake.wait(seconds)

@@ -141,3 +141,14 @@ def test_edits_made_between_turns_reach_the_model_once(server, alice, host, scri
     assert first.startswith("Note: since the previous run, the model was changed outside the agent "
                             "(2 elements modified by the person)")
     assert "outside the agent" not in second
+
+
+def test_ask_on_a_host_that_cannot_hold_refuses_instead_of_committing_unreviewed(server, alice, scripts_dir):
+    old_host = TestHost(server.ws_url, alice.token, capabilities=("context",)).start()
+    sid = alice.new_session(old_host.host_id, _spec(scripts_dir, [ADD_DOOR], [{"text": "ok"}]))
+    _set_policy(alice, sid, "ask")
+    before = dict(old_host.document.elements)
+    stream = alice.run(sid, "add a door")
+    assert "cannot hold a change for review" in stream.of("Metadata", "tool_result")[0]["content"]
+    assert old_host.document.elements == before and not [m for m in old_host.received if m["type"] == "execute"]
+    old_host.stop()

@@ -115,8 +115,11 @@ def _budget_refusal(ctx: ToolContext) -> tuple[str | None, str | None]:
 def _automate(ctx: ToolContext, call: dict[str, Any], connection: HostConnection,
               arguments: dict[str, Any]) -> Generator[Chunk, None, dict[str, Any]]:
     state = ctx.session.state
-    if effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name) == "readonly":
+    policy = effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name)
+    if policy == "readonly":
         return (yield from _plain(call, message("readonly")))
+    if policy == "ask" and HOLD_CAPABILITY not in (connection.hello.get("capabilities") or []):
+        return (yield from _plain(call, message("ask_without_hold")))
     cap, budget_line = _budget_refusal(ctx)
     if cap:
         state.cap_reached = True

@@ -28,6 +28,7 @@ class ChatPage {
     this.cancel = $("cancel");
     this.hostSelect = $("host");
     this.modelInput = $("model");
+    this.modelInput.addEventListener("input", () => this.updateScriptedNote());
     this.policySelect = $("policy");
     this.notice = $("notice");
     this.sessionId = null;
@@ -92,6 +93,7 @@ class ChatPage {
       const specs = new Set([models.default, ...models.configured_vendors.flatMap((v) => WELL_KNOWN_MODELS[v] || [])]);
       clear(list).append(...[...specs].filter(Boolean).map((spec) => h("option", { value: spec })));
       if (!this.modelInput.value && models.default) this.modelInput.value = models.default;
+      this.updateScriptedNote();
       if (!models.default && !models.configured_vendors.length) {
         this.modelInput.placeholder = "vendor:model (no vendor key configured)";
       }
@@ -160,6 +162,10 @@ class ChatPage {
     } catch (error) {
       this.showNotice(error.message);
     }
+  }
+
+  updateScriptedNote() {
+    $("scripted-note").hidden = !this.modelInput.value.trim().startsWith("scripted:");
   }
 
   updatePolicyNote() {
@@ -233,6 +239,7 @@ class ChatPage {
       this.updateHostState();
     }
     if (session.model) this.modelInput.value = session.model;
+    this.updateScriptedNote();
     this.policySelect.value = session.policy || "auto";
     this.updatePolicyNote();
     this.showCost(session.usage);

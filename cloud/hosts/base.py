@@ -50,3 +50,14 @@ def split_epilogue_output(stdout: str | None) -> tuple[str, dict[str, Any]]:
                 continue
         report.append(line)
     return "\n".join(report).strip("\n"), directives
+
+
+def directed_view(result: dict[str, Any], max_ids: int) -> tuple[bool, ViewRequest | None]:
+    """What the epilogue's directive line says to capture: (whether it said anything, the view or None)."""
+    _report, directives = split_epilogue_output(result.get("epilogue_stdout"))
+    if "geometry_changed" not in directives:
+        return False, None
+    if not directives["geometry_changed"]:
+        return True, None
+    ids = [int(i) for i in directives.get("element_ids") or []][:max_ids]
+    return True, ViewRequest(view=directives.get("view") or None, element_ids=ids)

@@ -7,7 +7,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from cloud.hosts.base import ViewRequest, split_epilogue_output
+from cloud.hosts.base import ViewRequest, directed_view
 from cloud.prompts import text
 
 EPILOGUE_PATH = Path(__file__).resolve().parent / "epilogues" / "ifc_epilogue.py"
@@ -46,12 +46,9 @@ class IfcProvider:
         geometrically changed elements decides, on the storey the renderer picks for them."""
         if not result.get("ok") or not (result.get("committed") or result.get("held")):
             return None
-        _report, directives = split_epilogue_output(result.get("epilogue_stdout"))
-        if "geometry_changed" in directives:
-            if not directives["geometry_changed"]:
-                return None
-            ids = [int(i) for i in directives.get("element_ids") or []][:MAX_VIEW_ELEMENT_IDS]
-            return ViewRequest(view=directives.get("view") or None, element_ids=ids)
+        directed, view = directed_view(result, MAX_VIEW_ELEMENT_IDS)
+        if directed:
+            return view
         geometric = [int(i) for i in (result.get("details") or {}).get("geometry_changed") or []]
         if not geometric:
             return None

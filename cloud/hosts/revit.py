@@ -8,7 +8,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from cloud.hosts.base import ViewRequest, split_epilogue_output
+from cloud.hosts.base import ViewRequest, directed_view
 from cloud.prompts import text
 
 EPILOGUE_PATH = Path(__file__).resolve().parent / "epilogues" / "revit_epilogue.py"
@@ -57,12 +57,9 @@ class RevitProvider:
         committed change is shown, framed on the added and modified elements."""
         if not (result.get("committed") or result.get("held")):
             return None
-        _report, directives = split_epilogue_output(result.get("epilogue_stdout"))
-        if "geometry_changed" in directives:
-            if not directives["geometry_changed"]:
-                return None
-            ids = [int(i) for i in directives.get("element_ids") or []][:MAX_VIEW_ELEMENT_IDS]
-            return ViewRequest(view=directives.get("view") or None, element_ids=ids)
+        directed, view = directed_view(result, MAX_VIEW_ELEMENT_IDS)
+        if directed:
+            return view
         changes = result.get("changes") or {}
         changed = list(changes.get("added", [])) + list(changes.get("modified", []))
         if not changed and not changes.get("deleted"):

@@ -1,7 +1,8 @@
 """The JSON API of DESIGN.md: sessions, messages (SSE), tool results, approval, policy, cancel, hosts."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import wraps
 from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
@@ -62,13 +63,17 @@ def _unusable_model(exc: ModelError):
     return api_error(400, str(exc))
 
 
-def _own_session(session_id: str) -> tuple[dict[str, Any] | None, Response | None]:
-    row = nexus().store.get_session(session_id)
-    if row is None:
-        return None, api_error(404, f"no session {session_id}")
-    if row["user_name"] != g.user.name:
-        return None, api_error(403, "this session belongs to another user")
-    return row, None
+def own_session(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Resolve <session_id> to the signed-in user's session row (404 unknown, 403 another user's)."""
+    @wraps(view)
+    def wrapped(session_id: str, **kwargs: Any):
+        row = nexus().store.get_session(session_id)
+        if row is None:
+            return api_error(404, f"no session {session_id}")
+        if row["user_name"] != g.user.name:
+            return api_error(403, "this session belongs to another user")
+        return view(row, **kwargs)
+    return wrapped
 
 
 def _check_model(spec: Any) -> str:
@@ -130,10 +135,9 @@ def session_previews():
 
 @api.get("/sessions/<session_id>")
 @require_user()
-def get_session(session_id: str):
-    row, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def get_session(row: dict[str, Any]):
+    session_id = row["id"]
     state = nexus()
     run = state.runs.get(session_id)
     return jsonify({
@@ -146,10 +150,9 @@ def get_session(session_id: str):
 
 @api.put("/sessions/<session_id>/host")
 @require_user()
-def set_host(session_id: str):
-    row, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def set_host(row: dict[str, Any]):
+    session_id = row["id"]
     host_id = _check_host(_json_body("host_id")["host_id"])
     nexus().store.update_session(session_id, host_id=host_id)
     return jsonify({"session_id": session_id, "host_id": host_id})
@@ -168,10 +171,9 @@ def _follow(run: Run, after: int) -> Iterator[str]:
 
 @api.post("/sessions/<session_id>/messages")
 @require_user()
-def post_message(session_id: str):
-    row, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def post_message(row: dict[str, Any]):
+    session_id = row["id"]
     body = _json_body("text", optional=("model",))
     text = body["text"]
     if not isinstance(text, str) or not text.strip():
@@ -194,10 +196,9 @@ def post_message(session_id: str):
 
 @api.get("/sessions/<session_id>/stream")
 @require_user()
-def reattach(session_id: str):
-    _, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def reattach(row: dict[str, Any]):
+    session_id = row["id"]
     run = nexus().runs.get(session_id)
     if run is None:
         return api_error(404, "no run in progress in this session")
@@ -209,10 +210,9 @@ def reattach(session_id: str):
 
 @api.post("/sessions/<session_id>/tool-results")
 @require_user()
-def post_tool_result(session_id: str):
-    row, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def post_tool_result(row: dict[str, Any]):
+    session_id = row["id"]
     body = _json_body("tool_call_id", "result")
     if not isinstance(body["tool_call_id"], str):
         raise ContractError("tool_call_id: expected a string")
@@ -228,10 +228,9 @@ def post_tool_result(session_id: str):
 
 @api.post("/sessions/<session_id>/approval")
 @require_user()
-def post_approval(session_id: str):
-    _, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def post_approval(row: dict[str, Any]):
+    session_id = row["id"]
     body = _json_body("tool_call_id", "decision", optional=("comment",))
     if not isinstance(body["tool_call_id"], str):
         raise ContractError("tool_call_id: expected a string")
@@ -249,10 +248,9 @@ def post_approval(session_id: str):
 
 @api.put("/sessions/<session_id>/policy")
 @require_user()
-def put_policy(session_id: str):
-    row, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def put_policy(row: dict[str, Any]):
+    session_id = row["id"]
     policy = _json_body("policy")["policy"]
     if policy not in POLICY_STRICTNESS:
         raise ContractError(f"policy: expected one of {', '.join(POLICY_STRICTNESS)}")
@@ -262,10 +260,9 @@ def put_policy(session_id: str):
 
 @api.post("/sessions/<session_id>/cancel")
 @require_user()
-def cancel(session_id: str):
-    _, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def cancel(row: dict[str, Any]):
+    session_id = row["id"]
     run = nexus().runs.get(session_id)
     if run is None:
         return api_error(409, "no run in progress in this session")
@@ -275,20 +272,18 @@ def cancel(session_id: str):
 
 @api.get("/sessions/<session_id>/results/<tool_call_id>")
 @require_user()
-def get_result(session_id: str, tool_call_id: str):
-    _, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def get_result(row: dict[str, Any], tool_call_id: str):
+    session_id = row["id"]
     result = nexus().store.get_result(session_id, tool_call_id)
     return jsonify(result) if result is not None else api_error(404, f"no result for {tool_call_id}")
 
 
 @api.get("/sessions/<session_id>/images/<image_id>")
 @require_user()
-def get_image(session_id: str, image_id: str):
-    _, refusal = _own_session(session_id)
-    if refusal:
-        return refusal
+@own_session
+def get_image(row: dict[str, Any], image_id: str):
+    session_id = row["id"]
     png = nexus().store.get_image(session_id, image_id)
     if png is None:
         return api_error(404, f"no image {image_id}")

@@ -140,3 +140,10 @@ def test_a_run_that_looks_up_inspects_and_acts_completes_on_the_ifc_host(tmp_pat
     assert ifcopenshell.open(str(model)).by_type("IfcDoor")[0].Tag == "LOOKED-UP"
     context = seen[0].transcript[0]["content"][0]
     assert context["kind"] == "host_context" and "Level 1" in context["text"] and "IfcDoor" in context["text"]
+
+
+def test_the_runtime_helpers_are_indexed_beside_the_host_api():
+    from cloud.grounding.registry import api_index
+
+    answer = api_index("ifc", {"document": {"schema": "IFC4"}}).answer("nexus_deleted_info")
+    assert answer.splitlines()[1].startswith("function nexus_deleted_info() -> dict[int, dict]")

@@ -1,12 +1,16 @@
 """Which API index answers `lookup_api` for a host, built once per host app and version, then kept."""
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from cloud.grounding.index import ApiIndex
+from cloud.grounding.index import ApiEntry, ApiIndex
+
+RUNTIME_HELPERS = Path(__file__).with_name("runtime_helpers.json")
 
 
 class NoApiIndex(LookupError):
@@ -35,6 +39,11 @@ _lock = threading.Lock()
 _indexes: dict[str, ApiIndex] = {}
 
 
+def _runtime_helpers(host_app: str) -> list[ApiEntry]:
+    rows = json.loads(RUNTIME_HELPERS.read_text(encoding="utf-8")).get(host_app, [])
+    return [ApiEntry(r["name"], r["kind"], r.get("signature", ""), r.get("doc", "")) for r in rows]
+
+
 def api_index(host_app: str, hello: dict[str, Any]) -> ApiIndex:
     """The index for this host (built on first use; call `warm` when a host connects to build it early)."""
     if host_app not in BUILDERS:
@@ -43,9 +52,10 @@ def api_index(host_app: str, hello: dict[str, Any]) -> ApiIndex:
     with _lock:
         if key not in _indexes:
             try:
-                _indexes[key] = build()
+                index = build()
             except LookupError as exc:
                 raise NoApiIndex(str(exc)) from exc
+            _indexes[key] = ApiIndex(_runtime_helpers(host_app) + index.entries, index.label)
         return _indexes[key]
 
 

@@ -48,12 +48,14 @@ def model_view(transcript: list[Entry]) -> list[Entry]:
     last = max((i for i, e in enumerate(transcript) if e.get("role") == "compaction"), default=None)
     if last is None:
         return list(transcript)
-    summary = transcript[last]["summary"]
-    head = user_text("[Earlier conversation, summarised to fit the context window]\n" + summary)
+    marker = transcript[last]
+    head = user_text("[Earlier conversation, summarised to fit the context window]\n" + marker["summary"])
+    # What the summary stands for travels with it (the scripted model counts the turns it hides).
+    head["compaction"] = {k: marker[k] for k in ("replaced", "scripted_turns") if k in marker}
     rest = transcript[last + 1:]
     if rest and rest[0].get("role") == "user":
         # Two user turns in a row are rejected by some vendors: fold the summary into the next one.
-        merged = {"role": "user", "content": head["content"] + rest[0]["content"]}
+        merged = {**head, "content": head["content"] + rest[0]["content"]}
         return [merged, *rest[1:]]
     return [head, *rest]
 

@@ -136,3 +136,34 @@ def test_a_scripted_run_over_http_plays_its_turns_in_order(server, alice, host, 
     assert "".join(c["content"] for c in stream.of("Message")) == "Counting walls.There are 2 walls."
     assert stream.of("Metadata", "tool_result")[0]["metadata"]["stdout"] == "2\n"
     assert stream.of("Metadata", "model")[0]["metadata"]["vendor"] == "scripted"
+
+
+def test_the_scripted_model_resumes_after_a_compaction_hides_its_earlier_turns(tmp_path):
+    import threading
+
+    from cloud.transcript import model_view
+    from cloud.vendors.base import TurnRequest
+    from cloud.vendors.scripted import ScriptedModel
+
+    path = tmp_path / "s.json"
+    path.write_text('{"turns": [[{"text": "one"}], [{"text": "two"}], [{"text": "three"}]]}')
+    model = ScriptedModel(str(path))
+    spec = model.spec
+    transcript = [{"role": "user", "content": [{"type": "text", "text": "a"}]},
+                  {"role": "assistant", "model": spec, "content": [{"type": "text", "text": "one"}]},
+                  {"role": "user", "content": [{"type": "text", "text": "b"}]},
+                  {"role": "assistant", "model": spec, "content": [{"type": "text", "text": "two"}]},
+                  {"role": "compaction", "summary": "said one and two", "replaced": 4, "model": spec,
+                   "scripted_turns": 2},
+                  {"role": "user", "content": [{"type": "text", "text": "c"}]}]
+    stream = model.stream(TurnRequest("sys", model_view(transcript), (), 1000, "s"), threading.Event())
+    chunks = list(_drain(stream))
+    assert "".join(c.content for c in chunks) == "three"
+
+
+def _drain(stream):
+    while True:
+        try:
+            yield next(stream)
+        except StopIteration:
+            return

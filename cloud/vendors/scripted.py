@@ -53,7 +53,7 @@ class ScriptedModel:
 
     def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
         played = sum(1 for e in request.transcript if e.get("role") == "assistant" and e.get("model") == self.spec)
-        played += sum(e.get("scripted_turns", 0) for e in request.transcript if e.get("role") == "compaction")
+        played += sum(e.get("compaction", {}).get("scripted_turns", 0) for e in request.transcript)
         items = self.turns[played] if played < len(self.turns) else [{"text": OUT_OF_TURNS}]
         budget = request.max_tokens * CHARS_PER_TOKEN
         turn = ModelTurn(usage=Usage(uncached_input=sum(len(json.dumps(e)) for e in request.transcript) // CHARS_PER_TOKEN))

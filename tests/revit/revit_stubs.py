@@ -91,7 +91,8 @@ def find_class(class_name: str, namespaces: tuple[str, ...] = tuple(NAMESPACES))
 
 
 def has_member(class_name: str, member: str, namespaces: tuple[str, ...] = tuple(NAMESPACES)) -> bool:
-    """True when `class_name` (or one of its stub base classes) declares `member`."""
+    """True when `class_name` (or one of its stub base classes) declares `member`. The class is looked up in
+    `namespaces`; its bases anywhere (UI.Events classes derive from DB.Events ones)."""
     seen: set[str] = set()
     pending = [class_name]
     while pending:
@@ -99,7 +100,7 @@ def has_member(class_name: str, member: str, namespaces: tuple[str, ...] = tuple
         if current in seen:
             continue
         seen.add(current)
-        stub = find_class(current, namespaces)
+        stub = find_class(current, namespaces) if current == class_name else find_class(current)
         if stub is None:
             continue
         if member in stub.members:

@@ -121,7 +121,10 @@ def test_every_revit_class_and_member_the_sources_name_exists_in_revit_2026():
 FAKE_MODULES = {db: "Autodesk.Revit.DB", ui: "Autodesk.Revit.UI", events: "Autodesk.Revit.DB.Events",
                 appservices: "Autodesk.Revit.ApplicationServices", exceptions: "Autodesk.Revit.Exceptions"}
 FAKE_ONLY = {"InternalElement", "EventSlot", "EnumValue", "RevitApiException", "Session", "NetList"}
-NAMESPACE_OF = {"ViewActivatedEventArgs": "Autodesk.Revit.UI.Events", "Selection": "Autodesk.Revit.UI.Selection"}
+NAMESPACE_OF = {"ViewActivatedEventArgs": "Autodesk.Revit.UI.Events", "Selection": "Autodesk.Revit.UI.Selection",
+                "DialogBoxShowingEventArgs": "Autodesk.Revit.UI.Events",
+                "TaskDialogShowingEventArgs": "Autodesk.Revit.UI.Events",
+                "MessageBoxShowingEventArgs": "Autodesk.Revit.UI.Events"}
 
 
 def fake_classes() -> list[tuple[str, type]]:

@@ -76,14 +76,17 @@ class Dispatcher(object):
         self.raise_results = (self.raise_results + [status])[-20:]
         return status
 
-    def drain(self, context):
-        """Main thread (inside the ExternalEvent handler): run every queued job that is still wanted."""
+    def drain(self, context, kinds=None):
+        """Main thread (inside the ExternalEvent handler): run every queued job that is still wanted (only
+        those of `kinds` when given: a held run serves export_view while it waits). Returns how many ran."""
+        ran = 0
         while True:
-            job = self.queue.take()
+            job = self.queue.take(kinds)
             if job is None:
-                return
+                return ran
             if not job.claim(self._clock()):
                 continue
+            ran += 1
             try:
                 reply = self._run_job(job, context)
             except Exception:

@@ -81,9 +81,14 @@ class JobQueue(object):
         with self._lock:
             self._jobs.append(job)
 
-    def take(self):
+    def take(self, kinds=None):
+        """The oldest job (of one of `kinds`, when given), or None."""
         with self._lock:
-            return self._jobs.popleft() if self._jobs else None
+            for job in self._jobs:
+                if kinds is None or job.kind in kinds:
+                    self._jobs.remove(job)
+                    return job
+            return None
 
     def __len__(self):
         with self._lock:

@@ -9,7 +9,7 @@ import numbers
 from nexus_runtime import RUNTIME_VERSION
 
 HOST_APP = "revit"
-CAPABILITIES = ["execute", "export_view", "context"]
+CAPABILITIES = ["execute", "export_view", "context", "hold"]
 BUSY_MESSAGE = "Revit is busy (a dialog or an edit mode may be open; press Esc)"
 NO_DOCUMENT_TITLE = "(no document open)"
 
@@ -70,7 +70,9 @@ def empty_changes():
 
 
 def execute_result(request_id, ok, committed, stdout, failures, changes, duration_ms,
-                   error_info=None, epilogue_stdout=None, timed_out=False, stdout_truncated=False):
+                   error_info=None, epilogue_stdout=None, timed_out=False, stdout_truncated=False,
+                   held=False, extra=None):
+    """`extra`: optional fields (blocked, dialogs, external_changes, details), added when not empty."""
     message = {
         "type": "execute_result",
         "request_id": request_id,
@@ -88,6 +90,11 @@ def execute_result(request_id, ok, committed, stdout, failures, changes, duratio
         message["timed_out"] = True
     if stdout_truncated:
         message["stdout_truncated"] = True
+    if held:
+        message["held"] = True
+    for key, value in (extra or {}).items():
+        if value:
+            message[key] = value
     return message
 
 

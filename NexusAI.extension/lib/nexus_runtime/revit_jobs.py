@@ -2,10 +2,10 @@
 from nexus_runtime import context_snapshot, executor, image_export, protocol
 
 
-def make_job_runner(log):
+def make_job_runner(log, services):
     def run_job(job, uiapp):
         if job.kind == "execute":
-            return executor.execute(uiapp, job.message, log)
+            return executor.execute(uiapp, job.message, log, services)
         if job.kind == "export_view":
             return image_export.export_view(uiapp, job.message, log)
         if job.kind == "context":

@@ -1,25 +1,27 @@
 """Inbound cloud messages -> replies. A command goes to the main-thread dispatcher on a worker thread,
 so the connection thread keeps reading (pings, further commands) while Revit works; a second command
-while one is in flight is refused as busy."""
+while one is in flight is refused as busy, except the read-only ones a held run serves while it waits
+(export_view for the preview image, context). A `decide` goes to the held run it names: it is the only
+message that can keep or discard a held change."""
 import threading
 
-from nexus_runtime import RUNTIME_VERSION, protocol
+from nexus_runtime import holds, protocol
 
 CHECKS = {"execute": protocol.check_execute, "export_view": protocol.check_export_view,
           "context": protocol.check_context}
 CONTEXT_PICKUP_S = 5.0  # the cloud waits briefly for a context snapshot, then goes on without one
 BUSY_WITH_ANOTHER = ("Revit is busy with another NexusAI request ({0}); one runs at a time. "
                      "Try again when it has finished.")
-HOLD_UNSUPPORTED = ("This Revit runtime ({0}) cannot hold a transaction open for approval; "
-                    "nothing was run.").format(RUNTIME_VERSION)
+NOTHING_HELD = "no automation is held for this request"
 
 
 class CommandRouter(object):
-    def __init__(self, dispatcher, send, log, busy_after_s):
+    def __init__(self, dispatcher, send, log, busy_after_s, held_runs):
         self._dispatcher = dispatcher
         self._send = send
         self._log = log
         self._busy_after_s = busy_after_s  # callable: seconds a command may wait for Revit to be idle
+        self._held_runs = held_runs
         self._in_flight = set()
         self._lock = threading.Lock()
 
@@ -35,7 +37,7 @@ class CommandRouter(object):
         elif kind in ("execute", "export_view", "context"):
             self._accept_command(message)
         elif kind == "decide":
-            self._send(protocol.error("no automation is held for this request", message.get("request_id")))
+            self._decide(message)
         elif kind == "error":
             self._log.write("the server reported: {0}".format(message.get("message")))
         elif kind not in ("pong", "welcome"):
@@ -47,15 +49,14 @@ class CommandRouter(object):
         except protocol.ProtocolError as exc:
             self._send(protocol.error("invalid {0}: {1}".format(message["type"], exc), message.get("request_id")))
             return
-        if message["type"] == "execute" and message.get("hold"):
-            self._send(protocol.failed_reply_for(message, "HoldUnsupported", HOLD_UNSUPPORTED))
-            return
         request_id = message["request_id"]
+        alongside_hold = message["type"] in holds.SERVED_WHILE_HELD and self._held_runs.waiting()
         with self._lock:
             running = sorted(self._in_flight)
-            if not running:
+            refused = bool(running) and not alongside_hold
+            if not refused:
                 self._in_flight.add(request_id)
-        if running:
+        if refused:
             # One job at a time: queueing behind a long run would only make this caller time out later.
             self._send(protocol.error(BUSY_WITH_ANOTHER.format(running[0]), request_id))
             return
@@ -76,4 +77,13 @@ class CommandRouter(object):
         finally:
             with self._lock:
                 self._in_flight.discard(message["request_id"])
-        self._send(reply)
+        if reply is not None:  # None: a held run's final result, sent when the cloud's decide arrives
+            self._send(reply)
+
+    def _decide(self, message):
+        request_id = message.get("request_id")
+        outcome, final = self._held_runs.on_decide(request_id, message.get("decision"))
+        if outcome == holds.UNKNOWN:
+            self._send(protocol.error(NOTHING_HELD, request_id))
+        elif outcome == holds.NOW:
+            self._send(final)

@@ -13,10 +13,14 @@ from nexus_runtime import registry
 from nexus_runtime.connection import CONNECTED, HostConnection
 from nexus_runtime.dispatch import Dispatcher
 from nexus_runtime.event_handler import create_job_event
+from nexus_runtime.external_tracking import ExternalChangeTracker
+from nexus_runtime.holds import SERVED_WHILE_HELD
 from nexus_runtime.host_info import HostInfo
 from nexus_runtime.log import RuntimeLog
 from nexus_runtime.revit_jobs import make_job_runner
 from nexus_runtime.router import CommandRouter
+from nexus_runtime.run_services import RunServices
+from nexus_runtime.sender import BackgroundSender
 from nexus_runtime.settings import chat_url
 
 
@@ -27,12 +31,18 @@ class NexusRuntime(object):
         self.settings = settings_store.load()
         self.host_info = HostInfo(host_version=host_version(uiapp.Application))
         self.refresh_host_info(uiapp)
-        self.dispatcher = Dispatcher(make_job_runner(log), log=log,
-                                     default_pickup_timeout_s=self.settings.busy_after_s)
-        self.handler, self.event = create_job_event(self.dispatcher, log)
         self.connection = HostConnection(transport_factory, self._current_settings, self.host_info, log)
-        self.router = CommandRouter(self.dispatcher, self.connection.send, log, self._busy_after_s)
+        self.sender = BackgroundSender(self.connection.send, log)
+        self.services = RunServices(log, self._current_settings, send=self.sender.send)
+        self.dispatcher = Dispatcher(make_job_runner(log, self.services), log=log,
+                                     default_pickup_timeout_s=self.settings.busy_after_s)
+        self.services.attach_pump(lambda context: self.dispatcher.drain(context, SERVED_WHILE_HELD))
+        self.handler, self.event = create_job_event(self.dispatcher, log)
+        self.router = CommandRouter(self.dispatcher, self.connection.send, log, self._busy_after_s,
+                                    self.services.holds)
         self.connection.set_message_handler(self.router.handle)
+        self.external_tracker = ExternalChangeTracker(uiapp.Application, self.services, log)
+        self.external_tracker.start()
         self._wanted = False
         self._uiapp = uiapp
         self._view_activated = EventHandler[ViewActivatedEventArgs](self._on_view_activated)
@@ -81,8 +91,10 @@ class NexusRuntime(object):
         self.disconnect()
         try:
             self._uiapp.ViewActivated -= self._view_activated
+            self.external_tracker.stop()
         finally:
             self.event.Dispose()
+            self.sender.stop()
 
     # any thread --------------------------------------------------------------------------------------
 
@@ -99,9 +111,12 @@ class NexusRuntime(object):
             summary = "Connecting to {0}... {1}".format(self.settings.server_url, connection.last_error or "")
         else:
             summary = "Disconnected."
+        holding = self.services.holds.waiting()
+        if holding:
+            summary += " A change is held: keep or discard it in Revit's review window or in the chat."
         return {"state": state, "wanted": self._wanted, "host_id": host_id, "chat_url": url,
                 "last_error": connection.last_error, "summary": summary.strip(),
-                "queued_jobs": len(self.dispatcher.queue)}
+                "queued_jobs": len(self.dispatcher.queue), "holding": holding}
 
 
 def host_version(application):

@@ -7,16 +7,12 @@ import sys
 import traceback
 
 from nexus_runtime import protocol
+from nexus_runtime.deadline import CHECK_NAME, Deadline, ScriptTimeout, compile_with_checks
 from nexus_runtime.jobs import monotonic
 
 SCRIPT_FILENAME = "<nexus-script>"
 EPILOGUE_FILENAME = "<nexus-epilogue>"
 DEFAULT_STDOUT_LIMIT = 1000000  # characters kept from what a script prints
-
-
-class ScriptTimeout(BaseException):
-    """Raised inside a script that outlived its deadline. Not an Exception: `except Exception` in the
-    script does not swallow it."""
 
 
 class CappedWriter(object):
@@ -68,44 +64,21 @@ class ScriptOutcome(object):
         self.timed_out = timed_out
 
 
-class _Deadline(object):
-    """A trace hook that stops the script's own frames once `timeout_s` has passed.
-
-    Only frames of `filename` are traced line by line, so library code runs at full speed; a script
-    blocked inside one long library call is stopped when that call returns.
-    """
-
-    def __init__(self, filename, timeout_s, clock):
-        self._filename = filename
-        self._timeout_s = timeout_s
-        self._clock = clock
-        self._deadline = clock() + timeout_s
-        self.fired = False
-
-    def global_trace(self, frame, event, arg):
-        if frame.f_code.co_filename == self._filename:
-            return self.local_trace
-        return None
-
-    def local_trace(self, frame, event, arg):
-        if self._clock() > self._deadline:
-            self.fired = True
-            raise ScriptTimeout("the script ran longer than its {0:g} s limit and was stopped".format(self._timeout_s))
-        return self.local_trace
-
-
 def run_script(code, namespace, filename=SCRIPT_FILENAME, stdout_limit=DEFAULT_STDOUT_LIMIT, timeout_s=None,
                clock=monotonic):
     writer = CappedWriter(stdout_limit)
-    deadline = _Deadline(filename, timeout_s, clock) if timeout_s else None
+    deadline = Deadline(filename, timeout_s, clock) if timeout_s else None
     saved_stdout, saved_trace = sys.stdout, sys.gettrace()
     sys.stdout = writer
     error = None
     try:
         # dont_inherit: the script gets its own dialect, not this module's __future__ flags.
-        compiled = compile(code, filename, "exec", 0, True)
         if deadline is not None:
+            compiled = compile_with_checks(code, filename)
+            namespace[CHECK_NAME] = deadline.check
             sys.settrace(deadline.global_trace)
+        else:
+            compiled = compile(code, filename, "exec", 0, True)
         eval(compiled, namespace)
     except SyntaxError:
         error = describe_syntax_error(sys.exc_info()[1])

@@ -12,6 +12,8 @@ DEFAULTS = {
     "embedded_browser": "auto",  # "auto": WebView2 only when present and safe; "off": browser button only
     "webview2_min_major": 149,  # first runtime with --edge-webview-unique-window-class
     "busy_after_s": 20.0,  # how long a command may wait for Revit to become idle
+    "hold_timeout_s": 900.0,  # how long a held change waits for Keep or Discard; then it is discarded
+    "review_window_after_s": 1.5,  # quiet time after a held result before the review window opens
 }
 
 

@@ -5,6 +5,9 @@ documentation, the Revit 2026 stubs and the notes in /work/shared/notes/pyrevit.
 code can run under CPython in tests:
 - one "Revit main thread" that runs ExternalEvent handlers only when idle (never while a modal dialog
   is open), and API objects that refuse calls from any other thread;
+- modal WPF windows (ShowDialog) run a nested loop on that thread: DispatcherTimers tick and UI
+  actions posted with run_on_main (a click) are processed, external events are not;
+- several open documents (Application.Documents), cancellable pre-events, DialogBoxShowing;
 - transactions, failure processing, DocumentChanged, image export: see fake_revit/db.py;
 - ExternalEvent.Raise() returning Accepted / Pending / Denied: see fake_revit/ui.py;
 - ClientWebSocket on a real socket, WPF/XAML loading, WebView2: see fake_revit/dotnet.py and pyrevit_fake.py.
@@ -19,6 +22,7 @@ import json
 import queue
 import sys
 import threading
+import time
 import types
 from typing import Any
 
@@ -44,6 +48,9 @@ class FakeRevit:
         self.external_events: list[ui.ExternalEvent] = []
         self.panes: dict[Any, ui.DockablePane] = {}
         self.task_dialogs: list[tuple[str, str]] = []
+        self.dismissed_dialogs: list[tuple[str, int]] = []  # (message, the button code a handler chose)
+        self.windows: list[Any] = []  # modal windows shown, in order
+        self.documents: list[db.Document] = []
         self.alerts: list[tuple[Any, ...]] = []
         self.prompts: list[tuple[Any, ...]] = []
         self.prompt_answers: list[str | None] = []
@@ -56,6 +63,7 @@ class FakeRevit:
         self.startup_complete = False
         self._read_only_reason: str | None = None
         self._modal = False
+        self._modal_windows = 0
         self._deny = 0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -74,16 +82,36 @@ class FakeRevit:
     # --- model -------------------------------------------------------------------------------------
 
     def open_document(self, title: str, levels: int = 3) -> db.Document:
-        doc = db.Document(self, title)
-        doc.Application = self.app
-        build_sample_model(doc, levels)
+        doc = self.open_background_document(title, levels)
         self.doc = doc
         self.uidoc = ui.UIDocument(doc, self)
         self.active_view = next(v for v in doc._elements.values() if isinstance(v, db.ViewPlan) and not v.IsTemplate)
         return doc
 
+    def open_background_document(self, title: str, levels: int = 1) -> db.Document:
+        """A document open in this session but not active (another project, a family being edited)."""
+        doc = db.Document(self, title)
+        doc.Application = self.app
+        build_sample_model(doc, levels)
+        self.documents.append(doc)
+        return doc
+
     def close_document(self) -> None:
+        if self.doc in self.documents:
+            self.documents.remove(self.doc)
         self.doc, self.uidoc, self.active_view = None, None, None
+
+    def show_message_box(self, message: str, dialog_type: int = 1) -> int:
+        """Revit showing a Win32 message box (main thread): DialogBoxShowing handlers may answer it.
+        dialog_type is the MB_ button set: 0 OK, 1 OK/Cancel, 3 Yes/No/Cancel, 4 Yes/No."""
+        buttons = {0: (1,), 1: (1, 2), 2: (3, 4, 5), 3: (6, 7, 2), 4: (6, 7), 5: (4, 2)}.get(dialog_type & 0xF, (1,))
+        args = events.MessageBoxShowingEventArgs(message, dialog_type, buttons)
+        self.uiapp.DialogBoxShowing.fire(self.uiapp, args)
+        if args._overridden is None:
+            self.task_dialogs.append(("message box", message))  # would block Revit until someone clicks
+            return buttons[0]
+        self.dismissed_dialogs.append((message, args._overridden))
+        return args._overridden
 
     def element(self, name: str) -> Any:
         return next(e for e in self.doc._elements.values() if e.Name == name)
@@ -171,6 +199,35 @@ class FakeRevit:
             self._wake.notify_all()
             return ui.ExternalEventRequest.Accepted
 
+    def run_modal(self, window: Any) -> None:
+        """A modal window's nested loop (on the main thread, inside whatever showed it): timers tick and
+        posted UI actions run until the window closes; external events wait, as in Revit."""
+        Session.check_api_context("Window.ShowDialog")
+        with self._wake:
+            self._modal_windows += 1
+        self.windows.append(window)
+        try:
+            while not window._closed and not self._stopped:
+                call = None
+                with self._wake:
+                    if not self._calls.empty():
+                        call = self._calls.get()
+                if call is not None:
+                    call()
+                    continue
+                now = time.monotonic()
+                for timer in list(self.timers):
+                    if timer.IsEnabled and now >= timer._due:
+                        timer._due = now + timer.Interval.TotalSeconds
+                        timer.Tick.fire(timer, None)
+                with self._wake:
+                    if self._calls.empty() and not window._closed:
+                        self._wake.wait(0.01)
+        finally:
+            with self._wake:
+                self._modal_windows -= 1
+                self._wake.notify_all()
+
     def _main_loop(self) -> None:
         while True:
             with self._wake:
@@ -194,11 +251,12 @@ class FakeRevit:
 
     # --- services used by the fake API -------------------------------------------------------------
 
-    def _fire_document_changed(self, doc: db.Document, name: str, added: set[int], modified: set[int],
-                               deleted: set[int]) -> None:
-        args = events.DocumentChangedEventArgs(doc, [name], [db.ElementId(i) for i in sorted(added)],
+    def _fire_document_changed(self, doc: db.Document, names: list[str], added: set[int], modified: set[int],
+                               deleted: set[int], operation: str = "TransactionCommitted") -> None:
+        args = events.DocumentChangedEventArgs(doc, names, [db.ElementId(i) for i in sorted(added)],
                                                [db.ElementId(i) for i in sorted(modified)],
                                                [db.ElementId(i) for i in sorted(deleted)])
+        args.Operation = getattr(events.UndoOperation, operation)
         self.app.DocumentChanged.fire(self.app, args)
 
     def _write_image(self, path: str, size: tuple[int, int], extension: str) -> None:
@@ -285,7 +343,7 @@ def _fake_modules(session: FakeRevit) -> dict[str, Any]:
             "pyrevit.forms", WPFPanel=pyrevit_fake.WPFPanel, alert=pyrevit_fake.alert,
             ask_for_string=pyrevit_fake.ask_for_string, register_dockable_panel=pyrevit_fake.register_dockable_panel,
             is_registered_dockable_panel=pyrevit_fake.is_registered_dockable_panel,
-            open_dockable_panel=pyrevit_fake.open_dockable_panel),
+            open_dockable_panel=pyrevit_fake.open_dockable_panel, WPFWindow=pyrevit_fake.WPFWindow),
         "pyrevit.script": _module("pyrevit.script", toggle_icon=pyrevit_fake.toggle_icon),
         "pyrevit.userconfig": _module("pyrevit.userconfig", user_config=pyrevit_fake.USER_CONFIG),
     }

@@ -15,6 +15,14 @@ Modelled behaviour (each is something the runtime must cope with in real Revit):
 - ImageExportOptions + Document.ExportImage write a real PNG whose name Revit suffixes with the view
   type and name; views that cannot be printed (schedules, templates) are refused.
 - ElementId has Value on 2024+ and IntegerValue up to 2025, as the real API does.
+- TransactionGroup: transactions committed inside it are kept until Assimilate/Commit, or undone by
+  RollBack (DocumentChanged then fires with Operation TransactionGroupRolledBack); a group cannot end
+  while one of its transactions is open.
+- Save, SaveAs, Close, SynchronizeWithCentral, Export and ExportImage raise the Application's
+  cancellable pre-event first (DocumentSaving, ..., FileExporting); a cancelled one throws
+  OperationCanceledException and does nothing. (Assumed: the API reports a cancelled operation that way.)
+- Temporary hide/isolate on a view is changed inside a transaction (undone with it) and narrows what a
+  view's collector sees.
 Members are named exactly as in the Revit API so tests can check the fake against the 2026 stubs.
 """
 from __future__ import annotations
@@ -23,6 +31,7 @@ import os
 import uuid
 from typing import Any
 
+from . import events
 from . import exceptions as exc
 from .common import EnumValue, NetList, Session, make_enum
 
@@ -43,6 +52,9 @@ ImageFileType = make_enum("ImageFileType", {"BMP": 0, "JPEGLossy": 1, "JPEGMediu
 ZoomFitType = make_enum("ZoomFitType", {"FitToPage": 0, "Zoom": 1})
 FitDirectionType = make_enum("FitDirectionType", {"Horizontal": 0, "Vertical": 1})
 ImageResolution = make_enum("ImageResolution", {"DPI_72": 0, "DPI_150": 1, "DPI_300": 2, "DPI_600": 3})
+ImportExportFileFormat = make_enum("ImportExportFileFormat", {"DWG": 1, "DWF": 2, "Image": 8, "IFC": 14, "PDF": 16})
+TemporaryViewMode = make_enum("TemporaryViewMode", {
+    "RevealHiddenElements": 0, "TemporaryHideIsolate": 1, "WorksharingDisplay": 2, "TemporaryViewProperties": 3})
 StorageType = make_enum("StorageType", {"None": 0, "Integer": 1, "Double": 2, "String": 3, "ElementId": 4})
 BuiltInCategory = make_enum("BuiltInCategory", {
     "INVALID": -1, "OST_Walls": -2000011, "OST_Doors": -2000023, "OST_Windows": -2000014, "OST_Floors": -2000032,
@@ -468,6 +480,7 @@ class View(Element):
         super().__init__(document, name)
         self._outline = outline
         self._is_template = is_template
+        self._isolated: frozenset[int] | None = None  # temporary isolate: the ids still shown
 
     @property
     def ViewType(self) -> EnumValue:
@@ -489,6 +502,29 @@ class View(Element):
     @property
     def Title(self) -> str:
         return self._type_label + ": " + self._name
+
+    def IsolateElementsTemporary(self, elementIds: Any) -> None:
+        Session.check_api_context("View.IsolateElementsTemporary")
+        self._set_isolated(frozenset(i._value for i in elementIds))
+
+    def DisableTemporaryViewMode(self, mode: EnumValue) -> None:
+        Session.check_api_context("View.DisableTemporaryViewMode")
+        if mode == TemporaryViewMode.TemporaryHideIsolate and self._isolated is not None:
+            self._set_isolated(None)
+
+    def IsTemporaryHideIsolateActive(self) -> bool:
+        return self._isolated is not None
+
+    def IsInTemporaryViewMode(self, mode: EnumValue) -> bool:
+        return mode == TemporaryViewMode.TemporaryHideIsolate and self._isolated is not None
+
+    def _set_isolated(self, ids: frozenset[int] | None) -> None:
+        previous = self._isolated
+        self._document._modify(self, lambda: setattr(self, "_isolated", previous))
+        self._isolated = ids
+
+    def _visible(self, element: Element) -> bool:
+        return self._shows(element) and (self._isolated is None or element.Id._value in self._isolated)
 
     def _shows(self, element: Element) -> bool:
         return False
@@ -753,6 +789,96 @@ class Transaction:
             raise exc.InvalidOperationException("The transaction has not been started.")
 
 
+class TransactionGroup:
+    """Transactions committed while the group is open stay undoable as a whole until it ends."""
+
+    def __init__(self, document: Document, name: str = "") -> None:
+        self._document = document
+        self._name = name
+        self._status = TransactionStatus.Uninitialized
+        self._committed: list[tuple[str, list[Any], set[int], set[int], set[int]]] = []
+        self.IsFailureHandlingForcedModal = False
+
+    @property
+    def IsValidObject(self) -> bool:
+        return True
+
+    def GetName(self) -> str:
+        return self._name
+
+    def SetName(self, name: str) -> None:
+        self._name = name
+
+    def GetStatus(self) -> EnumValue:
+        return self._status
+
+    def HasStarted(self) -> bool:
+        return self._status != TransactionStatus.Uninitialized
+
+    def HasEnded(self) -> bool:
+        return self._status in (TransactionStatus.Committed, TransactionStatus.RolledBack)
+
+    def Start(self, name: str | None = None) -> EnumValue:
+        Session.check_api_context("TransactionGroup.Start")
+        if name:
+            self._name = name
+        if not self._name:
+            raise exc.ArgumentException("A transaction group needs a name.")
+        if self._document._transaction is not None:
+            raise exc.InvalidOperationException("A transaction group cannot start while a transaction is open.")
+        self._document._groups.append(self)
+        self._status = TransactionStatus.Started
+        return self._status
+
+    def Assimilate(self) -> EnumValue:
+        Session.check_api_context("TransactionGroup.Assimilate")
+        return self._close(TransactionStatus.Committed)
+
+    def Commit(self) -> EnumValue:
+        Session.check_api_context("TransactionGroup.Commit")
+        return self._close(TransactionStatus.Committed)
+
+    def RollBack(self) -> EnumValue:
+        Session.check_api_context("TransactionGroup.RollBack")
+        self._close(TransactionStatus.RolledBack)
+        if not self._committed:
+            return self._status
+        added: set[int] = set()
+        modified: set[int] = set()
+        deleted: set[int] = set()
+        for _name, journal, t_added, t_modified, t_deleted in reversed(self._committed):
+            for undo in reversed(journal):
+                undo()
+            added |= t_deleted  # undoing a deletion brings the element back
+            deleted |= t_added
+            modified |= t_modified
+        gone = added & deleted
+        added, deleted = added - gone, deleted - gone
+        names = [entry[0] for entry in self._committed]
+        self._document._world._fire_document_changed(
+            self._document, names, added, modified - added - deleted, deleted, "TransactionGroupRolledBack")
+        return self._status
+
+    def Dispose(self) -> None:
+        if self._status == TransactionStatus.Started:
+            self.RollBack()
+
+    def _close(self, status: EnumValue) -> EnumValue:
+        doc = self._document
+        if self._status != TransactionStatus.Started or not doc._groups or doc._groups[-1] is not self:
+            raise exc.InvalidOperationException("The transaction group has not been started or is not the innermost.")
+        if doc._transaction is not None:
+            raise exc.InvalidOperationException("A transaction group cannot end while a transaction is open.")
+        doc._groups.pop()
+        self._status = status
+        if status == TransactionStatus.Committed and doc._groups:
+            doc._groups[-1]._committed.extend(self._committed)  # still undoable by the enclosing group
+        return status
+
+    def _record(self, name: str, journal: list[Any], added: set[int], modified: set[int], deleted: set[int]) -> None:
+        self._committed.append((name, journal, set(added), set(modified), set(deleted)))
+
+
 # --- collector ----------------------------------------------------------------------------------
 
 class FilteredElementCollector:
@@ -762,7 +888,7 @@ class FilteredElementCollector:
         elements = list(document._elements.values())
         if view_id is not None:
             view = document.GetElement(view_id)
-            elements = [e for e in elements if view._shows(e)]
+            elements = [e for e in elements if view._visible(e)]
         self._elements = elements
 
     def _narrow(self, keep: Any) -> FilteredElementCollector:
@@ -824,6 +950,39 @@ class ImageExportOptions:
         return view._type_label + " - " + view.Name
 
 
+class DWGExportOptions:
+    pass
+
+
+class TransactWithCentralOptions:
+    pass
+
+
+class SynchronizeWithCentralOptions:
+    pass
+
+
+class DocumentSet:
+    """The open documents (Application.Documents), iterable like the .NET collection."""
+
+    def __init__(self, documents: Any = ()) -> None:
+        self._documents = list(documents)
+
+    @property
+    def Size(self) -> int:
+        return len(self._documents)
+
+    @property
+    def IsEmpty(self) -> bool:
+        return not self._documents
+
+    def Contains(self, document: Any) -> bool:
+        return any(d is document for d in self._documents)
+
+    def __iter__(self) -> Any:
+        return iter(list(self._documents))
+
+
 # --- the document ------------------------------------------------------------------------------
 
 class Document:
@@ -841,6 +1000,10 @@ class Document:
         self._posted: list[FailureMessage] = []
         self._marks_changed = False
         self._default_wall_type: Any = None
+        self._groups: list[TransactionGroup] = []
+        self._workshared = False
+        self._linked = False
+        self._operations: list[str] = []  # what Save/SaveAs/Synchronize/Export/Close actually did
         self.Application: Any = None
 
     # read API
@@ -863,6 +1026,14 @@ class Document:
     @property
     def IsFamilyDocument(self) -> bool:
         return False
+
+    @property
+    def IsLinked(self) -> bool:
+        return self._linked
+
+    @property
+    def IsWorkshared(self) -> bool:
+        return self._workshared
 
     @property
     def ActiveView(self) -> View | None:
@@ -903,8 +1074,57 @@ class Document:
         self._require_transaction()
         self._posted.append(failure)
 
+    # operations guarded by cancellable pre-events
+    def Save(self, options: Any = None) -> None:
+        Session.check_api_context("Document.Save")
+        self._ask("DocumentSaving", events.DocumentSavingEventArgs(self))
+        self._require_closed_transactions("Save")
+        self._operations.append("save")
+
+    def SaveAs(self, path: str, options: Any = None) -> None:
+        Session.check_api_context("Document.SaveAs")
+        self._ask("DocumentSavingAs", events.DocumentSavingAsEventArgs(self, str(path)))
+        self._require_closed_transactions("SaveAs")
+        self._operations.append("save as " + str(path))
+
+    def SynchronizeWithCentral(self, transactOptions: Any, syncOptions: Any) -> None:
+        Session.check_api_context("Document.SynchronizeWithCentral")
+        if not self._workshared:
+            raise exc.InvalidOperationException("The document is not workshared.")
+        self._ask("DocumentSynchronizingWithCentral", events.DocumentSynchronizingWithCentralEventArgs(self))
+        self._require_closed_transactions("SynchronizeWithCentral")
+        self._operations.append("sync")
+
+    def Close(self, saveModified: bool = True) -> bool:
+        Session.check_api_context("Document.Close")
+        if self is self._world.doc:
+            raise exc.InvalidOperationException("The active document cannot be closed by the API.")
+        self._ask("DocumentClosing", events.DocumentClosingEventArgs(self, id(self)))
+        self._require_closed_transactions("Close")
+        self._world.documents.remove(self)
+        self._operations.append("close")
+        return True
+
+    def Export(self, folder: str, name: str, views: Any, options: Any) -> bool:
+        Session.check_api_context("Document.Export")
+        file_format = ImportExportFileFormat.DWG if isinstance(options, DWGExportOptions) else ImportExportFileFormat.DWF
+        self._ask("FileExporting", events.FileExportingEventArgs(self, os.path.join(folder, name), file_format))
+        self._operations.append("export " + str(file_format))
+        return True
+
+    def _ask(self, event_name: str, args: Any) -> None:
+        application = self._world.app
+        getattr(application, event_name).fire(application, args)
+        if args.IsCancelled():
+            raise exc.OperationCanceledException("The operation was cancelled by an event handler (" + event_name + ").")
+
+    def _require_closed_transactions(self, what: str) -> None:
+        if self._transaction is not None or self._groups:
+            raise exc.InvalidOperationException(what + " is not allowed while a transaction or transaction group is open.")
+
     def ExportImage(self, options: ImageExportOptions) -> None:
         Session.check_api_context("Document.ExportImage")
+        self._ask("FileExporting", events.FileExportingEventArgs(self, options.FilePath, ImportExportFileFormat.Image))
         folder = os.path.dirname(options.FilePath)
         if not folder or not os.path.isdir(folder):
             raise exc.ArgumentException("The folder of FilePath does not exist.")
@@ -1037,8 +1257,10 @@ class Document:
                 self._rollback()
                 return TransactionStatus.RolledBack
         added, modified, deleted = self._added, self._modified - self._added, self._deleted
+        if self._groups:
+            self._groups[-1]._record(transaction.GetName(), self._journal, added, modified, deleted)
         self._journal = []
         self._transaction = None
         if added or modified or deleted:
-            self._world._fire_document_changed(self, transaction.GetName(), added, modified, deleted)
+            self._world._fire_document_changed(self, [transaction.GetName()], added, modified, deleted)
         return TransactionStatus.Committed

@@ -437,10 +437,13 @@ class DispatcherTimer:
         self.Interval = TimeSpan(1)
         self.Tick = EventSlot("Tick")
         self.IsEnabled = False
+        self._due = 0.0
         Session.world.timers.append(self)
 
     def Start(self) -> None:
+        import time
         self.IsEnabled = True
+        self._due = time.monotonic() + self.Interval.TotalSeconds  # ticks come from a modal loop
 
     def Stop(self) -> None:
         self.IsEnabled = False

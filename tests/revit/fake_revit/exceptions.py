@@ -30,3 +30,7 @@ class ModificationOutsideTransactionException(InvalidOperationException):
 
 class ModificationForbiddenException(InvalidOperationException):
     pass
+
+
+class OperationCanceledException(ApplicationException):
+    pass

@@ -67,6 +67,43 @@ class WPFPanel:
         WpfModule.LoadComponent(self, self.panel_source)
 
 
+class WPFWindow:
+    """pyrevit.forms.WPFWindow: a Window loaded from XAML (file path or literal string). ShowDialog runs the
+    fake main thread's modal loop until Close(); Escape closes it when handle_esc (see press_escape)."""
+
+    def __init__(self, xaml_source: str, literal_string: bool = False, handle_esc: bool = True,
+                 set_owner: bool = True) -> None:
+        Session.check_api_context("WPFWindow")
+        if literal_string:
+            raise PyRevitException("the fake loads XAML from files only")
+        root = ElementTree.parse(xaml_source).getroot()
+        if root.tag.split("}")[-1] != "Window":
+            raise PyRevitException("a WPFWindow's XAML root must be a Window")
+        WpfModule.LoadComponent(self, xaml_source)
+        self.Title = root.attrib.get("Title", "")
+        self._handle_esc = handle_esc
+        self._closed = False
+        self.shown_modal = False
+        self.DialogResult: bool | None = None
+
+    def ShowDialog(self) -> bool | None:
+        self.shown_modal = True
+        Session.world.run_modal(self)
+        return self.DialogResult
+
+    def show_dialog(self) -> bool | None:
+        return self.ShowDialog()
+
+    def Close(self) -> None:
+        Session.check_api_context("Window.Close")
+        self._closed = True
+
+    def press_escape(self) -> None:
+        """The person pressing Esc (pyRevit closes the window when handle_esc is set)."""
+        if self._handle_esc:
+            self.Close()
+
+
 class _PanelProvider:
     def __init__(self, panel_type: Any, default_visible: bool) -> None:
         self.panel = panel_type()

@@ -166,6 +166,15 @@ class UIApplication:
 class TaskDialog:
     @staticmethod
     def Show(title: str, message: str) -> Any:
+        """A task dialog with a Close button. DialogBoxShowing handlers see it first and may answer it."""
         Session.check_api_context("TaskDialog.Show")
-        Session.world.task_dialogs.append((title, message))
+        from .events import TaskDialogShowingEventArgs
+        world = Session.world
+        args = TaskDialogShowingEventArgs("TaskDialog_" + str(title).replace(" ", "_"), message,
+                                          (int(TaskDialogResult.Close),))
+        world.uiapp.DialogBoxShowing.fire(world.uiapp, args)
+        if args._overridden is not None:
+            world.dismissed_dialogs.append((message, args._overridden))
+            return next(v for v in vars(TaskDialogResult).values() if getattr(v, "_value", None) == args._overridden)
+        world.task_dialogs.append((title, message))
         return TaskDialogResult.Close

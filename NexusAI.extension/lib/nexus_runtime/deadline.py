@@ -42,7 +42,8 @@ class Deadline(object):
         return None
 
     def local_trace(self, frame, event, arg):
-        self.check()
+        if event == "line":  # raising on an 'exception' event would replace the script's own traceback
+            self.check()
         return self.local_trace
 
 

@@ -78,7 +78,7 @@ class RunState(object):
         if self.error is None:
             self.error = protocol.error_info(kind, text)
         else:
-            self.error["message"] += " " + text
+            self.error["message"] += "\n" + text
 
     def result(self, held=False, details=None, guard_log=None):
         extra = dict(self.extra)
@@ -235,8 +235,8 @@ def _after_run(uiapp, uidoc, doc, state, services, check, epilogue_done=False):
         for problem in problems:
             state.failures.record("error", "NexusAI: an earlier commit may have been lost: " + problem)
         if problems:
-            state.fail("EarlierCommitLost", "After the rollback the document is not as it was before the run: "
-                       + "; ".join(problems))
+            state.fail("EarlierCommitLost", "NexusAI: after the rollback the document is not as it was before the "
+                       "run, so an earlier commit may have been lost: " + "; ".join(problems))
 
 
 def _epilogue(uiapp, uidoc, doc, state):

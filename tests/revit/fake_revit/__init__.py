@@ -116,9 +116,10 @@ class FakeRevit:
     def element(self, name: str) -> Any:
         return next(e for e in self.doc._elements.values() if e.Name == name)
 
-    def document_bytes(self) -> bytes:
-        """The document's state, byte for byte comparable (what a rollback must leave untouched)."""
-        doc = self.doc
+    def document_bytes(self, doc: db.Document | None = None) -> bytes:
+        """A document's state (the active one by default), byte for byte comparable (what a rollback must
+        leave untouched)."""
+        doc = doc or self.doc
         state = []
         for key in sorted(doc._elements):
             element = doc._elements[key]

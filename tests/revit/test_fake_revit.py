@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 from PIL import Image
@@ -258,3 +259,128 @@ def test_wpf_controls_refuse_changes_from_other_threads(revit, tmp_path):
     with pytest.raises(RevitExceptions.InvalidOperationException, match="different thread owns it"):
         control.Text = "from a socket thread"
     assert control.Text == "fine on the UI thread"
+
+
+# --- issue 7: groups, pre-events, dialogs, modal windows, temporary isolate ---------------------------
+
+
+def test_a_transaction_group_keeps_its_transactions_until_assimilated_or_rolls_them_all_back(revit):
+    seen = []
+    revit.app.DocumentChanged += lambda sender, args: seen.append(args)
+    before = revit.document_bytes()
+
+    def grouped(end):
+        group = DB.TransactionGroup(revit.doc, "grouped")
+        group.Start()
+        for x in (300.0, 400.0):
+            t = DB.Transaction(revit.doc, f"wall at {x}")
+            t.Start()
+            new_wall(revit.doc, x)
+            t.Commit()
+        inner = DB.Transaction(revit.doc, "left open")
+        inner.Start()
+        with pytest.raises(RevitExceptions.InvalidOperationException, match="while a transaction is open"):
+            end(group)
+        inner.RollBack()
+        return end(group)
+
+    assert on_main(revit, grouped, DB.TransactionGroup.RollBack) == DB.TransactionStatus.RolledBack
+    assert revit.document_bytes() == before
+    assert [str(a.Operation) for a in seen] == ["TransactionCommitted", "TransactionCommitted",
+                                                "TransactionGroupRolledBack"]
+    assert list(seen[2].GetTransactionNames()) == ["wall at 300.0", "wall at 400.0"]
+    assert sorted(i.Value for i in seen[2].GetDeletedElementIds()) == sorted(
+        i.Value for a in seen[:2] for i in a.GetAddedElementIds())
+
+    assert on_main(revit, grouped, DB.TransactionGroup.Assimilate) == DB.TransactionStatus.Committed
+    assert revit.document_bytes() != before and revit.doc._groups == []
+
+
+def test_cancelled_pre_events_stop_the_operation_and_non_cancellable_ones_refuse_cancel(revit):
+    annex = revit.open_background_document("Annex")
+    revit.app.DocumentSaving += lambda sender, args: args.Cancel()
+    with pytest.raises(RevitExceptions.OperationCanceledException):
+        on_main(revit, annex.Save)
+    assert annex._operations == []
+    with pytest.raises(RevitExceptions.InvalidOperationException):
+        DB.events.RevitAPIPreEventArgs(cancellable=False).Cancel()
+    with pytest.raises(RevitExceptions.InvalidOperationException, match="active document"):
+        on_main(revit, revit.doc.Close, False)
+
+    exported = []
+    revit.app.FileExporting += lambda sender, args: exported.append(str(args.Format))
+    on_main(revit, annex.Export, "C:/out", "plan", [], DB.DWGExportOptions())
+    assert exported == ["DWG"] and annex._operations == ["export DWG"]
+    assert [d.Title for d in on_main(revit, lambda: list(revit.app.Documents))] == ["Tower A", "Annex"]
+
+
+def test_dialog_box_showing_answers_only_with_a_button_the_dialog_has(revit):
+    answers = []
+
+    def answer(sender, args):
+        answers.append((args.Message, args.OverrideResult(1), args.OverrideResult(2)))
+    revit.uiapp.DialogBoxShowing += answer
+    assert on_main(revit, revit.show_message_box, "Continue?", 1) == 2  # both accepted: the last one stands
+    assert on_main(revit, UI.TaskDialog.Show, "T", "Close only") == UI.TaskDialogResult.Close
+    assert answers == [("Continue?", True, True), ("Close only", False, False)]
+    assert revit.task_dialogs == [("T", "Close only")]  # nobody could answer it: it would block
+
+
+def test_a_modal_window_ticks_timers_and_runs_posted_clicks_but_no_external_events(revit, tmp_path):
+    from tests.revit.fake_revit.dotnet import DispatcherTimer, TimeSpan
+    from tests.revit.fake_revit.pyrevit_fake import WPFWindow
+    xaml = tmp_path / "w.xaml"
+    xaml.write_text('<Window xmlns="http://schemas.microsoft.com/winfx/2006/xaml/presentation" '
+                    'xmlns:x="http://schemas.microsoft.com/winfx/2006/xaml" Title="Hi">'
+                    '<Button x:Name="ok" Click="ok_click"/></Window>')
+    ran = threading.Event()
+
+    class Handler(UI.IExternalEventHandler):
+        def Execute(self, uiapp):
+            ran.set()
+
+    class Window(WPFWindow):
+        def __init__(self):
+            WPFWindow.__init__(self, str(xaml))
+            self.ticks = 0
+            self.timer = DispatcherTimer()
+            self.timer.Interval = TimeSpan.FromSeconds(0.02)
+            self.timer.Tick += self.on_tick
+
+        def on_tick(self, sender, args):
+            self.ticks += 1
+
+        def ok_click(self, sender, args):
+            self.Close()
+
+    event = on_main(revit, UI.ExternalEvent.Create, Handler())
+    window = on_main(revit, Window)
+    shown = threading.Thread(target=on_main, args=(revit, lambda: (window.timer.Start(), window.ShowDialog())))
+    shown.start()
+    deadline = time.monotonic() + 5
+    while window.ticks < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert window.Title == "Hi" and window.ticks >= 3
+    assert str(event.Raise()) == "Accepted" and not ran.wait(0.2)  # Revit is not idle under a modal window
+    on_main(revit, window.ok.click)
+    shown.join(5)
+    assert window._closed and ran.wait(5)
+
+
+def test_temporary_isolate_narrows_the_view_and_is_undone_with_its_transaction(revit):
+    view = revit.active_view
+    wall = next(e for e in revit.doc._elements.values() if isinstance(e, DB.Wall) and view._shows(e))
+
+    def isolate(commit):
+        t = DB.Transaction(revit.doc, "isolate")
+        t.Start()
+        view.IsolateElementsTemporary([wall.Id])
+        shown = DB.FilteredElementCollector(revit.doc, view.Id).GetElementCount()
+        (t.Commit if commit else t.RollBack)()
+        return shown
+
+    assert on_main(revit, isolate, False) == 1 and not view.IsTemporaryHideIsolateActive()
+    with pytest.raises(RevitExceptions.ModificationOutsideTransactionException):
+        on_main(revit, view.IsolateElementsTemporary, [wall.Id])
+    on_main(revit, isolate, True)
+    assert view.IsInTemporaryViewMode(DB.TemporaryViewMode.TemporaryHideIsolate)

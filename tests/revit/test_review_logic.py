@@ -96,32 +96,36 @@ def test_only_keep_or_discard_decide_and_only_for_a_held_request():
         run.decide("yes", BY_REVIT)
 
 
+def race_settle_against_decide() -> list[dict]:
+    registry = HoldRegistry()
+    run = registry.begin("race", 900)
+    sent: list[dict] = []
+    start = threading.Barrier(2)
+
+    def decide() -> None:
+        start.wait()
+        reply = registry.on_decide("race", "keep")[1]
+        if reply:
+            sent.append(reply)
+
+    def settle() -> None:
+        start.wait()
+        run.decide(KEEP, BY_REVIT)
+        reply = registry.settle(run, final("race", True))
+        if reply:
+            sent.append(reply)
+
+    threads = [threading.Thread(target=decide), threading.Thread(target=settle)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sent
+
+
 def test_answering_races_between_settle_and_decide_send_exactly_once():
     for _ in range(200):
-        registry = HoldRegistry()
-        run = registry.begin("race", 900)
-        sent: list[dict] = []
-        start = threading.Barrier(2)
-
-        def decide() -> None:
-            start.wait()
-            outcome, reply = registry.on_decide("race", "keep")
-            if reply:
-                sent.append(reply)
-
-        def settle() -> None:
-            start.wait()
-            run.decide(KEEP, BY_REVIT)
-            reply = registry.settle(run, final("race", True))
-            if reply:
-                sent.append(reply)
-
-        threads = [threading.Thread(target=decide), threading.Thread(target=settle)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len(sent) == 1
+        assert len(race_settle_against_decide()) == 1
 
 
 def test_settled_results_nobody_asked_for_are_forgotten_after_a_while():

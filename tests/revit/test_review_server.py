@@ -26,9 +26,9 @@ def stack(tmp_path, scripts_dir):
     """start(approval_timeout_s=..., **revit_settings) -> (client, host): a server and one Revit on it."""
     started: list = []
 
-    def start(approval_timeout_s: float = 30.0, **revit_settings):
+    def start(approval_timeout_s: float = 30.0, script_timeout_s: float = 10.0, **revit_settings):
         context = running_server(tmp_path, keepalive_s=0.2, tool_timeout_s=15.0,
-                                 approval_timeout_s=approval_timeout_s)
+                                 approval_timeout_s=approval_timeout_s, script_timeout_s=script_timeout_s)
         server = context.__enter__()
         started.append(context)
         client = Client(server.url, server.token("alice"))
@@ -78,6 +78,8 @@ def test_keep_and_discard_from_the_chat_page(stack, scripts_dir, decision):
     assert "Walls | Basic Wall : Generic - 200mm | Level: Level 1" in meta["change_report"]
     assert meta["image"] and meta["image"]["view"] == "Level 1"  # exported while the change was held
     assert len(wall_ids(host)) == len(walls_before) + 1 and host.runtime.services.holds.waiting()
+    status = host.runtime.status()
+    assert status["holding"] is True and "A change is held" in status["summary"]
 
     approve(client, session_id, meta["tool_call_id"], decision)
     stream = run.join()
@@ -241,3 +243,15 @@ def test_a_person_s_keep_in_revit_is_not_undone_by_the_link_dropping(stack, scri
     approve(client, session_id, request["tool_call_id"], "keep")
     result = run.join().of("Metadata", "tool_result")[0]["metadata"]
     assert result["committed"] is True and len(wall_ids(host)) == len(walls_before) + 1
+
+
+def test_an_infinite_loop_that_swallows_every_exception_is_stopped_at_its_deadline(stack, scripts_dir):
+    client, host = stack(script_timeout_s=0.5)
+    before = host.document_bytes()
+    stubborn = ADD_WALL + "while True:\n    try:\n        doc.GetElement(DB.ElementId(1))\n    except:\n        pass\n"
+    session_id = client.new_session(host.host_id, write_script(scripts_dir / "loop.json", [automate(stubborn),
+                                                                                         say("It hung.")]))
+    result = client.run(session_id, "loop forever").of("Metadata", "tool_result")[0]
+    assert result["metadata"]["timed_out"] is True and result["metadata"]["committed"] is False
+    assert "overran its 0.5 s deadline" in result["content"]
+    assert host.document_bytes() == before and host.session.windows == []

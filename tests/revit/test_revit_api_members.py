@@ -104,7 +104,12 @@ def test_the_static_scan_finds_the_runtime_s_revit_calls():
                      ("Autodesk.Revit.UI", "ExternalEvent", "Create"),
                      ("Autodesk.Revit.DB", "FailureProcessingResult", "ProceedWithRollBack"),
                      ("Autodesk.Revit.DB", "ImageExportOptions", "GetFileName"),
-                     ("Autodesk.Revit.DB.Events", "UndoOperation", "TransactionCommitted")]:
+                     ("Autodesk.Revit.DB.Events", "UndoOperation", "TransactionCommitted"),
+                     ("Autodesk.Revit.DB", "TransactionGroup", None),
+                     ("Autodesk.Revit.DB", "TemporaryViewMode", "TemporaryHideIsolate"),
+                     ("Autodesk.Revit.DB.Events", "FileExportingEventArgs", None),
+                     ("Autodesk.Revit.DB.Events", "UndoOperation", "TransactionUndone"),
+                     ("Autodesk.Revit.UI.Events", "DialogBoxShowingEventArgs", None)]:
         assert expected in references
 
 
@@ -167,7 +172,15 @@ def test_the_fake_s_live_objects_only_carry_revit_2026_members():
     doc = revit.doc
     samples = list(doc._elements.values()) + [revit.app, revit.uiapp, revit.uidoc, doc, db.Transaction(doc, "t"),
                                               db.ImageExportOptions(), db.FailureHandlingOptions(),
-                                              next(iter(doc._elements.values())).Category]
+                                              next(iter(doc._elements.values())).Category,
+                                              db.TransactionGroup(doc, "g"), db.DocumentSet([doc]),
+                                              events.DocumentSavingEventArgs(doc),
+                                              events.DocumentSavingAsEventArgs(doc, "C:/a.rvt"),
+                                              events.DocumentClosingEventArgs(doc, 1),
+                                              events.DocumentSynchronizingWithCentralEventArgs(doc),
+                                              events.FileExportingEventArgs(doc, "C:/a", db.ImportExportFileFormat.DWG),
+                                              events.TaskDialogShowingEventArgs("id", "text", (8,)),
+                                              events.MessageBoxShowingEventArgs("text", 1, (1, 2))]
     problems = set()
     for sample in samples:
         namespace = next((ns for module, ns in FAKE_MODULES.items() if type(sample).__module__ == module.__name__), None)

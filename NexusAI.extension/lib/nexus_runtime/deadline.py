@@ -103,11 +103,11 @@ class _CheckInserter(ast.NodeTransformer):
 
 def compile_with_checks(code, filename):
     """Compiled code with deadline checks inserted; SyntaxError as plain compile() raises it."""
-    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST, True)
     try:
+        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST, True)
         tree = ast.fix_missing_locations(_CheckInserter().visit(tree))
         return compile(tree, filename, "exec", 0, True)
     except SyntaxError:
         raise
-    except Exception:
+    except Exception:  # an interpreter that cannot compile a syntax tree: the trace hook alone
         return compile(code, filename, "exec", 0, True)

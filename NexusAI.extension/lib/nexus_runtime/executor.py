@@ -156,9 +156,10 @@ def _run_held(uiapp, uidoc, doc, state, services, guard, guard_log, check, log):
 
         state.epilogue_stdout = _epilogue(uiapp, uidoc, doc, state)
         run = services.holds.begin(request_id, services.settings().hold_timeout_s)
+        held = state.result(held=True, guard_log=guard_log)
+        state.extra.pop("external_changes", None)  # reported once, with the held result
         try:
-            hold_review.wait_for_decision(uiapp, run, state.result(held=True, guard_log=guard_log), services,
-                                          guard, log)
+            hold_review.wait_for_decision(uiapp, run, held, services, guard, log)
         except Exception as exc:
             log.write("waiting for the decision on {0} failed: {1}".format(request_id, exc))
             run.decide(DISCARD, BY_REVIT)

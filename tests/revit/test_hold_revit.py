@@ -136,7 +136,7 @@ def test_a_decision_inside_the_quiet_moment_never_opens_the_window(revit):
 
 def test_no_decision_before_the_hold_timeout_discards(revit):
     before = revit.document_bytes()
-    rig = HeldRunRig(revit, hold_timeout_s=0.4)
+    rig = HeldRunRig(revit, hold_timeout_s=0.8)
     rig.start()
     window = rig.window()
     assert rig.join() is None and window._closed  # the window closed by itself

@@ -122,7 +122,7 @@ def test_a_decision_taken_in_revit_wins_over_a_later_one_in_the_chat(stack, scri
 
 
 def test_without_a_decision_the_hold_times_out_as_discard(stack, scripts_dir):
-    client, host = stack(approval_timeout_s=1.5, hold_timeout_s=0.6)
+    client, host = stack(approval_timeout_s=2.0, hold_timeout_s=1.0)
     before = host.document_bytes()
     session_id = ask_session(client, host, scripts_dir, [automate(ADD_WALL), say("Discarded then.")])
     stream = client.run(session_id, "add a wall on level 1")

@@ -77,19 +77,15 @@ def _with_check(body, anchor):
 
 
 class _CheckInserter(ast.NodeTransformer):
-    def _loop(self, node):
+    def _body(self, node):
         self.generic_visit(node)
         node.body = _with_check(node.body, node)
         return node
 
-    visit_For = _loop
-    visit_While = _loop
-    visit_FunctionDef = _loop
-
-    def visit_ExceptHandler(self, node):
-        self.generic_visit(node)
-        node.body = _with_check(node.body, node)
-        return node
+    visit_For = _body
+    visit_While = _body
+    visit_FunctionDef = _body
+    visit_ExceptHandler = _body
 
     def _finally(self, node):
         self.generic_visit(node)

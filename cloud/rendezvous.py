@@ -69,11 +69,13 @@ class ToolResultChannel:
         pending.done.set()
         return Delivery.ACCEPTED
 
-    def deliver_from_host(self, request_id: str, host_id: str, result: dict[str, Any]) -> Delivery:
+    def deliver_from_host(self, request_id: str, host_id: str, result: dict[str, Any],
+                          kind: str = "host") -> Delivery:
+        """A host's answer (or, with kind "approval", a decision the person took in the host itself)."""
         with self._lock:
             session_id = self._by_request.get(request_id)
             pending = self._pending.get(session_id) if session_id else None
-            if pending is None or pending.request_id != request_id or pending.kind != "host":
+            if pending is None or pending.request_id != request_id or pending.kind != kind:
                 return Delivery.NOT_PENDING
             if pending.host_id is not None and pending.host_id != host_id:
                 return Delivery.WRONG_SENDER

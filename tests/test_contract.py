@@ -34,6 +34,7 @@ VALID_HOST_MESSAGES = {
     "export_view_result": {"type": "export_view_result", "request_id": "c1.view", "ok": True, "png_base64": "iVBO",
                            "width": 10, "height": 8, "view": "Level 1"},
     "decide": {"type": "decide", "request_id": "c1.run", "decision": "discard"},
+    "decided": {"type": "decided", "request_id": "c1.run", "decision": "keep", "by": "the person in Revit"},
     "ping": {"type": "ping", "nonce": "n"},
     "pong": {"type": "pong"},
     "error": {"type": "error", "request_id": None, "message": "bad"},
@@ -63,6 +64,7 @@ INVALID_HOST_MESSAGES = [
     ("export_view", {"element_ids": ["a"]}, "element_ids/0"),
     ("export_view_result", {"width": -1}, "width"),
     ("decide", {"decision": "maybe"}, "decision"),
+    ("decided", {"decision": "later"}, "decision"),
     ("ping", {"nonce": 1}, "nonce"),
     ("pong", {"extra": True}, "extra"),
     ("error", {"message": ""}, "message"),
@@ -73,7 +75,7 @@ INVALID_HOST_MESSAGES = [
 
 MISSING_REQUIRED = {
     "hello": "document", "welcome": "host_id", "execute": "code", "execute_result": "changes",
-    "export_view": "max_px", "export_view_result": "request_id", "decide": "decision", "error": "message",
+    "export_view": "max_px", "export_view_result": "request_id", "decide": "decision", "decided": "decision", "error": "message",
     "context": "request_id", "context_result": "ok",
 }
 

@@ -152,3 +152,41 @@ def test_ask_on_a_host_that_cannot_hold_refuses_instead_of_committing_unreviewed
     assert "cannot hold a change for review" in stream.of("Metadata", "tool_result")[0]["content"]
     assert old_host.document.elements == before and not [m for m in old_host.received if m["type"] == "execute"]
     old_host.stop()
+
+
+def test_a_decision_taken_in_the_host_ends_the_wait_and_is_what_the_model_is_told(server, alice, host, scripts_dir):
+    sid = alice.new_session(host.host_id, _spec(scripts_dir, [ADD_DOOR], [{"text": "ok"}]))
+    _set_policy(alice, sid, "ask")
+    before = len(host.document.elements)
+
+    def on_frame(frame):
+        meta = (frame.chunk or {}).get("metadata") or {}
+        if meta.get("kind") == "approval_request":
+            request_id = next(m["request_id"] for m in host.received if m["type"] == "execute")
+            threading.Thread(target=host.decide_here, args=(request_id, "keep")).start()
+
+    stream = alice.run(sid, "add a door", on_frame=on_frame)  # would wait 15 minutes without the host's word
+    result = stream.of("Metadata", "tool_result")[0]["metadata"]
+    assert result["committed"] and result["decision"]["by"] == "the person in the host"
+    assert len(host.document.elements) == before + 1
+    execute = next(m for m in host.received if m["type"] == "execute")
+    assert execute["hold"] and execute["review"]
+
+
+def test_when_host_and_chat_page_disagree_the_model_is_told_what_the_host_applied(server, alice, host, scripts_dir):
+    sid = alice.new_session(host.host_id, _spec(scripts_dir, [ADD_DOOR], [{"text": "ok"}]))
+    _set_policy(alice, sid, "ask")
+    before = dict(host.document.elements)
+
+    def on_frame(frame):
+        meta = (frame.chunk or {}).get("metadata") or {}
+        if meta.get("kind") == "approval_request":
+            request_id = next(m["request_id"] for m in host.received if m["type"] == "execute")
+            host.decided_here[request_id] = "discard"  # decided in the host, but its word never reached the cloud
+            threading.Thread(target=lambda: alice.call("POST", f"/api/sessions/{sid}/approval", json={
+                "tool_call_id": meta["tool_call_id"], "decision": "keep"})).start()
+
+    stream = alice.run(sid, "add a door", on_frame=on_frame)
+    result = stream.of("Metadata", "tool_result")[0]
+    assert not result["metadata"]["committed"] and result["metadata"]["decision"]["decision"] == "discard"
+    assert "discarded" in result["content"] and host.document.elements == before

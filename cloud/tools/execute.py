@@ -170,6 +170,8 @@ def _run_script(ctx: ToolContext, call: dict[str, Any], connection: HostConnecti
             epilogue = None
         # Hold the transaction open so the policy can be re-read once the script has run.
         command["hold"] = HOLD_CAPABILITY in (connection.hello.get("capabilities") or [])
+        command["review"] = command["hold"] and effective_policy(
+            ctx.store, ctx.session.session_id, ctx.session.user_name) == "ask"
     _audit(ctx, call["id"], connection, "model", code, content_hash(code), version)
     if command.get("epilogue"):
         _audit(ctx, call["id"], connection, "epilogue", epilogue.code, epilogue.sha256, version)
@@ -222,7 +224,9 @@ def _settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report
                               changes=held.get("changes"), failures=held.get("failures", []),
                               stdout=held.get("stdout", ""), image=_image_meta(image),
                               timeout_s=ctx.settings.approval_timeout_s)
-        ctx.channel.open(ctx.session.session_id, f"{call['id']}.approval", call["id"], None, kind="approval")
+        # Keyed by the execute's request id: the host may report a decision the person took there.
+        ctx.channel.open(ctx.session.session_id, f"{call['id']}.run", call["id"], ctx.session.host_id,
+                         kind="approval")
         decision = ctx.channel.wait(ctx.session.session_id, ctx.settings.approval_timeout_s, ctx.cancel)
         if decision is None:
             minutes = round(ctx.settings.approval_timeout_s / 60, 1)
@@ -230,6 +234,10 @@ def _settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report
     reply = _ask_host(ctx, call["id"], "run", {"type": "decide", "decision": decision["decision"]})
     final = reply.message if reply.message and reply.message.get("type") == "execute_result" else None
     settled = {**held, "held": False, "committed": bool(final and final.get("committed"))}
+    applied = ((final or {}).get("details") or {}).get("decision")
+    if applied in ("keep", "discard") and applied != decision["decision"]:
+        # The host had already applied a decision taken there (its review window, its timeout).
+        decision = {"decision": applied, "by": final["details"].get("decided_by") or "the host"}
     if final is None:
         settled["error"] = {"type": "NoDecisionResult",
                             "message": reply.problem or _no_result_text(ctx, reply.message)}

@@ -112,6 +112,11 @@ def _handle(state: NexusState, connection: HostConnection, raw: Any) -> None:
         if delivery is not Delivery.ACCEPTED and kind != "error":
             _reply(connection, {"type": "error", "request_id": message["request_id"],
                                 "message": f"request {message['request_id']} is not pending ({delivery.value})"})
+    elif kind == "decided":
+        decision = {"decision": message["decision"], "by": message.get("by") or "the person in the host"}
+        if state.channel.deliver_from_host(message["request_id"], connection.host_id, decision,
+                                           kind="approval") is not Delivery.ACCEPTED:
+            log.info("host %s decided %s after the cloud stopped waiting", connection.host_id, message["request_id"])
     elif kind == "error":
         log.warning("host %s reported: %s", connection.host_id, message.get("message"))
     else:

@@ -74,6 +74,7 @@ class TestHost:
         self._send_lock = threading.Lock()
         self.welcomed = threading.Event()
         self.held: dict[str, tuple[Document, dict[str, Any]]] = {}  # request_id -> (uncommitted document, result)
+        self.decided_here: dict[str, str] = {}
 
     # connection
     def start(self) -> TestHost:
@@ -168,14 +169,22 @@ class TestHost:
         result["duration_ms"] = (time.monotonic() - started) * 1000
         return result
 
+    def decide_here(self, request_id: str, decision: str) -> None:
+        """The person decides in the host itself (as in Revit's review window); the cloud is told."""
+        self.decided_here[request_id] = decision
+        self.send({"type": "decided", "request_id": request_id, "decision": decision, "by": "the person in the host"})
+
     def decide(self, message: dict[str, Any]) -> dict[str, Any]:
         working, result = self.held.pop(message["request_id"], (None, None))
         if working is None:
             return {"type": "error", "request_id": message["request_id"], "message": "nothing is held"}
-        keep = message["decision"] == "keep"
+        # A decision taken in the host came first and wins over the cloud's.
+        decision = self.decided_here.pop(message["request_id"], message["decision"])
+        keep = decision == "keep"
         if keep:
             self.document = working
-        return {**result, "held": False, "committed": keep}
+        by = "the person in the host" if decision != message["decision"] else "the cloud"
+        return {**result, "held": False, "committed": keep, "details": {"decision": decision, "decided_by": by}}
 
     def export_view(self, message: dict[str, Any]) -> dict[str, Any]:
         size = message["max_px"]

@@ -116,9 +116,13 @@ def test_a_decision_taken_in_revit_wins_over_a_later_one_in_the_chat(stack, scri
     wait_until(lambda: not host.runtime.services.holds.waiting())
     assert len(wall_ids(host)) == len(walls_before) + 1
 
-    approve(client, session_id, request["tool_call_id"], "discard")  # the chat page still offered the buttons
+    # Revit told the cloud (`decided`), so the run goes on without the chat page; a late click there is refused.
     result = run.join().of("Metadata", "tool_result")[0]["metadata"]
     assert result["committed"] is True and len(wall_ids(host)) == len(walls_before) + 1
+    assert result["decision"]["decision"] == "keep" and "Revit" in result["decision"]["by"]
+    late = client.call("POST", f"/api/sessions/{session_id}/approval",
+                       json={"tool_call_id": request["tool_call_id"], "decision": "discard"})
+    assert late.status_code == 409
 
 
 def test_without_a_decision_the_hold_times_out_as_discard(stack, scripts_dir):

@@ -159,7 +159,8 @@ def _run_held(uiapp, uidoc, doc, state, services, guard, guard_log, check, log):
         held = state.result(held=True, guard_log=guard_log)
         state.extra.pop("external_changes", None)  # reported once, with the held result
         try:
-            hold_review.wait_for_decision(uiapp, run, held, services, guard, log)
+            hold_review.wait_for_decision(uiapp, run, held, services, guard, log,
+                                          review=bool(state.message.get("review")))
         except Exception as exc:
             log.write("waiting for the decision on {0} failed: {1}".format(request_id, exc))
             run.decide(DISCARD, BY_REVIT)

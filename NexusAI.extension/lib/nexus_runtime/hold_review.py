@@ -7,17 +7,30 @@ with the changed elements selected and isolated. See holds.py for who may decide
 """
 import time
 
-from nexus_runtime import review_text
-from nexus_runtime.holds import ReviewPacing
+from nexus_runtime import protocol, review_text
+from nexus_runtime.holds import BY_CLOUD, ReviewPacing
 from nexus_runtime.review_view import ReviewHighlight
 from nexus_runtime.review_window import ReviewWindow
 
 QUIET_POLL_S = 0.05
 
 
-def wait_for_decision(uiapp, run, held_result, services, guard, log):
-    """Send the held result, then return once `run` is decided (keep, discard or timeout)."""
-    pacing = ReviewPacing(run, services.settings().review_window_after_s)
+def wait_for_decision(uiapp, run, held_result, services, guard, log, review=False):
+    """Send the held result, then return once `run` is decided (keep, discard or timeout).
+
+    With `review` (the cloud expects the person to review: policy ask) the window opens at once.
+    A decision taken here (the window, the timeout) is reported to the cloud with `decided`, which
+    ends its own wait for the person; the final result still answers the cloud's `decide`.
+    """
+    pacing = ReviewPacing(run, 0 if review else services.settings().review_window_after_s)
+    try:
+        _wait(uiapp, run, held_result, services, guard, log, pacing)
+    finally:
+        if run.decision is not None and run.decided_by != BY_CLOUD:
+            services.send(protocol.decided(run.request_id, run.decision, run.decided_by))
+
+
+def _wait(uiapp, run, held_result, services, guard, log, pacing):
 
     def serve():
         with guard.allowing_own_export():

@@ -61,6 +61,11 @@ def pong(nonce=None):
     return message
 
 
+def decided(request_id, decision, by):
+    """The person (or the hold timeout) decided a held run here; the cloud stops waiting for the chat page."""
+    return {"type": "decided", "request_id": request_id, "decision": decision, "by": by}
+
+
 def error(message, request_id=None):
     return {"type": "error", "request_id": request_id, "message": message or "error"}
 

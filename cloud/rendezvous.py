@@ -53,10 +53,6 @@ class ToolResultChannel:
             self._pending[session_id] = _Pending(request_id, tool_call_id, host_id, kind)
             self._by_request[request_id] = session_id
 
-    def session_for_request(self, request_id: str) -> str | None:
-        with self._lock:
-            return self._by_request.get(request_id)
-
     def pending_tool_call(self, session_id: str) -> str | None:
         with self._lock:
             pending = self._pending.get(session_id)

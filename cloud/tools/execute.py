@@ -28,7 +28,6 @@ from cloud.tools.edits import apply_edits
 from cloud.tools.render import render_for_model
 from cloud.transcript import tool_result_part
 
-AUTOMATION = "execute_task_automation"
 COLLECTION = "execute_data_collection"
 CAPTURE = "capture_view"
 LOOKUP = "lookup_api"

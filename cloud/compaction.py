@@ -179,6 +179,7 @@ def maybe_compact(
     # Append-only: history stays as it was; the kept recent entries are repeated after the marker,
     # without their usage, which measured the context before it was summarised.
     kept = [{k: v for k, v in e.items() if k != "usage"} for e in transcript[cut:]]
+    entry["kept"] = len(kept)  # lets the person's view drop the repeated copies (transcript.person_view)
     new_transcript = [*transcript, entry, *kept]
     after = estimate_request_tokens(system, tools, model_view(new_transcript))
     yield metadata("compaction", "Context summarised", replaced=replaced, tokens_before=size, tokens_after=after,

@@ -60,6 +60,27 @@ def model_view(transcript: list[Entry]) -> list[Entry]:
     return [head, *rest]
 
 
+def person_view(transcript: list[Entry]) -> list[Entry]:
+    """What the person reads back: the whole history once, with each compaction marker where it cut.
+
+    A compaction entry is followed by copies of the recent entries it kept (so `model_view` can start
+    there); here the originals stay in place, the marker goes before them, and the copies are dropped.
+    """
+    out: list[Entry] = []
+    skip = 0
+    for entry in transcript:
+        if skip:
+            skip -= 1
+            continue
+        if entry.get("role") == "compaction":
+            kept = int(entry.get("kept", 0))
+            out.insert(len(out) - kept, entry)
+            skip = kept
+            continue
+        out.append(entry)
+    return out
+
+
 def tool_calls(entry: Entry) -> list[dict[str, Any]]:
     return [p for p in entry.get("content", []) if p.get("type") == "tool_call"]
 

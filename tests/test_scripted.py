@@ -167,3 +167,15 @@ def _drain(stream):
             yield next(stream)
         except StopIteration:
             return
+
+
+def test_the_person_sees_the_whole_history_once_with_the_compaction_marker_where_it_cut():
+    from cloud.transcript import person_view
+
+    def user(t):
+        return {"role": "user", "content": [{"type": "text", "text": t}]}
+
+    marker = {"role": "compaction", "summary": "s", "replaced": 2, "kept": 2}
+    stored = [user("a"), user("b"), user("c"), user("d"), marker, user("c"), user("d"), user("e")]
+    texts = [e.get("content", [{}])[0].get("text") if e["role"] == "user" else "MARKER" for e in person_view(stored)]
+    assert texts == ["a", "b", "MARKER", "c", "d", "e"]

@@ -12,7 +12,7 @@ from cloud.policy import POLICY_STRICTNESS
 from cloud.rendezvous import Delivery
 from cloud.runs import KEEPALIVE, Run
 from cloud.tools.execute import validate_relayed_result
-from cloud.transcript import model_view
+from cloud.transcript import model_view, person_view
 from cloud.vendors.base import ModelError
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, configured_vendors, create_model
 from cloud.web.auth import api_error, require_user
@@ -140,9 +140,10 @@ def get_session(row: dict[str, Any]):
     session_id = row["id"]
     state = nexus()
     run = state.runs.get(session_id)
+    transcript = state.store.transcript(session_id)
     return jsonify({
         "session_id": row["id"], "host_id": row["host_id"], "model": row["model"], "status": row["status"],
-        "policy": row["policy"], "messages": model_view(state.store.transcript(session_id)),
+        "policy": row["policy"], "messages": model_view(transcript), "history": person_view(transcript),
         "usage": state.store.session_usage(session_id), "running": run is not None,
         "run_chunks": len(run.chunks) if run else 0,
     })

@@ -244,7 +244,8 @@ class ChatPage {
     this.updatePolicyNote();
     this.showCost(session.usage);
     clear(this.conversation);
-    const entries = session.running ? beforeRunInProgress(session.messages) : session.messages;
+    const history = session.history || session.messages; // the whole history, compaction markers in place
+    const entries = session.running ? beforeRunInProgress(history) : history;
     await renderTranscript(this.conversation, entries, { sessionId: id, hostLabel: this.hostLabel() });
     this.scrollToBottom(true);
     if (session.running) this.reattach(this.newRun(), 0); // runs on; the page is usable meanwhile

@@ -25,7 +25,7 @@ from cloud.rendezvous import ToolResultChannel
 from cloud.session import Session
 from cloud.store import Store
 from cloud.tools.edits import apply_edits
-from cloud.tools.render import render_for_model
+from cloud.tools.render import describe_run
 from cloud.transcript import tool_result_part
 
 COLLECTION = "execute_data_collection"
@@ -193,7 +193,8 @@ def _run_script(ctx: ToolContext, call: dict[str, Any], connection: HostConnecti
     if mode == "automate":
         state.last_task_committed = bool(result.get("committed"))
     ctx.save_state()
-    text = _describe_run(ctx, result, mode, report, image, notes or [], extra or [], decision)
+    text = describe_run(result, mode, report, ctx.settings, image_caption=image["caption"] if image else None,
+                        notes=notes or [], extra=extra or [], decision=decision)
     person = {"tool_call_id": call["id"], "name": call["name"], "mode": mode, "ok": bool(result.get("ok")),
               "committed": bool(result.get("committed")), "stdout": result.get("stdout", ""),
               "stdout_truncated": bool(result.get("stdout_truncated")), "error": result.get("error"),
@@ -251,56 +252,6 @@ def _no_result_text(ctx: ToolContext, reply: dict[str, Any] | None) -> str:
     if reply is not None:
         return message("unexpected_reply", kind=reply.get("type"))
     return message("no_result", minutes=round(ctx.settings.tool_timeout_s / 60, 1))
-
-
-def _describe_run(ctx: ToolContext, result: dict[str, Any], mode: str, report: str, image: dict[str, Any] | None,
-                  notes: list[str], extra: list[str], decision: dict[str, Any] | None = None) -> str:
-    ms = result.get("duration_ms") or 0
-    took = f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
-    if decision and decision["decision"] == "discard":
-        comment = decision.get("comment")
-        lines = [message("outcome_discarded", comment=f" Their comment: {comment}" if comment else "")]
-    elif result.get("timed_out"):
-        lines = [message("outcome_timed_out", timeout=ctx.settings.script_timeout_s)]
-    elif mode == "collect":
-        lines = [message("outcome_collect" if result.get("ok") else "outcome_collect_failed", took=took)]
-    else:
-        lines = [message("outcome_committed" if result.get("committed") else "outcome_rolled_back", took=took)]
-    external = result.get("external_changes")
-    if external:
-        lines.insert(0, message("section_external", summary=external["summary"]))
-    if result.get("blocked"):
-        lines.append(message("section_blocked", items=", ".join(result["blocked"])))
-    if result.get("dialogs"):
-        lines.append(message("section_dialogs", lines="\n".join(
-            f"- {d['message']} ({'dismissed' if d['dismissed'] else 'left open'})" for d in result["dialogs"])))
-    error = result.get("error")
-    if error:
-        where = f" (line {error['line']})" if error.get("line") else ""
-        lines.append(message("section_error", type=error.get("type", "Error"), message=error.get("message", ""), where=where))
-        if error.get("traceback"):
-            lines.append(message("section_traceback", traceback=render_for_model(error["traceback"], 4000)))
-    failures = result.get("failures") or []
-    if failures:
-        rendered = render_for_model("\n".join(f"- {f.get('severity', 'warning')}: {f.get('message', '')}" for f in failures), 4000)
-        lines.append(message("section_failures", count=len(failures), lines=rendered))
-    lines.append(message("section_output", output=render_for_model(result.get("stdout", ""), ctx.settings.max_result_chars)))
-    if mode == "automate":
-        if result.get("committed"):
-            rendered = render_for_model(report, ctx.settings.max_result_chars) if report.strip() \
-                else message("empty_report")
-            lines.append(message("section_report", report=rendered))
-        elif decision and report:
-            lines.append(message("section_discarded_report",
-                                 report=render_for_model(report, ctx.settings.max_result_chars)))
-        else:
-            lines.append(message("section_no_report"))
-    if image and result.get("committed"):
-        lines.append(image["caption"])
-    if notes:
-        lines.append(message("section_notes", lines="\n".join(f"- {n}" for n in notes)))
-    lines.extend(extra)
-    return "\n\n".join(lines)
 
 
 def _export(ctx: ToolContext, call_id: str, view: ViewRequest) -> dict[str, Any]:

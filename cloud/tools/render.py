@@ -6,6 +6,10 @@ rest of the conversation, and the note keeps the model from mistaking a cut tabl
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
+
+from cloud.config import Settings
+from cloud.prompts import message
 
 DEFAULT_MAX_CHARS = 20_000
 HEAD_SHARE = 0.6
@@ -62,3 +66,54 @@ def render_for_model(output: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     if notes:
         text += "\n\n[Note: " + "; ".join(notes) + ".]"
     return text
+
+
+def describe_run(result: dict[str, Any], mode: str, report: str, settings: Settings, *, image_caption: str | None,
+                 notes: list[str], extra: list[str], decision: dict[str, Any] | None = None) -> str:
+    """The model's copy of an execute_result: outcome first, then errors, output, change report, notes."""
+    ms = result.get("duration_ms") or 0
+    took = f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+    if decision and decision["decision"] == "discard":
+        comment = decision.get("comment")
+        lines = [message("outcome_discarded", comment=f" Their comment: {comment}" if comment else "")]
+    elif result.get("timed_out"):
+        lines = [message("outcome_timed_out", timeout=settings.script_timeout_s)]
+    elif mode == "collect":
+        lines = [message("outcome_collect" if result.get("ok") else "outcome_collect_failed", took=took)]
+    else:
+        lines = [message("outcome_committed" if result.get("committed") else "outcome_rolled_back", took=took)]
+    external = result.get("external_changes")
+    if external:
+        lines.insert(0, message("section_external", summary=external["summary"]))
+    if result.get("blocked"):
+        lines.append(message("section_blocked", items=", ".join(result["blocked"])))
+    if result.get("dialogs"):
+        lines.append(message("section_dialogs", lines="\n".join(
+            f"- {d['message']} ({'dismissed' if d['dismissed'] else 'left open'})" for d in result["dialogs"])))
+    error = result.get("error")
+    if error:
+        where = f" (line {error['line']})" if error.get("line") else ""
+        lines.append(message("section_error", type=error.get("type", "Error"), message=error.get("message", ""), where=where))
+        if error.get("traceback"):
+            lines.append(message("section_traceback", traceback=render_for_model(error["traceback"], 4000)))
+    failures = result.get("failures") or []
+    if failures:
+        rendered = render_for_model("\n".join(f"- {f.get('severity', 'warning')}: {f.get('message', '')}" for f in failures), 4000)
+        lines.append(message("section_failures", count=len(failures), lines=rendered))
+    lines.append(message("section_output", output=render_for_model(result.get("stdout", ""), settings.max_result_chars)))
+    if mode == "automate":
+        if result.get("committed"):
+            rendered = render_for_model(report, settings.max_result_chars) if report.strip() \
+                else message("empty_report")
+            lines.append(message("section_report", report=rendered))
+        elif decision and report:
+            lines.append(message("section_discarded_report",
+                                 report=render_for_model(report, settings.max_result_chars)))
+        else:
+            lines.append(message("section_no_report"))
+    if image_caption and result.get("committed"):
+        lines.append(image_caption)
+    if notes:
+        lines.append(message("section_notes", lines="\n".join(f"- {n}" for n in notes)))
+    lines.extend(extra)
+    return "\n\n".join(lines)

@@ -56,6 +56,8 @@ def _part_tokens(part: dict[str, Any]) -> int:
         return IMAGE_TOKENS
     if part.get("type") == "tool_result":
         return sum(_part_tokens(p) for p in part.get("content", [])) + 10
+    if part.get("type") in ("text", "thinking"):  # the common case, without serialising (this runs every turn)
+        return (len(part.get("text", "")) + 20) // CHARS_PER_TOKEN
     return len(json.dumps(part, ensure_ascii=False)) // CHARS_PER_TOKEN
 
 

@@ -36,6 +36,11 @@ def tool_definitions() -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+@cache
+def _tool_validators() -> dict[str, Draft202012Validator]:
+    return {t["name"]: Draft202012Validator(t["input_schema"]) for t in tool_definitions()}
+
+
 def _describe(errors: list) -> str:
     parts = []
     for err in sorted(errors, key=lambda e: list(e.absolute_path)):
@@ -62,12 +67,12 @@ def validate_host_message(message: Any) -> dict[str, Any]:
 
 
 def validate_tool_input(name: str, arguments: Any) -> dict[str, Any]:
-    schemas = {t["name"]: t for t in tool_definitions()}
-    if name not in schemas:
-        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(schemas))}")
+    validators = _tool_validators()
+    if name not in validators:
+        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(validators))}")
     if not isinstance(arguments, dict):
         raise ContractError(f"invalid input for {name}: expected a JSON object")
-    errors = list(Draft202012Validator(schemas[name]["input_schema"]).iter_errors(arguments))
+    errors = list(validators[name].iter_errors(arguments))
     if errors:
         raise ContractError(f"invalid input for {name}: {_describe(errors)}")
     if name == "execute_task_automation" and ("code" in arguments) == ("edits" in arguments):

@@ -230,13 +230,16 @@ class Store:
         return bytes(rows[0]["png"]) if rows else None
 
     # audit and usage
-    def record_script(self, *, session_id: str, tool_call_id: str, user_name: str, host_id: str, host_app: str,
-                      capability_version: str | None, kind: str, code: str, sha256: str) -> None:
+    def record_scripts(self, rows: list[dict[str, Any]]) -> None:
+        """Audit rows of dispatched scripts: session, tool_call_id, user_name, host_id, host_app,
+        capability_version, kind (model | epilogue), code and the sha256 of its exact bytes."""
+        now = time.time()
         with self._write() as db:
-            db.execute("INSERT INTO audit (ts, session_id, tool_call_id, user_name, host_id, host_app, "
-                       "capability_version, kind, sha256, bytes, code) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                       (time.time(), session_id, tool_call_id, user_name, host_id, host_app,
-                        capability_version, kind, sha256, len(code.encode()), code))
+            db.executemany("INSERT INTO audit (ts, session_id, tool_call_id, user_name, host_id, host_app, "
+                           "capability_version, kind, sha256, bytes, code) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                           [(now, r["session_id"], r["tool_call_id"], r["user_name"], r["host_id"], r["host_app"],
+                             r["capability_version"], r["kind"], r["sha256"], len(r["code"].encode()), r["code"])
+                            for r in rows])
 
     def audit(self, sha256_prefix: str | None = None, session_id: str | None = None,
               limit: int = 200) -> list[dict[str, Any]]:

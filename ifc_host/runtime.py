@@ -97,7 +97,7 @@ class HostRuntime:
             try:
                 ws = websocket.create_connection(
                     self.ws_url, timeout=CONNECT_TIMEOUT_S, header=[f"Authorization: Bearer {self.token}"],
-                    enable_multithread=True)
+                    enable_multithread=True, skip_utf8_validation=True)  # json.loads rejects bad text anyway
             except websocket.WebSocketBadStatusException as exc:
                 if exc.status_code in (401, 403):
                     raise HostRejected(f"the server refused this host's token (HTTP {exc.status_code})") from exc

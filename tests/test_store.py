@@ -93,10 +93,10 @@ def test_a_second_store_on_the_same_file_sees_everything(store, tmp_path):
 def test_audit_records_the_exact_bytes_with_their_hash_and_filters_by_prefix(store):
     code = "print('héllo')\n"
     sha = hashlib.sha256(code.encode()).hexdigest()
-    store.record_script(session_id="s1", tool_call_id="c1", user_name="alice", host_id="h1", host_app="ifc",
-                        capability_version="ifc-1.0", kind="model", code=code, sha256=sha)
-    store.record_script(session_id="s2", tool_call_id="c2", user_name="bob", host_id="h2", host_app="revit",
-                        capability_version="revit-1.0", kind="epilogue", code="x", sha256="0" * 64)
+    store.record_scripts([dict(session_id="s1", tool_call_id="c1", user_name="alice", host_id="h1", host_app="ifc",
+                               capability_version="ifc-1.0", kind="model", code=code, sha256=sha),
+                          dict(session_id="s2", tool_call_id="c2", user_name="bob", host_id="h2", host_app="revit",
+                               capability_version="revit-1.0", kind="epilogue", code="x", sha256="0" * 64)])
     (row,) = store.audit(sha256_prefix=sha[:8].upper())
     assert row["code"] == code and row["bytes"] == len(code.encode()) == 16 and row["kind"] == "model"
     assert (row["session_id"], row["tool_call_id"], row["host_app"], row["capability_version"]) == \

@@ -140,22 +140,25 @@ def _automate(ctx: ToolContext, call: dict[str, Any], connection: HostConnection
         notes_header = [message("section_edits_applied", count=len(outcome.applied))]
     else:
         code, notes_header = arguments["code"], []
-    state.current_script = code
-    ctx.save_state()
+    state.current_script = code  # saved with the outcome
     result = yield from _run_script(ctx, call, connection, code, "automate", notes=notes,
-                                    extra=[*notes_header, *([budget_line] if budget_line else [])])
+                                    extra=[*notes_header, *([budget_line] if budget_line else [])],
+                                    review=policy == "ask")
     return result
 
 
-def _audit(ctx: ToolContext, call_id: str, connection: HostConnection, kind: str, code: str, sha: str,
-           version: str | None) -> None:
-    ctx.store.record_script(session_id=ctx.session.session_id, tool_call_id=call_id, user_name=ctx.session.user_name,
-                            host_id=connection.host_id, host_app=connection.host_app, capability_version=version,
-                            kind=kind, code=code, sha256=sha)
+def _audit(ctx: ToolContext, call_id: str, connection: HostConnection, version: str | None,
+           scripts: list[tuple[str, str, str]]) -> None:
+    """Record every dispatched script, (kind, code, sha256), with its provenance, in one write."""
+    ctx.store.record_scripts([
+        {"session_id": ctx.session.session_id, "tool_call_id": call_id, "user_name": ctx.session.user_name,
+         "host_id": connection.host_id, "host_app": connection.host_app, "capability_version": version,
+         "kind": kind, "code": code, "sha256": sha} for kind, code, sha in scripts])
 
 
 def _run_script(ctx: ToolContext, call: dict[str, Any], connection: HostConnection, code: str, mode: str,
-                notes: list[str] | None = None, extra: list[str] | None = None) -> Generator[Chunk, None, dict[str, Any]]:
+                notes: list[str] | None = None, extra: list[str] | None = None,
+                review: bool = False) -> Generator[Chunk, None, dict[str, Any]]:
     command: dict[str, Any] = {"type": "execute", "mode": mode, "code": code, "timeout_s": ctx.settings.script_timeout_s}
     provider = None
     version = None
@@ -169,11 +172,11 @@ def _run_script(ctx: ToolContext, call: dict[str, Any], connection: HostConnecti
             epilogue = None
         # Hold the transaction open so the policy can be re-read once the script has run.
         command["hold"] = HOLD_CAPABILITY in (connection.hello.get("capabilities") or [])
-        command["review"] = command["hold"] and effective_policy(
-            ctx.store, ctx.session.session_id, ctx.session.user_name) == "ask"
-    _audit(ctx, call["id"], connection, "model", code, content_hash(code), version)
+        command["review"] = command["hold"] and review
+    scripts = [("model", code, content_hash(code))]
     if command.get("epilogue"):
-        _audit(ctx, call["id"], connection, "epilogue", epilogue.code, epilogue.sha256, version)
+        scripts.append(("epilogue", epilogue.code, epilogue.sha256))
+    _audit(ctx, call["id"], connection, version, scripts)
     reply = _ask_host(ctx, call["id"], "run", command)
     state = ctx.session.state
     state.last_completed_tool = call["name"]

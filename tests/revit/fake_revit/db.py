@@ -720,12 +720,11 @@ class FailureHandlingOptions:
 
 # --- transactions ------------------------------------------------------------------------------
 
-class Transaction:
-    def __init__(self, document: Document, name: str = "") -> None:
-        self._document = document
-        self._name = name
-        self._status = TransactionStatus.Uninitialized
-        self._options = FailureHandlingOptions()
+class _NamedTransactionStatus:
+    """What Transaction and TransactionGroup share in the real API: a name and a status."""
+
+    _name: str
+    _status: EnumValue
 
     def GetName(self) -> str:
         return self._name
@@ -741,6 +740,14 @@ class Transaction:
 
     def HasEnded(self) -> bool:
         return self._status in (TransactionStatus.Committed, TransactionStatus.RolledBack)
+
+
+class Transaction(_NamedTransactionStatus):
+    def __init__(self, document: Document, name: str = "") -> None:
+        self._document = document
+        self._name = name
+        self._status = TransactionStatus.Uninitialized
+        self._options = FailureHandlingOptions()
 
     def GetFailureHandlingOptions(self) -> FailureHandlingOptions:
         return self._options
@@ -789,7 +796,7 @@ class Transaction:
             raise exc.InvalidOperationException("The transaction has not been started.")
 
 
-class TransactionGroup:
+class TransactionGroup(_NamedTransactionStatus):
     """Transactions committed while the group is open stay undoable as a whole until it ends."""
 
     def __init__(self, document: Document, name: str = "") -> None:
@@ -802,21 +809,6 @@ class TransactionGroup:
     @property
     def IsValidObject(self) -> bool:
         return True
-
-    def GetName(self) -> str:
-        return self._name
-
-    def SetName(self, name: str) -> None:
-        self._name = name
-
-    def GetStatus(self) -> EnumValue:
-        return self._status
-
-    def HasStarted(self) -> bool:
-        return self._status != TransactionStatus.Uninitialized
-
-    def HasEnded(self) -> bool:
-        return self._status in (TransactionStatus.Committed, TransactionStatus.RolledBack)
 
     def Start(self, name: str | None = None) -> EnumValue:
         Session.check_api_context("TransactionGroup.Start")

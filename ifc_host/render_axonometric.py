@@ -117,10 +117,5 @@ def _colour_of(element: ifcopenshell.entity_instance) -> style.RGB:
 
 
 def _title(spec: ViewSpec, shown: int, elsewhere: int) -> str:
-    title = f"{spec.name} \u2014 axonometric from the south-west"
-    if shown or elsewhere:
-        title += f" \u2014 {shown} highlighted"
-        if elsewhere:
-            title += f" ({elsewhere} not in this view)"
-    return title
+    return style.title_with_highlights(f"{spec.name} \u2014 axonometric from the south-west", shown, elsewhere)
 

@@ -203,3 +203,12 @@ def _polygons(geometry: BaseGeometry | None) -> list[Polygon]:
     if hasattr(geometry, "geoms"):
         return [p for g in geometry.geoms for p in _polygons(g)]
     return []
+
+
+def title_with_highlights(title: str, shown: int, elsewhere: int) -> str:
+    """A view's title, plus how many requested elements are highlighted and how many are not in the view."""
+    if shown or elsewhere:
+        title += f" \u2014 {shown} highlighted"
+        if elsewhere:
+            title += f" ({elsewhere} not in this view)"
+    return title

@@ -220,12 +220,7 @@ def _bounds(extents: list[tuple[float, float, float, float]]) -> tuple[float, fl
 
 
 def _title(spec: ViewSpec, shown: int, elsewhere: int) -> str:
-    title = f"{spec.name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m"
-    if shown or elsewhere:
-        title += f" \u2014 {shown} highlighted"
-        if elsewhere:
-            title += f" ({elsewhere} not in this view)"
-    return title
+    return style.title_with_highlights(f"{spec.name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown, elsewhere)
 
 
 def _legend(with_highlight: bool) -> list[LegendEntry]:

@@ -1,7 +1,7 @@
 """WSGI entry point for production servers: `gunicorn -k gevent -w 1 'cloud.wsgi:app'`."""
 from __future__ import annotations
 
-from cloud.cli import default_db
+from cloud.cli.common import default_db
 from cloud.config import Settings
 from cloud.store import Store
 from cloud.vendors.registry import default_model_spec

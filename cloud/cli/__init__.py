@@ -1,0 +1,34 @@
+"""The `nexus` command line (DESIGN.md section 3): one module per command, each adding its own subparser."""
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+
+from cloud.cli import demo, ifc_host, models, run, sample_model, serve, token
+from cloud.cli.common import default_db
+
+__all__ = ["build_parser", "default_db", "main"]
+
+COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nexus", description="NexusAI: an AI agent for BIM authoring tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def run_main() -> None:
+    threading.current_thread().name = "nexus"
+    sys.exit(main())

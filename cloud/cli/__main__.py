@@ -1,0 +1,3 @@
+from cloud.cli import run_main
+
+run_main()

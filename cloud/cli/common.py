@@ -1,0 +1,29 @@
+"""What several commands share: the store location and the error exit."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import platformdirs
+
+from cloud.store import Store
+
+
+def default_db() -> str:
+    return os.environ.get("NEXUS_DB") or str(Path(platformdirs.user_data_dir("nexusai")) / "nexus.db")
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    return Store(args.db or default_db())
+
+
+def with_db(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--db", help="SQLite database (default: $NEXUS_DB or the user data directory)")
+    return parser
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"nexus: {message}", file=sys.stderr)
+    return code

@@ -1,0 +1,25 @@
+"""`nexus serve`: the orchestrator."""
+from __future__ import annotations
+
+import argparse
+
+from cloud.cli.common import default_db, open_store, with_db
+from cloud.config import Settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = with_db(sub.add_parser("serve", help="run the orchestrator"))
+    p.add_argument("--bind", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from cloud.server import serve_forever
+    from cloud.vendors.registry import default_model_spec
+    from cloud.web.app import create_app
+
+    app = create_app(open_store(args), Settings(), default_model=default_model_spec())
+    print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {args.db or default_db()})", flush=True)
+    serve_forever(app, args.bind, args.port)
+    return 0

@@ -7,12 +7,10 @@ block is built from the hello alone.
 from __future__ import annotations
 
 import threading
-import uuid
 from typing import Any
 
-from cloud.hostlink import HostConnection, HostDirectory, HostUnavailable
+from cloud.hostlink import HostLink
 from cloud.prompts import text
-from cloud.rendezvous import ToolResultChannel
 
 CONTEXT_TIMEOUT_S = 10.0
 MAX_LEVELS = 40
@@ -20,25 +18,17 @@ MAX_COUNTS = 25
 MAX_SELECTION = 50
 
 
-def fetch_context(channel: ToolResultChannel, hosts: HostDirectory, connection: HostConnection,
-                  session_id: str, cancel: threading.Event) -> dict[str, Any] | None:
-    if "context" not in (connection.hello.get("capabilities") or []):
+def fetch_context(host: HostLink, cancel: threading.Event) -> dict[str, Any] | None:
+    if "context" not in (host.hello.get("capabilities") or []):
         return None
-    request_id = "ctx_" + uuid.uuid4().hex[:12]
-    channel.open(session_id, request_id, request_id, connection.host_id)
-    try:
-        hosts.send(connection.host_id, {"type": "context", "request_id": request_id})
-    except HostUnavailable:
-        channel.close(session_id)
-        return None
-    reply = channel.wait(session_id, CONTEXT_TIMEOUT_S, cancel)
+    reply = host.ask({"type": "context"}, CONTEXT_TIMEOUT_S, cancel).message
     if not reply or reply.get("type") != "context_result" or not reply.get("ok"):
         return None
     return reply.get("context")
 
 
-def render_context_block(connection: HostConnection, context: dict[str, Any] | None) -> str:
-    hello = connection.hello
+def render_context_block(host: HostLink, context: dict[str, Any] | None) -> str:
+    hello = host.hello
     context = context or {}
     document = context.get("document") or hello.get("document", {}).get("title", "?")
     lines = [f"Host: {hello.get('host_app')} {context.get('host_version') or hello.get('host_version', '')}".rstrip()

@@ -1,7 +1,13 @@
-"""Connected host runtimes and the path that carries a command to the websocket of a host.
+"""The host seam: connected host runtimes, and the one door a run uses to talk to its host.
 
-In one process this is a dictionary of live connections; with several server processes, `send` would
-publish to the process that owns the host's websocket (see shared/notes/scale.md), behind the same methods.
+`HostLink` is everything a run needs from a host: its hello, `ask` (send one command, wait for its reply)
+and `await_decision` (wait for the person's keep/discard). The link owns the request ids, the timeouts,
+cancellation and what happens when the host goes away. Two implementations: `WebSocketHostLink` reaches a
+host connected to this server's `/ws/host` (the directory below plus the rendezvous), and
+`InProcessHostLink` serves a host runtime object directly, for tests and for embedding the core.
+
+The directory is a dictionary of live connections in one process; with several server processes, `send`
+would publish to the process that owns the host's websocket, behind the same methods.
 """
 from __future__ import annotations
 
@@ -10,7 +16,20 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from cloud.rendezvous import Answer, ToolResultChannel
+
+# Why a command got no reply, as `Reply.missing`.
+UNAVAILABLE = "unavailable"  # it could not be sent: the host is not connected
+TIMEOUT = "timeout"
+CANCELLED = "cancelled"
+GONE = "gone"  # the host disconnected while the command was out and did not come back in time
+RECONNECT_GRACE_S = 2.0  # a host that drops its socket gets this long to reconnect before its call fails
+
+# One request-id scheme for every command: `<about>.<step>`. A decide reuses its execute's id on purpose:
+# the host keys the held transaction by it, and a decision taken in the host comes back under it.
+STEPS = {"execute": "run", "decide": "run", "export_view": "view", "context": "ctx"}
 
 
 class HostUnavailable(RuntimeError):
@@ -88,3 +107,212 @@ class HostDirectory:
         except Exception as exc:  # a dead socket surfaces here
             raise HostUnavailable(f"host {host_id} could not be reached: {exc}") from exc
         return connection
+
+
+@dataclass(frozen=True)
+class Reply:
+    message: dict[str, Any] | None  # the host's reply, None when nothing came back
+    request_id: str
+    missing: str | None = None  # UNAVAILABLE, TIMEOUT, CANCELLED or GONE when message is None
+    detail: str = ""
+
+
+def request_id_for(command: dict[str, Any], about: str | None) -> str:
+    return f"{about or 'r_' + uuid.uuid4().hex[:12]}.{STEPS.get(command['type'], command['type'])}"
+
+
+class HostLink(Protocol):
+    """The one door between a run and its host."""
+
+    host_id: str
+    user_name: str
+
+    @property
+    def hello(self) -> dict[str, Any]: ...
+
+    @property
+    def host_app(self) -> str: ...
+
+    def connected(self) -> bool: ...
+
+    def ask(self, command: dict[str, Any], timeout_s: float, cancel: threading.Event,
+            about: str | None = None) -> Reply:
+        """Send one command (its request id is set here, from `about`, usually the tool call id) and wait
+        for the host's reply to it."""
+        ...
+
+    def await_decision(self, about: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
+        """Wait for the keep/discard decision on the execute `about` held open: the person's (from the
+        page) or one taken in the host itself. None when nobody decided in time."""
+        ...
+
+
+class WebSocketHostLink:
+    """A session's host on this server's websocket: looked up by id on each call, so a host that
+    reconnects mid-run is used again; answers meet the waiting call in the rendezvous."""
+
+    def __init__(self, hosts: HostDirectory, channel: ToolResultChannel, host_id: str, user_name: str,
+                 session_id: str) -> None:
+        self.hosts, self.channel = hosts, channel
+        self.host_id, self.user_name, self.session_id = host_id, user_name, session_id
+        self._hello: dict[str, Any] = {}
+
+    def _connection(self) -> HostConnection | None:
+        connection = self.hosts.get(self.host_id)
+        if connection is None or connection.user_name != self.user_name:
+            return None
+        self._hello = connection.hello
+        return connection
+
+    @property
+    def hello(self) -> dict[str, Any]:
+        self._connection()
+        return self._hello
+
+    @property
+    def host_app(self) -> str:
+        return self.hello.get("host_app", "")
+
+    def connected(self) -> bool:
+        return self._connection() is not None
+
+    def ask(self, command: dict[str, Any], timeout_s: float, cancel: threading.Event,
+            about: str | None = None) -> Reply:
+        request_id = request_id_for(command, about)
+        self.channel.open(self.session_id, request_id, about or request_id, self.host_id)
+        if self._connection() is None:
+            self.channel.close(self.session_id)
+            return Reply(None, request_id, UNAVAILABLE, f"host {self.host_id} is not connected")
+        try:
+            self.hosts.send(self.host_id, {**command, "request_id": request_id})
+        except HostUnavailable as exc:
+            self.channel.close(self.session_id)
+            return Reply(None, request_id, UNAVAILABLE, str(exc))
+        return _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()))
+
+    def await_decision(self, about: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
+        request_id = request_id_for({"type": "decide"}, about)
+        self.channel.open(self.session_id, request_id, about, self.host_id, kind="approval")
+        return self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()).result
+
+    def _alive(self) -> Callable[[], bool]:
+        """False once the host has been gone (not reconnected) for RECONNECT_GRACE_S."""
+        gone_since: list[float] = []
+
+        def alive() -> bool:
+            if self.hosts.get(self.host_id) is not None:
+                gone_since.clear()
+                return True
+            gone_since[:1] = gone_since[:1] or [time.monotonic()]
+            return time.monotonic() - gone_since[0] < RECONNECT_GRACE_S
+
+        return alive
+
+
+def _reply(request_id: str, answer: Answer) -> Reply:
+    if answer.result is not None:
+        return Reply(answer.result, request_id)
+    return Reply(None, request_id, answer.missing or TIMEOUT)
+
+
+class LocalHost(Protocol):
+    """A host runtime object served in-process: its hello, and one reply per command (blocking)."""
+
+    hello: dict[str, Any]
+
+    def handle(self, command: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class InProcessHostLink:
+    """Serves a host runtime object directly, no socket: for tests and for embedding the core.
+
+    Each command runs on a worker thread so timeouts and cancellation behave as over a websocket. The
+    embedder (or a test) delivers a decision with `decide(about, decision)`.
+    """
+
+    def __init__(self, host: LocalHost, user_name: str, host_id: str = "local") -> None:
+        self.host, self.user_name, self.host_id = host, user_name, host_id
+        self._lock = threading.Lock()
+        self._decisions: dict[str, tuple[threading.Event, list[dict[str, Any]]]] = {}
+        self.closed = False
+
+    @property
+    def hello(self) -> dict[str, Any]:
+        return self.host.hello
+
+    @property
+    def host_app(self) -> str:
+        return self.host.hello.get("host_app", "")
+
+    def connected(self) -> bool:
+        return not self.closed
+
+    def close(self) -> None:
+        """The host is gone: calls in flight fail at once, later ones are unavailable."""
+        self.closed = True
+
+    def ask(self, command: dict[str, Any], timeout_s: float, cancel: threading.Event,
+            about: str | None = None) -> Reply:
+        request_id = request_id_for(command, about)
+        if self.closed:
+            return Reply(None, request_id, UNAVAILABLE, f"host {self.host_id} is not connected")
+        done, box = threading.Event(), []
+
+        def serve() -> None:
+            try:
+                box.append(self.host.handle({**command, "request_id": request_id}))
+            except Exception as exc:  # the host's own failure is an error reply, as a runtime would send
+                box.append({"type": "error", "request_id": request_id, "message": f"{type(exc).__name__}: {exc}"})
+            done.set()
+
+        threading.Thread(target=serve, name=f"local-host-{request_id}", daemon=True).start()
+        answer = _wait(done, timeout_s, cancel, lambda: not self.closed)
+        return _reply(request_id, Answer(box[0] if box and answer is None else None, answer))
+
+    def await_decision(self, about: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
+        event, box = threading.Event(), []
+        with self._lock:
+            self._decisions[about] = (event, box)
+        try:
+            _wait(event, timeout_s, cancel, lambda: not self.closed)
+            return box[0] if box else None
+        finally:
+            with self._lock:
+                self._decisions.pop(about, None)
+
+    def decide(self, about: str, decision: dict[str, Any]) -> bool:
+        """Deliver the person's decision on the held execute `about`; False if nothing awaits one."""
+        with self._lock:
+            waiting = self._decisions.get(about)
+            if waiting is None or waiting[0].is_set():
+                return False
+            waiting[1].append(decision)
+            waiting[0].set()
+            return True
+
+    def awaiting_decision(self) -> list[str]:
+        with self._lock:
+            return [about for about, (event, _) in self._decisions.items() if not event.is_set()]
+
+
+def _wait(done: threading.Event, timeout_s: float, cancel: threading.Event,
+          alive: Callable[[], bool]) -> str | None:
+    """None once `done` is set; else why not: TIMEOUT, CANCELLED or GONE."""
+    deadline = time.monotonic() + timeout_s
+    while not done.is_set():
+        if cancel.is_set():
+            return CANCELLED
+        if not alive():
+            return GONE
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return TIMEOUT
+        done.wait(min(remaining, 0.05))
+    return None
+
+
+def session_link(hosts: HostDirectory, channel: ToolResultChannel, session: dict[str, Any]) -> WebSocketHostLink | None:
+    """The link to a session's host (a store row), or None when the session has no host."""
+    if not session.get("host_id"):
+        return None
+    return WebSocketHostLink(hosts, channel, session["host_id"], session["user_name"], session["id"])

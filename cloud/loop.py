@@ -14,7 +14,8 @@ from cloud.chunks import Chunk
 from cloud.contract import tool_definitions
 from cloud.prompts import message
 from cloud.session import max_tokens_for, resolve_phase
-from cloud.tools.execute import ToolContext, execute_tool
+from cloud.tools.base import ToolContext
+from cloud.tools.dispatch import execute_tool
 from cloud.transcript import Entry, model_view, tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelAdapter, ModelError, ModelTurn, TurnRequest, Usage
 

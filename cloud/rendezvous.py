@@ -10,11 +10,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-CANCEL_POLL_S = 0.1
+CANCEL_POLL_S = 0.1  # also how often a waiting call checks that its host is still there
 ANSWERED_MEMORY = 64
 ANSWERED_SESSIONS = 10_000
 
@@ -34,6 +35,12 @@ class _Pending:
     kind: str = "host"  # "host": a host's answer; "approval": the person's decision
     result: dict[str, Any] | None = None
     done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class Answer:
+    result: dict[str, Any] | None
+    missing: str | None = None  # why there is no result: "timeout", "cancelled" or "gone"
 
 
 class ToolResultChannel:
@@ -89,17 +96,27 @@ class ToolResultChannel:
 
     def wait(self, session_id: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
         """Block until the pending request is answered; None on timeout or cancellation. Always closes it."""
+        return self.await_answer(session_id, timeout_s, cancel).result
+
+    def await_answer(self, session_id: str, timeout_s: float, cancel: threading.Event,
+                     alive: Callable[[], bool] | None = None) -> Answer:
+        """Block until the pending request is answered, times out, is cancelled, or `alive()` turns false
+        (the party that should answer is gone). Always closes the request."""
         with self._lock:
             pending = self._pending[session_id]
         deadline = time.monotonic() + timeout_s
         try:
-            while not cancel.is_set():
+            while True:
+                if pending.done.is_set():
+                    return Answer(pending.result)
+                if cancel.is_set():
+                    return Answer(None, "cancelled")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return None
-                if pending.done.wait(min(remaining, CANCEL_POLL_S)):
-                    return pending.result
-            return None
+                    return Answer(None, "timeout")
+                if alive is not None and not alive():
+                    return Answer(None, "gone")
+                pending.done.wait(min(remaining, CANCEL_POLL_S))
         finally:
             self.close(session_id)
 

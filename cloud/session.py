@@ -8,8 +8,29 @@ from typing import Any
 from cloud.config import Settings
 
 
+class Outcome(Enum):
+    """What a tool call did, as far as the phase and the budgets care."""
+    COLLECTED = "collected"  # a read-only script ran (whatever its result)
+    COMMITTED = "committed"  # an automation committed
+    NOT_COMMITTED = "not_committed"  # an automation ran and did not commit, or its outcome is unknown
+    CAPPED = "capped"  # an automation was refused because its budget was used up
+
+
+@dataclass(frozen=True)
+class BudgetCharge:
+    """What the next automation would cost: nothing (the run's first), a fix, or an iteration."""
+    kind: str | None  # "fix", "iteration", or None
+    used: int = 0  # attempts of this kind already made in this run
+    cap: int = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.kind is not None and self.used >= self.cap
+
+
 @dataclass
 class SessionState:
+    """Written only through `start_run` and `record`, so the phase is always derived from one history."""
     current_script: str | None = None  # what anchored edits apply to
     fix_count: int = 0  # automation attempts after a failed run, this run
     iteration_count: int = 0  # automation attempts after a committed run, this run
@@ -31,6 +52,37 @@ class SessionState:
         self.last_task_committed = None
         self.last_completed_tool = None
         self.cap_reached = False
+
+    def next_charge(self, settings: Settings) -> BudgetCharge:
+        """The run's first automation is neither a fix nor an iteration; after that, the last outcome decides."""
+        kind = self._charge_kind()
+        if kind == "iteration":
+            return BudgetCharge(kind, self.iteration_count, settings.max_iterations)
+        if kind == "fix":
+            return BudgetCharge(kind, self.fix_count, settings.max_fixes)
+        return BudgetCharge(None)
+
+    def record(self, tool: str, outcome: Outcome, script: str | None = None) -> None:
+        """The one writer of what a tool call did. Lookups and captures are not recorded: they leave
+        the phase (and so the output budget) where it was."""
+        if outcome is Outcome.CAPPED:
+            self.cap_reached = True
+            return
+        if outcome in (Outcome.COMMITTED, Outcome.NOT_COMMITTED):
+            charge = self._charge_kind()
+            if charge == "iteration":
+                self.iteration_count += 1
+            elif charge == "fix":
+                self.fix_count += 1
+            self.last_task_committed = outcome is Outcome.COMMITTED
+            if script is not None:
+                self.current_script = script
+        self.last_completed_tool = tool
+
+    def _charge_kind(self) -> str | None:
+        if self.last_task_committed is None:
+            return None
+        return "iteration" if self.last_task_committed else "fix"
 
 
 @dataclass

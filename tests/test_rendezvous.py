@@ -266,3 +266,25 @@ def test_the_channel_remembers_answered_calls_only_for_recent_sessions(monkeypat
     assert channel.deliver_tool_result("s4", "c4", {}) is Delivery.ALREADY_ANSWERED
     assert channel.deliver_tool_result("s2", "c2", {}) is Delivery.ALREADY_ANSWERED
     assert channel.deliver_tool_result("s0", "c0", {}) is Delivery.NOT_PENDING  # forgotten: still refused
+
+
+def test_a_host_that_dies_mid_call_fails_the_call_within_the_reconnect_grace_not_the_tool_timeout(tmp_path,
+                                                                                                 scripts_dir):
+    from cloud.hostlink import RECONNECT_GRACE_S
+
+    with running_server(tmp_path, keepalive_s=0.2, tool_timeout_s=120) as server:
+        alice = Client(server.url, server.token("alice"))
+        host = TestHost(server.ws_url, alice.token, silent=True).start()
+        spec = write_script(scripts_dir / "dies.json", [collect("print(1)"), say("The host went away.")])
+        session_id = alice.new_session(host.host_id, spec)
+        background = BackgroundRun(alice, session_id, "go")
+        wait_until(lambda: any(m["type"] == "execute" for m in host.received), timeout=10)
+        host.stop()
+        started = time.monotonic()
+        stream = background.join(60)
+        assert time.monotonic() - started < RECONNECT_GRACE_S + 3
+        assert stream.last == {"type": "Complete", "content": "The host went away."}
+        messages = session(alice, session_id)["messages"]
+        assert_transcript_valid(messages)
+        (text,) = tool_result_texts(messages)
+        assert "disconnected" in text and "outcome is unknown" in text

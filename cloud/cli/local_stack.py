@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +49,51 @@ class LocalStack:
         self.server.shutdown()
 
 
-def allow_scripted(spec: str) -> None:
-    """The CLI accepts any scripted path: add its directory to the server's allow-list for this process."""
-    if spec.startswith("scripted:"):
-        directory = str(Path(spec.split(":", 1)[1]).resolve().parent)
-        dirs = [d for d in os.environ.get("NEXUS_SCRIPTED_DIRS", "").split(os.pathsep) if d]
-        os.environ["NEXUS_SCRIPTED_DIRS"] = os.pathsep.join([*dirs, directory])
+HOST_CONNECT_TIMEOUT_S = 60.0
+HOST_STOP_TIMEOUT_S = 30.0
+
+
+class HostProcess:
+    """`nexus ifc-host` as a child process: the host (and the scripts it runs) never shares the
+    orchestrator's process. Its log goes to a temporary file, shown when it fails to start."""
+
+    def __init__(self, model_path: str, server_url: str, token: str, out_path: str | None) -> None:
+        self.log = tempfile.NamedTemporaryFile(prefix="nexus-ifc-host-", suffix=".log", delete=False)
+        command = [sys.executable, "-m", "cloud.cli", "ifc-host", model_path, "--server", server_url,
+                   "--token", token, *(["--out", out_path] if out_path else [])]
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """Interrupt (the host then discards anything held and closes its model), then kill if need be."""
+        if self.alive():
+            self.process.send_signal(signal.SIGINT if os.name == "posix" else signal.SIGTERM)
+            try:
+                self.process.wait(HOST_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        Path(self.log.name).unlink(missing_ok=True)
+
+
+class HostStartFailed(RuntimeError):
+    pass
+
+
+def wait_for_host(hosts: Any, user: str, process: HostProcess, timeout_s: float = HOST_CONNECT_TIMEOUT_S) -> str:
+    """The host id of the child once it has said hello to the orchestrator."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        connected = hosts.for_user(user)
+        if connected:
+            return connected[-1].host_id
+        if not process.alive():
+            raise HostStartFailed(f"the IFC host exited ({process.process.returncode}):\n{process.log_tail()}")
+        time.sleep(0.05)
+    raise HostStartFailed(f"the IFC host did not connect within {timeout_s:g} s:\n{process.log_tail()}")

@@ -1,16 +1,20 @@
-"""`nexus run "PROMPT" --ifc MODEL.ifc`: one headless run, streamed to the terminal."""
+"""`nexus run "PROMPT" --ifc MODEL.ifc`: one headless run, streamed to the terminal.
+
+The loop runs in this process, called directly (no HTTP to a server of its own, no SSE). The IFC host is
+a child process that connects to this process's host websocket on 127.0.0.1, so the scripts it runs never
+share the orchestrator's process (its memory, its keys, its database handle).
+"""
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
-from typing import Any
-
-import requests
+import threading
 
 from cloud.cli.common import fail, open_store, with_db
-from cloud.cli.local_stack import LocalStack, allow_scripted
+from cloud.cli.local_stack import HostProcess, HostStartFailed, wait_for_host
 from cloud.cli.printer import Printer
+
+CLI_USER = "cli"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,42 +27,47 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def _sse_chunks(response: requests.Response) -> Iterator[dict[str, Any]]:
-    for line in response.iter_lines(decode_unicode=True):
-        if line and line.startswith("data: "):
-            yield json.loads(line[6:])
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from cloud.vendors.registry import ModelSpecError, default_model_spec, split_spec
+    from cloud.assembly import run_session
+    from cloud.config import Settings
+    from cloud.hostlink import session_link
+    from cloud.server import start_server
+    from cloud.vendors.base import ModelError
+    from cloud.vendors.registry import ModelSpecError, create_model, default_model_spec
+    from cloud.web.app import create_app
     from ifc_host.model_file import BadModelError, open_checked
 
     spec = args.model or default_model_spec()
     if not spec:
         return fail("no model: set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or pass --model")
     try:
-        split_spec(spec)
+        model = create_model(spec)
         open_checked(args.ifc)
-    except (ModelSpecError, BadModelError) as exc:
+    except (ModelSpecError, ModelError, BadModelError) as exc:
         return fail(str(exc))
-    allow_scripted(spec)
-    stack = LocalStack(open_store(args), args.ifc, args.out)
+    store = open_store(args)
+    settings = Settings()
+    app = create_app(store, settings)
+    state = app.extensions["nexus"]
+    server = start_server(app, "127.0.0.1", 0)
+    host = HostProcess(args.ifc, server.url, store.create_token(CLI_USER), args.out)
     try:
-        created = stack.api("POST", "/api/sessions", json={"host_id": stack.host.host_id, "model": spec})
-        if created.status_code != 201:
-            return fail(f"could not create a session: {created.text}")
-        session_id = created.json()["session_id"]
-        response = stack.api("POST", f"/api/sessions/{session_id}/messages", json={"text": args.prompt}, stream=True)
-        if response.status_code != 200:
-            return fail(f"the run was refused: {response.text}")
+        try:
+            host_id = wait_for_host(state.hosts, CLI_USER, host)
+        except HostStartFailed as exc:
+            return fail(str(exc))
+        row = store.get_session(store.create_session(CLI_USER, host_id, spec, {}))
+        link = session_link(state.hosts, state.channel, row)
         printer, outcome = Printer(), None
-        for chunk in _sse_chunks(response):
+        for chunk in run_session(store, settings, model, link, row, args.prompt, threading.Event()):
+            data = chunk.to_json()
             if args.json:
-                print(json.dumps(chunk), flush=True)
+                print(json.dumps(data), flush=True)
             else:
-                printer.show(chunk)
-            if chunk["type"] in ("Complete", "Error"):
-                outcome = chunk["type"]
+                printer.show(data)
+            if chunk.type in ("Complete", "Error"):
+                outcome = chunk.type
         return 0 if outcome == "Complete" else 1
     finally:
-        stack.close()
+        host.stop()
+        server.shutdown()

@@ -7,16 +7,17 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
 
+from cloud.assembly import run_session
 from cloud.contract import ContractError
+from cloud.hostlink import session_link
 from cloud.policy import POLICY_STRICTNESS
 from cloud.rendezvous import Delivery
 from cloud.runs import KEEPALIVE, Run
-from cloud.tools.execute import validate_relayed_result
+from cloud.tools.relay import validate_relayed_result
 from cloud.transcript import model_view, person_view
 from cloud.vendors.base import ModelError
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, configured_vendors, create_model
 from cloud.web.auth import api_error, require_user
-from cloud.web.runner import drive_run
 from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
 from cloud.web.state import nexus
 
@@ -187,7 +188,9 @@ def post_message(row: dict[str, Any]):
         raise ContractError("model: this session has no model; send one (e.g. anthropic:claude-sonnet-4-5)")
     model = create_model(spec)
     stored_model, row["model"] = row["model"], spec
-    run = state.runs.start(session_id, drive_run(state, row, model, text))
+    host = session_link(state.hosts, state.channel, row)
+    run = state.runs.start(session_id, lambda run: run_session(state.store, state.settings, model, host, row, text,
+                                                               run.cancel))
     if run is None:  # a refused message must not switch the session's model either
         return api_error(409, "a run is already in progress in this session")
     if spec != stored_model:

@@ -1,0 +1,93 @@
+"""Assembling one run outside any web framework: a model adapter, a host link, a store and settings.
+
+The chat page's routes, `nexus run`, the MCP server and the evaluator all call `run_session`; it loads the
+session, leads the person's message with the host's context block, drives the loop, records usage and
+keeps the session's status. It yields the run's stream chunks.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from cloud.chunks import Chunk
+from cloud.config import Settings
+from cloud.context import fetch_context, render_context_block
+from cloud.hostlink import HostLink
+from cloud.hosts.registry import UnknownHostApp, get_provider
+from cloud.loop import RunContext, run_agentic_loop
+from cloud.prompts import text
+from cloud.session import Session, SessionState
+from cloud.store import Store
+from cloud.tools.base import ToolContext
+from cloud.transcript import Entry, user_text
+from cloud.vendors.base import ModelAdapter, Usage
+from cloud.vendors.pricing import estimate_cost
+
+
+def system_prompt(host: HostLink | None) -> str:
+    """The base prompt plus the host's fragment; nothing in it changes from turn to turn (cache prefix)."""
+    parts = [text("system.md")]
+    if host is not None and host.connected():
+        try:
+            parts.append(get_provider(host.host_app).system_prompt_fragment(host.hello))
+        except UnknownHostApp:
+            pass
+    return "\n\n".join(p.strip() for p in parts)
+
+
+def load_session(store: Store, row: dict[str, Any]) -> Session:
+    return Session(row["id"], row["user_name"], row["host_id"], row["model"],
+                   SessionState.from_json(row["state"]), store.transcript(row["id"]))
+
+
+def image_max_px(model: ModelAdapter, settings: Settings) -> int:
+    """The longest image side the model receives after its vendor scales it."""
+    return int(getattr(model, "image_max_px", None) or settings.image_max_px)
+
+
+def run_session(store: Store, settings: Settings, model: ModelAdapter, host: HostLink | None,
+                row: dict[str, Any], user_message: str, cancel: threading.Event) -> Iterator[Chunk]:
+    """One run of the session `row` (a store row) for the person's message, as stream chunks."""
+    session = load_session(store, row)
+
+    def save_state() -> None:
+        store.update_session(session.session_id, state=session.state.to_json())
+
+    def append(entry: Entry) -> None:
+        session.transcript.append(entry)
+        store.append_entries(session.session_id, [entry])
+
+    def record_usage(usage: Usage) -> dict[str, Any]:
+        cost = estimate_cost(model.spec, usage)
+        if usage.total_input or usage.output:
+            store.record_usage(session_id=session.session_id, user_name=session.user_name, model=model.spec,
+                               usage=usage.as_dict(), cost=cost)
+        return {**usage.as_dict(), "cost": cost, "model": model.spec}
+
+    session.state.start_run()
+    save_state()
+    store.update_session(session.session_id, status="running")
+    status = "error"  # unless the loop ends with Complete (a crash propagates to the caller)
+    try:
+        append(_user_turn(host, user_message, cancel))
+        tools = ToolContext(store=store, host=host, settings=settings, session=session, cancel=cancel,
+                            image_max_px=image_max_px(model, settings), save_state=save_state)
+        context = RunContext(tools, model, system_prompt(host), append, record_usage)
+        for chunk in run_agentic_loop(context):
+            if chunk.type == "Error":
+                status = "cancelled" if (chunk.metadata or {}).get("cancelled") else "error"
+            elif chunk.type == "Complete":
+                status = "idle"
+            yield chunk
+    finally:
+        store.update_session(session.session_id, status=status)
+
+
+def _user_turn(host: HostLink | None, user_message: str, cancel: threading.Event) -> Entry:
+    """The person's message, led by a fresh context block when a host is connected."""
+    entry = user_text(user_message)
+    if host is not None and host.connected():
+        entry["content"].insert(0, {"type": "text", "kind": "host_context",
+                                    "text": render_context_block(host, fetch_context(host, cancel))})
+    return entry

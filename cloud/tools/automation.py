@@ -1,0 +1,43 @@
+"""The `execute_task_automation` tool: the run policy, anchored edits on the current script, the budgets,
+then the script run itself (scripts.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from cloud import chunks
+from cloud.policy import effective_policy
+from cloud.prompts import message
+from cloud.session import Outcome
+from cloud.tools.base import ToolContext, ToolOutput, plain
+from cloud.tools.edits import apply_edits
+from cloud.tools.scripts import HOLD_CAPABILITY, ScriptRun, run_script
+
+
+def execute_task_automation(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, Any]) -> ToolOutput:
+    assert ctx.host is not None
+    state = ctx.session.state
+    policy = effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name)
+    if policy == "readonly":
+        return (yield from plain(call, message("readonly")))
+    if policy == "ask" and HOLD_CAPABILITY not in (ctx.host.hello.get("capabilities") or []):
+        return (yield from plain(call, message("ask_without_hold")))
+    charge = state.next_charge(ctx.settings)
+    if charge.exhausted:
+        cap = message(f"{charge.kind}_cap", used=charge.used, cap=charge.cap)
+        ctx.record(call["name"], Outcome.CAPPED)
+        yield chunks.metadata("budget", cap, tool_call_id=call["id"])
+        return (yield from plain(call, cap))
+    # Edits that cannot apply run nothing: they cost no budget and leave the phase as it was.
+    run = ScriptRun(arguments.get("code", ""), "automate", review=policy == "ask")
+    if "edits" in arguments:
+        if not state.current_script:
+            return (yield from plain(call, message("no_script_to_edit")))
+        python3 = not str(ctx.host.hello.get("python_version", "3")).startswith("2")
+        outcome = apply_edits(state.current_script, arguments["edits"], check_syntax=python3)
+        if outcome.script is None:
+            return (yield from plain(call, outcome.problem or ""))
+        run.code, run.notes = outcome.script, outcome.notes
+        run.extra.append(message("section_edits_applied", count=len(outcome.applied)))
+    if charge.kind is not None:
+        run.extra.append(message("section_budget", kind=charge.kind, used=charge.used + 1, cap=charge.cap))
+    return (yield from run_script(ctx, call, run))

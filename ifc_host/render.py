@@ -18,21 +18,30 @@ Size
     The image's long edge is exactly ``max_px``; a title bar (view name, legend) takes the top.
 Isolation
     IfcOpenShell geometry can abort the whole process, so each render runs in a fresh interpreter
-    (``python -m ifc_host.render_child``, never a fork: callers are multi-threaded). A crash, a timeout
-    or any failure in the child raises ``RenderError``; the caller is never taken down.
+    (``python -m ifc_host.render_child``, never a fork: callers are multi-threaded). A native crash on one
+    element costs that element, not the view: the child journals each element it builds, and a crashed
+    render is run again with the offender sent to the OpenCascade kernel, or left out if that crashes too
+    (render_bodies.py). What was learnt is remembered per model content, so the next render of the same
+    model goes straight to the working recipe. Elements no kernel could build are counted on the image
+    ("N elements could not be drawn") and listed in ``RenderedView.undrawn``. A timeout, a crash that no
+    element explains, or any other failure raises ``RenderError``; the caller is never taken down.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing
     it to a private temporary file first.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ifc_host.render_canvas import HIGHLIGHT
@@ -41,6 +50,8 @@ MIN_PX, MAX_PX = 16, 8000
 CHILD_COMMAND: Sequence[str] = (sys.executable, "-m", "ifc_host.render_child")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 600
+MAX_RECOVERIES = 16  # crashed attempts of one render before giving up
+_REMEMBERED_MODELS = 32
 
 __all__ = ["HIGHLIGHT", "RenderError", "RenderedView", "render_view", "render_view_from_bytes"]
 
@@ -51,6 +62,19 @@ class RenderedView:
     width: int
     height: int
     view: str
+    undrawn: tuple[int, ...] = ()  # elements of the view whose body no geometry kernel could build
+
+
+@dataclass
+class _Recipe:
+    """How to tessellate a model so that no element crashes the renderer (learnt from crashes)."""
+    careful: bool = False
+    exact: set[int] = field(default_factory=set)
+    skip: set[int] = field(default_factory=set)
+
+
+_recipes: OrderedDict[str, _Recipe] = OrderedDict()
+_recipes_lock = threading.Lock()
 
 
 class RenderError(RuntimeError):
@@ -82,34 +106,104 @@ def render_view_from_bytes(model_text: str | bytes, view: str | None, element_id
 
 def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px: int, timeout_s: float,
                work: Path) -> RenderedView:
-    png_path, result_path = work / "view.png", work / "result.json"
-    request = {"model_path": model_path, "view": view, "element_ids": [int(i) for i in element_ids],
-               "max_px": max_px, "png_path": str(png_path), "result_path": str(result_path)}
+    """Render in a child process, recovering from native crashes one offending element at a time."""
+    key = _content_key(model_path)
+    with _recipes_lock:
+        known = _recipes.get(key)
+        recipe = _Recipe(known.careful, set(known.exact), set(known.skip)) if known is not None else _Recipe()
+    what = f"view {view!r}" if view is not None else "the default view"
+    deadline = time.monotonic() + timeout_s
+    for attempt in range(MAX_RECOVERIES + 1):
+        journal = work / f"journal-{attempt}.txt"
+        request = {"model_path": model_path, "view": view, "element_ids": [int(i) for i in element_ids],
+                   "max_px": max_px, "png_path": str(work / "view.png"), "result_path": str(work / "result.json"),
+                   "careful": recipe.careful, "exact": sorted(recipe.exact), "skip": sorted(recipe.skip),
+                   "journal_path": str(journal)}
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        crash = _attempt(request, what, remaining, timeout_s)
+        if crash is None:
+            if recipe.careful or recipe.exact or recipe.skip:
+                _remember(key, recipe)
+            return _read_result(work)
+        if not _learn(recipe, journal):
+            raise RenderError(crash)
+    else:
+        raise RenderError(f"the renderer crashed {MAX_RECOVERIES + 1} times while rendering {what}, each time on "
+                          f"another element; gave up")
+    raise RenderError(f"rendering {what} timed out after {timeout_s:g} s (the renderer was stopped)")
+
+
+def _attempt(request: dict[str, object], what: str, remaining_s: float, timeout_s: float) -> str | None:
+    """Run the child once: None when it finished (rendered or reported an error), else why it crashed."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-    what = f"view {view!r}" if view is not None else "the default view"
     try:
         completed = subprocess.run(list(CHILD_COMMAND), input=json.dumps(request).encode("utf-8"),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                   timeout=timeout_s, check=False)
+                                   timeout=remaining_s, check=False)
     except subprocess.TimeoutExpired as exc:
         raise RenderError(f"rendering {what} timed out after {timeout_s:g} s (the renderer was stopped)") from exc
     except OSError as exc:
         raise RenderError(f"could not start the renderer: {exc}") from exc
-
     stderr = completed.stderr.decode("utf-8", "replace").strip()
     tail = f": {stderr[-_STDERR_TAIL:]}" if stderr else ""
     if completed.returncode < 0:
-        raise RenderError(f"the renderer crashed while rendering {what} ({_signal_name(-completed.returncode)})"
-                          f"{tail}")
+        return f"the renderer crashed while rendering {what} ({_signal_name(-completed.returncode)}){tail}"
+    if not Path(str(request["result_path"])).is_file():
+        raise RenderError(f"the renderer exited with code {completed.returncode} without a result{tail}")
+    return None
+
+
+def _read_result(work: Path) -> RenderedView:
     try:
-        result = json.loads(result_path.read_text(encoding="utf-8"))
+        result = json.loads((work / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise RenderError(f"the renderer exited with code {completed.returncode} without a result{tail}") from None
+        raise RenderError("the renderer left an unreadable result") from None
     if not result.get("ok"):
         raise RenderError(str(result.get("error") or "rendering failed"))
-    return RenderedView(png=png_path.read_bytes(), width=int(result["width"]), height=int(result["height"]),
-                        view=str(result["view"]))
+    return RenderedView(png=(work / "view.png").read_bytes(), width=int(result["width"]),
+                        height=int(result["height"]), view=str(result["view"]),
+                        undrawn=tuple(int(i) for i in result.get("undrawn") or ()))
+
+
+def _learn(recipe: _Recipe, journal: Path) -> bool:
+    """Adjust the recipe from the journal of a crashed attempt; False when the journal explains nothing."""
+    try:
+        lines = journal.read_text(encoding="ascii").splitlines()
+    except OSError:
+        return False
+    if not lines:
+        return False
+    last = lines[-1].split()
+    if last[0] == "start" and len(last) == 3 and last[2].isdigit():
+        element_id = int(last[2])
+        if last[1] == "manifold" and element_id not in recipe.exact:
+            recipe.exact.add(element_id)
+        else:
+            recipe.skip.add(element_id)
+        return True
+    if last == ["batch"] and not recipe.careful:
+        recipe.careful = True  # the crash was inside the one-pass iterator: go element by element
+        return True
+    return False
+
+
+def _content_key(model_path: str) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(model_path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _remember(key: str, recipe: _Recipe) -> None:
+    with _recipes_lock:
+        _recipes[key] = recipe
+        _recipes.move_to_end(key)
+        while len(_recipes) > _REMEMBERED_MODELS:
+            _recipes.popitem(last=False)
 
 
 def _signal_name(number: int) -> str:

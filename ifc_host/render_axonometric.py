@@ -9,8 +9,9 @@ import ifcopenshell
 import numpy as np
 
 from ifc_host import render_canvas as style
+from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, tessellate_bodies
 from ifc_host.render_canvas import Canvas, LegendEntry
-from ifc_host.render_scene import ViewSpec, all_elements, elements_of_storey, tessellate
+from ifc_host.render_scene import Drawing, ViewSpec, all_elements, elements_of_storey
 
 _SQRT2, _SQRT3, _SQRT6 = np.sqrt(2.0), np.sqrt(3.0), np.sqrt(6.0)
 _LIGHT = np.array([-0.3, -0.6, 0.75]) / np.linalg.norm([-0.3, -0.6, 0.75])
@@ -28,10 +29,11 @@ _CLASS_COLOURS: list[tuple[str, style.RGB]] = [
 _OTHER_COLOUR: style.RGB = (215, 205, 185)
 
 
-def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], max_px: int
-                     ) -> tuple[bytes, int, int]:
+def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], max_px: int,
+                     options: BodyOptions = FIRST_ATTEMPT) -> Drawing:
     elements = elements_of_storey(spec.storey) if spec.storey is not None else all_elements(model)
-    meshes = tessellate(model, [e for e in elements if not e.is_a("IfcSpace")])
+    bodies = tessellate_bodies(model, [e for e in elements if not e.is_a("IfcSpace")], options)
+    meshes = bodies.meshes
     highlighted = set(element_ids) & set(meshes)
     classes = {e.id(): e for e in elements}
 
@@ -44,10 +46,10 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
         base = style.HIGHLIGHT if element_id in highlighted else _colour_of(classes[element_id])
         colours.append(np.tile(np.array(base, dtype=float), (len(mesh.faces), 1)))
         lit.append(np.full(len(mesh.faces), element_id in highlighted))
-    title = _title(spec, len(highlighted), len(set(element_ids) - highlighted))
+    title = _title(spec, len(highlighted), len(set(element_ids) - highlighted), len(bodies.undrawn))
     legend = [LegendEntry("Highlighted", style.HIGHLIGHT)] if highlighted else []
     if not triangles:
-        return Canvas((0.0, 0.0, 10.0, 10.0), max_px, title, legend).finish()
+        return Drawing(*Canvas((0.0, 0.0, 10.0, 10.0), max_px, title, legend).finish(), undrawn=bodies.undrawn)
 
     tris = np.concatenate(triangles)
     rgb = np.concatenate(colours)
@@ -76,7 +78,7 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
     draw = canvas.draw
     for points, fill in zip(pixels, fills, strict=True):
         draw.polygon(points, fill=fill, outline=fill)
-    return canvas.finish()
+    return Drawing(*canvas.finish(), undrawn=bodies.undrawn)
 
 
 def _split_long_triangles(tris: np.ndarray, *extra: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -116,6 +118,7 @@ def _colour_of(element: ifcopenshell.entity_instance) -> style.RGB:
     return _OTHER_COLOUR
 
 
-def _title(spec: ViewSpec, shown: int, elsewhere: int) -> str:
-    return style.title_with_highlights(f"{spec.name} \u2014 axonometric from the south-west", shown, elsewhere)
+def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int) -> str:
+    return style.title_with_highlights(f"{spec.shown_name} \u2014 axonometric from the south-west", shown, elsewhere,
+                                       undrawn)
 

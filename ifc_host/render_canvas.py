@@ -205,10 +205,13 @@ def _polygons(geometry: BaseGeometry | None) -> list[Polygon]:
     return []
 
 
-def title_with_highlights(title: str, shown: int, elsewhere: int) -> str:
-    """A view's title, plus how many requested elements are highlighted and how many are not in the view."""
+def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int = 0) -> str:
+    """A view's title, plus how many requested elements are highlighted and how many are not in the view,
+    and how many elements of the view no geometry kernel could draw."""
     if shown or elsewhere:
         title += f" \u2014 {shown} highlighted"
         if elsewhere:
             title += f" ({elsewhere} not in this view)"
+    if undrawn:
+        title += f" \u2014 {undrawn} element{'s' if undrawn != 1 else ''} could not be drawn"
     return title

@@ -1,7 +1,8 @@
 """The render child process: ``python -m ifc_host.render_child`` reads one JSON request on stdin.
 
-Request: {model_path, view, element_ids, max_px, png_path, result_path}. The PNG goes to png_path and
-{ok, width, height, view} or {ok: false, error} to result_path (not stdout: IfcOpenShell's native
+Request: {model_path, view, element_ids, max_px, png_path, result_path} and, when an earlier attempt of the
+same render crashed, {careful, exact, skip, journal_path} (see render_bodies.py). The PNG goes to png_path and
+{ok, width, height, view, undrawn} or {ok: false, error} to result_path (not stdout: IfcOpenShell's native
 logging may write there). Exit code 0 when rendered, 1 on a reported error.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ifc_host.render_axonometric import draw_axonometric
+from ifc_host.render_bodies import BodyOptions
 from ifc_host.render_plan import draw_plan
 from ifc_host.render_scene import ViewError, open_model, resolve_view
 
@@ -21,10 +23,15 @@ def render_request(request: dict[str, Any]) -> dict[str, Any]:
     model = open_model(request["model_path"])
     element_ids = [int(i) for i in request.get("element_ids") or []]
     spec = resolve_view(model, request.get("view"), element_ids)
+    options = BodyOptions(careful=bool(request.get("careful")),
+                          exact=frozenset(int(i) for i in request.get("exact") or ()),
+                          skip=frozenset(int(i) for i in request.get("skip") or ()),
+                          journal_path=request.get("journal_path"))
     draw = draw_plan if spec.kind == "plan" else draw_axonometric
-    png, width, height = draw(model, spec, element_ids, int(request["max_px"]))
-    Path(request["png_path"]).write_bytes(png)
-    return {"ok": True, "width": width, "height": height, "view": spec.name}
+    drawing = draw(model, spec, element_ids, int(request["max_px"]), options)
+    Path(request["png_path"]).write_bytes(drawing.png)
+    return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
+            "undrawn": sorted(drawing.undrawn)}
 
 
 def main() -> int:

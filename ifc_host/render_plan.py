@@ -13,15 +13,16 @@ from shapely.geometry import Polygon
 from shapely.geometry.base import BaseGeometry
 
 from ifc_host import render_canvas as style
+from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, tessellate_bodies
 from ifc_host.render_canvas import Canvas, LegendEntry
 from ifc_host.render_geometry import footprint, sections
 from ifc_host.render_scene import (
     PLAN_CUT_HEIGHT_M,
+    Drawing,
     Mesh,
     PlacementFrames,
     ViewSpec,
     elements_of_storey,
-    tessellate,
 )
 
 STRUCTURE_CLASSES = ("IfcWall", "IfcCurtainWall", "IfcSlab", "IfcBeam", "IfcFooting", "IfcChimney", "IfcPlate",
@@ -38,11 +39,12 @@ class _Drawn:
     area: BaseGeometry
 
 
-def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], max_px: int
-              ) -> tuple[bytes, int, int]:
+def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], max_px: int,
+              options: BodyOptions = FIRST_ATTEMPT) -> Drawing:
     assert spec.storey is not None
     elements = {e.id(): e for e in elements_of_storey(spec.storey)}
-    meshes = tessellate(model, list(elements.values()))
+    bodies = tessellate_bodies(model, list(elements.values()), options)
+    meshes = bodies.meshes
     highlighted = set(element_ids)
 
     spaces: list[_Drawn] = []
@@ -76,10 +78,12 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
     shown = highlighted & drawn_ids
     extents = [d.area.bounds for d in (*spaces, *cut, *below)]
     for swing in swings.values():
+        if not swing.lines:  # sliding and folding doors have no swing to draw
+            continue
         points = np.concatenate(swing.lines)
         extents.append((*(points.min(axis=0) - _LABEL_ROOM_M), *(points.max(axis=0) + _LABEL_ROOM_M)))
-    canvas = Canvas(_bounds(extents), max_px, _title(spec, len(shown), len(highlighted - shown)),
-                    _legend(bool(shown)))
+    canvas = Canvas(_bounds(extents), max_px,
+                    _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn)), _legend(bool(shown)))
 
     for item in below:
         canvas.fill(item.area, None, style.BELOW_OUTLINE)
@@ -110,7 +114,7 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         _label_space(canvas, item)
     for swing, mark, lit in door_marks:
         _label_door(canvas, swing.label_at, swing.width, mark, lit)
-    return canvas.finish()
+    return Drawing(*canvas.finish(), undrawn=bodies.undrawn)
 
 
 def _cut_colours(element: ifcopenshell.entity_instance) -> tuple[style.RGB, style.RGB | None]:
@@ -219,8 +223,9 @@ def _bounds(extents: list[tuple[float, float, float, float]]) -> tuple[float, fl
     return float(boxes[:, 0].min()), float(boxes[:, 1].min()), float(boxes[:, 2].max()), float(boxes[:, 3].max())
 
 
-def _title(spec: ViewSpec, shown: int, elsewhere: int) -> str:
-    return style.title_with_highlights(f"{spec.name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown, elsewhere)
+def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int) -> str:
+    return style.title_with_highlights(f"{spec.shown_name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown,
+                                       elsewhere, undrawn)
 
 
 def _legend(with_highlight: bool) -> list[LegendEntry]:

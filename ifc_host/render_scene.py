@@ -1,4 +1,4 @@
-"""What a view shows: storeys as views, the elements each one holds, and their world-space triangle meshes.
+"""What a view shows: storeys as views (by Name or ``#<step id>``), the elements each one holds, meshes.
 
 Runs inside the render child process only (IfcOpenShell geometry can abort the process).
 """
@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import ifcopenshell
-import ifcopenshell.geom
 import ifcopenshell.util.element
 import ifcopenshell.util.placement
 import ifcopenshell.util.unit
@@ -18,8 +17,6 @@ import numpy as np
 AXONOMETRIC_VIEW = "3D"
 AXONOMETRIC_STOREY_PREFIX = "3D:"
 PLAN_CUT_HEIGHT_M = 1.2
-# Manifold is about 8x faster than OpenCascade on the sample buildings and good enough for a picture.
-GEOMETRY_LIBRARY = "manifold"
 
 
 class ViewError(ValueError):
@@ -32,6 +29,11 @@ class ViewSpec:
     kind: Literal["plan", "axonometric"]
     storey: ifcopenshell.entity_instance | None
     elevation_m: float = 0.0
+    title_name: str = ""  # the name shown on the image (a duplicate Name with its step id)
+
+    @property
+    def shown_name(self) -> str:
+        return self.title_name or self.name
 
     @property
     def cut_z(self) -> float:
@@ -52,6 +54,14 @@ class Mesh:
         return float(self.verts[:, 2].min()), float(self.verts[:, 2].max())
 
 
+@dataclass(frozen=True)
+class Drawing:
+    png: bytes
+    width: int
+    height: int
+    undrawn: list[int]  # elements of the view that have a body no geometry kernel could build
+
+
 def open_model(path: str) -> ifcopenshell.file:
     try:
         return ifcopenshell.open(path)
@@ -65,30 +75,47 @@ def storeys_by_elevation(model: ifcopenshell.file) -> list[ifcopenshell.entity_i
 
 
 def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterable[int]) -> ViewSpec:
-    """Turn the requested view name into a plan of a storey or an axonometric (see render.py's docstring)."""
+    """Turn the requested view name into a plan of a storey or an axonometric (see render.py's docstring).
+
+    A storey is named by its Name, or by ``#<step id>`` (always; the only way for an unnamed storey or one
+    whose Name another storey shares), exactly as ``view_names`` lists them.
+    """
     storeys = storeys_by_elevation(model)
     if view is None or not view.strip():
         wanted = set(element_ids)
         for storey in storeys:
             if any(storey_of(model, element_id) == storey.id() for element_id in wanted):
-                return _plan(model, storey)
-        return _plan(model, storeys[0]) if storeys else ViewSpec(AXONOMETRIC_VIEW, "axonometric", None)
+                return _plan(model, storey, storeys)
+        return _plan(model, storeys[0], storeys) if storeys else ViewSpec(AXONOMETRIC_VIEW, "axonometric", None)
 
     requested = view.strip()
     if requested.casefold() in (AXONOMETRIC_VIEW.casefold(), "axonometric"):
         return ViewSpec(AXONOMETRIC_VIEW, "axonometric", None)
-    if requested.casefold().startswith(AXONOMETRIC_STOREY_PREFIX.casefold()):
-        storey = _storey_named(storeys, requested[len(AXONOMETRIC_STOREY_PREFIX):].strip())
-        if storey is not None:
-            return ViewSpec(f"{AXONOMETRIC_STOREY_PREFIX} {storey.Name}", "axonometric", storey,
-                            _elevation_m(model, storey))
-    else:
-        storey = _storey_named(storeys, requested)
-        if storey is not None:
-            return _plan(model, storey)
-    names = [s.Name or f"#{s.id()}" for s in storeys] + [AXONOMETRIC_VIEW]
-    raise ViewError(f"no storey named {view!r}; views: {', '.join(names)} "
+    axonometric = requested.casefold().startswith(AXONOMETRIC_STOREY_PREFIX.casefold())
+    storey_name = requested[len(AXONOMETRIC_STOREY_PREFIX):].strip() if axonometric else requested
+    storey = _storey_named(storeys, storey_name)
+    if storey is not None:
+        plan = _plan(model, storey, storeys)
+        if not axonometric:
+            return plan
+        return ViewSpec(f"{AXONOMETRIC_STOREY_PREFIX} {plan.name}", "axonometric", storey, plan.elevation_m,
+                        f"{AXONOMETRIC_STOREY_PREFIX} {plan.title_name}")
+    raise ViewError(f"no storey named {storey_name!r}; views: {', '.join(view_names(model))} "
                     f"(or '{AXONOMETRIC_STOREY_PREFIX} <storey>' for one storey in 3D)")
+
+
+def view_names(model: ifcopenshell.file) -> list[str]:
+    """Every view this model has, lowest storey first: storey plans, then ``3D``."""
+    storeys = storeys_by_elevation(model)
+    return [storey_label(s, storeys) for s in storeys] + [AXONOMETRIC_VIEW]
+
+
+def storey_label(storey: ifcopenshell.entity_instance, storeys: list[ifcopenshell.entity_instance]) -> str:
+    """The storey's Name when it names this storey alone, else ``#<step id>``."""
+    name = (storey.Name or "").strip()
+    if not name or name.startswith("#") or sum((s.Name or "").strip() == name for s in storeys) > 1:
+        return f"#{storey.id()}"
+    return name
 
 
 def elements_of_storey(storey: ifcopenshell.entity_instance) -> list[ifcopenshell.entity_instance]:
@@ -134,31 +161,6 @@ def storey_of(model: ifcopenshell.file, element_id: int) -> int | None:
     return None
 
 
-def tessellate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:
-    """World-coordinate meshes of the elements that have a body (others are simply absent)."""
-    if not elements:
-        return {}
-    settings = ifcopenshell.geom.settings()
-    settings.set("use-world-coords", True)
-    iterator = ifcopenshell.geom.iterator(settings, model, 1, include=elements, geometry_library=GEOMETRY_LIBRARY)
-    meshes: dict[int, Mesh] = {}
-    if not iterator.initialize():
-        return meshes
-    while True:
-        shape = iterator.get()
-        geometry = shape.geometry
-        verts = np.frombuffer(geometry.verts_buffer, dtype=np.float64).reshape(-1, 3)
-        faces = np.frombuffer(geometry.faces_buffer, dtype=np.int32).reshape(-1, 3)
-        if len(faces):
-            items = np.frombuffer(geometry.item_ids_buffer, dtype=np.int32)
-            if len(items) != len(faces):
-                items = np.zeros(len(faces), dtype=np.int32)
-            meshes[shape.id] = Mesh(shape.id, shape.type, verts, faces.astype(np.int64), items)
-        if not iterator.next():
-            break
-    return meshes
-
-
 def metres_per_unit(model: ifcopenshell.file) -> float:
     return float(ifcopenshell.util.unit.calculate_unit_scale(model))
 
@@ -189,16 +191,26 @@ class PlacementFrames:
         return matrix
 
 
-def _plan(model: ifcopenshell.file, storey: ifcopenshell.entity_instance) -> ViewSpec:
-    return ViewSpec(storey.Name or f"#{storey.id()}", "plan", storey, _elevation_m(model, storey))
+def _plan(model: ifcopenshell.file, storey: ifcopenshell.entity_instance,
+          storeys: list[ifcopenshell.entity_instance]) -> ViewSpec:
+    name = storey_label(storey, storeys)
+    title = name if name == storey.Name or not (storey.Name or "").strip() else f"{storey.Name} ({name})"
+    return ViewSpec(name, "plan", storey, _elevation_m(model, storey), title)
 
 
 def _storey_named(storeys: list[ifcopenshell.entity_instance], name: str) -> ifcopenshell.entity_instance | None:
-    for storey in storeys:
-        if (storey.Name or "") == name:
-            return storey
-    folded = name.casefold()
-    return next((s for s in storeys if (s.Name or "").casefold() == folded), None)
+    """The storey with this step id (``#38``) or Name (exact, then ignoring case); ViewError if ambiguous."""
+    if name.startswith("#") and name[1:].strip().isdigit():
+        step_id = int(name[1:].strip())
+        return next((s for s in storeys if s.id() == step_id), None)
+    for matches in ([s for s in storeys if (s.Name or "").strip() == name],
+                    [s for s in storeys if (s.Name or "").strip().casefold() == name.casefold()]):
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            ids = ", ".join(f"#{s.id()}" for s in matches)
+            raise ViewError(f"{len(matches)} storeys are named {name!r}; name one by its step id: {ids}")
+    return None
 
 
 def _elevation_m(model: ifcopenshell.file, storey: ifcopenshell.entity_instance) -> float:

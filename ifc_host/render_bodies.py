@@ -1,0 +1,204 @@
+"""Elements' bodies as world-space triangle meshes, one bad element never costing the whole view.
+
+Runs inside the render child only. Geometry kernels fail in three ways on real files, and each is met here:
+
+- an element raises or yields nothing: it is retried with OpenCascade, and if that fails too it is counted
+  as *undrawn* (the view says how many);
+- the kernel crashes the process (SIGSEGV inside the manifold kernel on some Revit furniture): a journal
+  written before each element names the offender, and the parent process runs the child again with that
+  element (and every element built like it) sent to OpenCascade, or skipped if
+  OpenCascade crashed on it too (see render.py);
+- the manifold kernel ignores an unbounded ``IfcHalfSpaceSolid`` clipping (walls clipped by a roof stand
+  above it): such elements go to OpenCascade from the start.
+
+The fast path tessellates everything in one iterator; a *careful* run (after a crash in the fast path)
+builds each element on its own, journalled, so the next crash names its element exactly.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import ifcopenshell
+import ifcopenshell.geom
+import numpy as np
+
+from ifc_host.render_scene import Mesh
+
+FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
+EXACT_LIBRARY = "opencascade"
+BODY_IDENTIFIERS = ("Body", "Facetation")
+# Representation types that describe a 3D body when a representation carries no identifier.
+_SOLID_TYPES = ("SweptSolid", "AdvancedSweptSolid", "Brep", "AdvancedBrep", "CSG", "Clipping", "SolidModel",
+                "SurfaceModel", "Tessellation", "MappedRepresentation")
+
+
+@dataclass(frozen=True)
+class BodyOptions:
+    """How to tessellate, as decided by the parent after earlier attempts of the same render crashed."""
+    careful: bool = False
+    exact: frozenset[int] = frozenset()  # elements to build with OpenCascade (the manifold kernel crashed)
+    skip: frozenset[int] = frozenset()  # elements no kernel could build without crashing
+    journal_path: str | None = None
+
+
+FIRST_ATTEMPT = BodyOptions()
+
+
+@dataclass
+class Bodies:
+    meshes: dict[int, Mesh] = field(default_factory=dict)
+    undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it
+
+
+class Journal:
+    """Lines written straight to the file (no buffer), so they survive a native crash of this process."""
+
+    def __init__(self, path: str | None) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if path else None
+
+    def write(self, line: str) -> None:
+        if self._fd is not None:
+            os.write(self._fd, (line + "\n").encode("ascii"))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
+                      options: BodyOptions) -> Bodies:
+    """World-coordinate meshes of the elements that have a body; the ones that could not be built are listed."""
+    bodies = Bodies()
+    candidates = [e for e in elements if e.id() not in options.skip and has_body(e)]
+    bodies.undrawn.extend(e.id() for e in elements if e.id() in options.skip and has_body(e))
+    if not candidates:
+        return bodies
+    exact_ids = set(options.exact) | _kin_of_offenders(candidates, options.exact)
+    exact_ids |= {e.id() for e in candidates if _has_unbounded_half_space(e)}
+    fast = [e for e in candidates if e.id() not in exact_ids]
+    exact = [e for e in candidates if e.id() in exact_ids]
+    journal = Journal(options.journal_path)
+    try:
+        if options.careful:
+            for element in fast:
+                _one(model, element, FAST_LIBRARY, journal, bodies)
+        elif fast:
+            journal.write("batch")
+            bodies.meshes.update(_iterate(model, fast))
+            journal.write("batch done")
+        # What the fast kernel could not build gets a second chance with the exact one.
+        exact.extend(e for e in fast if e.id() not in bodies.meshes and e.id() not in exact_ids)
+        for element in exact:
+            if element.id() not in bodies.meshes:
+                _one(model, element, EXACT_LIBRARY, journal, bodies)
+    finally:
+        journal.close()
+    bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
+    return bodies
+
+
+def has_body(element: ifcopenshell.entity_instance) -> bool:
+    shape = getattr(element, "Representation", None)
+    if shape is None:
+        return False
+    for representation in shape.Representations or ():
+        if not representation.Items:
+            continue
+        identifier = representation.RepresentationIdentifier
+        if identifier in BODY_IDENTIFIERS or (identifier is None and representation.RepresentationType in _SOLID_TYPES):
+            return True
+    return False
+
+
+def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:
+    iterator = ifcopenshell.geom.iterator(_settings(), model, 1, include=elements, geometry_library=FAST_LIBRARY)
+    meshes: dict[int, Mesh] = {}
+    if not iterator.initialize():
+        return meshes
+    while True:
+        mesh = _mesh(iterator.get())
+        if mesh is not None:
+            meshes[mesh.element_id] = mesh
+        if not iterator.next():
+            break
+    return meshes
+
+
+def _one(model: ifcopenshell.file, element: ifcopenshell.entity_instance, library: str, journal: Journal,
+         bodies: Bodies) -> None:
+    journal.write(f"start {library} {element.id()}")
+    try:
+        shape = ifcopenshell.geom.create_shape(_settings(), element, geometry_library=library)
+    except Exception:  # the kernel refused this element: it is counted as undrawn, the view goes on
+        shape = None
+    journal.write(f"done {element.id()}")
+    mesh = _mesh(shape) if shape is not None else None
+    if mesh is not None:
+        bodies.meshes[element.id()] = mesh
+
+
+def _settings() -> ifcopenshell.geom.settings:
+    settings = ifcopenshell.geom.settings()
+    settings.set("use-world-coords", True)
+    return settings
+
+
+def _mesh(shape: object) -> Mesh | None:
+    geometry = getattr(shape, "geometry", None)
+    if geometry is None:
+        return None
+    verts = np.frombuffer(geometry.verts_buffer, dtype=np.float64).reshape(-1, 3)
+    faces = np.frombuffer(geometry.faces_buffer, dtype=np.int32).reshape(-1, 3)
+    if not len(faces) or not np.isfinite(verts).all():
+        return None
+    items = np.frombuffer(geometry.item_ids_buffer, dtype=np.int32)
+    if len(items) != len(faces):
+        items = np.zeros(len(faces), dtype=np.int32)
+    return Mesh(int(shape.id), str(shape.type), verts, faces.astype(np.int64), items)
+
+
+def _body_items(element: ifcopenshell.entity_instance) -> Iterable[ifcopenshell.entity_instance]:
+    shape = getattr(element, "Representation", None)
+    for representation in (shape.Representations or ()) if shape is not None else ():
+        if representation.RepresentationIdentifier in BODY_IDENTIFIERS or representation.RepresentationIdentifier is None:
+            yield from representation.Items or ()
+
+
+def _body_signature(element: ifcopenshell.entity_instance) -> tuple[str, tuple[str, ...]]:
+    """The element's class and the classes of its body's items (through mapped items)."""
+    classes: list[str] = []
+    stack = list(_body_items(element))
+    while stack and len(classes) < 64:
+        item = stack.pop()
+        if item.is_a("IfcMappedItem"):
+            stack.extend(item.MappingSource.MappedRepresentation.Items or ())
+        else:
+            classes.append(item.is_a())
+    return element.is_a(), tuple(sorted(set(classes)))
+
+
+def _kin_of_offenders(elements: list[ifcopenshell.entity_instance], offenders: frozenset[int]) -> set[int]:
+    """Elements built like an offender (same class, same kinds of body items): they tend to crash the same
+    way (a Revit export gives every cabinet its own type and map, all of them faceted surface models)."""
+    if not offenders:
+        return set()
+    signatures = {_body_signature(e) for e in elements if e.id() in offenders}
+    return {e.id() for e in elements if _body_signature(e) in signatures}
+
+
+def _has_unbounded_half_space(element: ifcopenshell.entity_instance) -> bool:
+    stack = list(_body_items(element))
+    seen = 0
+    while stack and seen < 64:
+        item, seen = stack.pop(), seen + 1
+        if item.is_a("IfcBooleanResult"):
+            second = item.SecondOperand
+            if second.is_a() == "IfcHalfSpaceSolid":
+                return True
+            stack.extend((item.FirstOperand, second))
+        elif item.is_a("IfcMappedItem"):
+            stack.extend(item.MappingSource.MappedRepresentation.Items or ())
+    return False

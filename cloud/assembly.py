@@ -7,7 +7,7 @@ keeps the session's status. It yields the run's stream chunks.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cloud.chunks import Chunk
@@ -22,6 +22,7 @@ from cloud.store import Store
 from cloud.tools.base import ToolContext
 from cloud.transcript import Entry, user_text
 from cloud.vendors.base import ModelAdapter, Usage
+from cloud.vendors.images import vision_limits
 from cloud.vendors.pricing import estimate_cost
 
 
@@ -42,8 +43,13 @@ def load_session(store: Store, row: dict[str, Any]) -> Session:
 
 
 def image_max_px(model: ModelAdapter, settings: Settings) -> int:
-    """The longest image side the model receives after its vendor scales it."""
+    """The longest image side worth rendering for this model (its vendor scales anything larger down)."""
     return int(getattr(model, "image_max_px", None) or settings.image_max_px)
+
+
+def image_fit(model: ModelAdapter) -> Callable[[int, int], tuple[int, int]]:
+    """The size an image reaches this model at, after its vendor's scaling (the vendor's vision limits)."""
+    return vision_limits(model.vendor, model.spec.split(":", 1)[-1]).fit
 
 
 def run_session(store: Store, settings: Settings, model: ModelAdapter, host: HostLink | None,
@@ -72,7 +78,8 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
     try:
         append(_user_turn(host, user_message, cancel))
         tools = ToolContext(store=store, host=host, settings=settings, session=session, cancel=cancel,
-                            image_max_px=image_max_px(model, settings), save_state=save_state)
+                            image_max_px=image_max_px(model, settings), save_state=save_state,
+                            image_fit=image_fit(model))
         context = RunContext(tools, model, system_prompt(host), append, record_usage)
         for chunk in run_agentic_loop(context):
             if chunk.type == "Error":

@@ -164,3 +164,19 @@ def test_a_run_without_a_host_tells_the_model_so(store):
     assert produced[-1].content == "No host."
     (text,) = _texts(store, row["id"])
     assert "No host application is connected" in text
+
+
+def test_the_image_size_the_model_is_told_is_the_size_its_vendor_scaling_produces(store):
+    from cloud.assembly import image_fit
+    from cloud.vendors.images import scale_for
+
+    link, host = local_link()
+    model = MemoryModel([])
+    ctx = _ctx(store, link)
+    ctx.image_max_px, ctx.image_fit = 1568, image_fit(model)  # the host renders 1568 x 1176: over 1.15 MP
+    _, part = _drain(execute_tool(ctx, {"id": "c1", "name": "capture_view", "input": {}}))
+    sent = part["content"][1]
+    assert (sent["width"], sent["height"]) == (1568, 1176)
+    received = scale_for(model.vendor, "memory", sent)
+    assert (received["width"], received["height"]) != (1568, 1176)
+    assert f"({received['width']}x{received['height']} px)" in part["content"][0]["text"]

@@ -167,3 +167,22 @@ def test_lenient_match_maps_the_models_indentation_onto_the_scripts():
     flattened = apply_edits(SCRIPT, [{"old": "doc.elements[i]['name'] = 'A'\ncount += 1\nprint('renamed', count)",
                                       "new": "doc.elements[i]['name'] = 'C'\ncount += 1\nprint(count)"}])
     assert flattened.script.endswith("    doc.elements[i]['name'] = 'C'\n    count += 1\nprint(count)\n")
+
+
+def test_a_short_merged_script_is_shown_whole_and_numbered():
+    from cloud.tools.edits import merged_excerpt
+
+    text, whole = merged_excerpt("a = 1\nb = 2\n", "a = 1\nb = 3\n")
+    assert whole and text == "   1| a = 1\n   2| b = 3\n   3| "
+
+
+def test_a_long_merged_script_is_shown_around_each_edit_with_line_numbers_as_it_ran():
+    from cloud.tools.edits import merged_excerpt
+
+    before = "\n".join(f"x{n} = {n}" for n in range(100))
+    after = before.replace("x10 = 10", "x10 = 'ten'").replace("x80 = 80", "x80 = 80\nextra = True")
+    text, whole = merged_excerpt(before, after)
+    assert not whole
+    assert "  11| x10 = 'ten'" in text and "  82| extra = True" in text and "  83| x81 = 81" in text
+    assert "   8| x7 = 7" in text and "   7| x6 = 6" not in text  # three lines of context each side
+    assert text.startswith("   ...") and text.endswith("   ...") and text.count("   ...") == 3

@@ -71,3 +71,16 @@ def test_sixty_thousand_duplicate_heavy_rows_render_quickly():
     elapsed = time.perf_counter() - started
     assert len(rendered) < 21_000
     assert elapsed < 1.0  # the benchmark pins the real target (50 ms); this only catches a quadratic slip
+
+
+def test_output_cut_by_the_host_says_where_and_that_the_last_line_is_partial_and_never_claims_the_full_output():
+    cut = "".join(f"row {n}\n" for n in range(5000)) + "row 50"  # the host's cap fell inside a line
+    text = render_for_model(cut, 2000, host_cut=True)
+    assert "row 50\n[output cut off here by the host: the line above is partial" in text
+    assert f"after {len(cut):,} characters (5,001 lines)" in text and "lost, to the person as well" in text
+    assert "the person sees the full output" not in text and "the person sees everything the host kept" in text
+
+
+def test_output_cut_by_the_host_at_a_line_end_is_not_called_partial():
+    text = render_for_model("a\nb\n", host_cut=True)
+    assert "b\n[output cut off here by the host]" in text and "partial" not in text.split("[Note:")[0]

@@ -9,7 +9,7 @@ from cloud.policy import effective_policy
 from cloud.prompts import message
 from cloud.session import Outcome
 from cloud.tools.base import ToolContext, ToolOutput, plain
-from cloud.tools.edits import apply_edits
+from cloud.tools.edits import apply_edits, merged_excerpt
 from cloud.tools.scripts import HOLD_CAPABILITY, ScriptRun, run_script
 
 
@@ -37,7 +37,9 @@ def execute_task_automation(ctx: ToolContext, call: dict[str, Any], arguments: d
         if outcome.script is None:
             return (yield from plain(call, outcome.problem or ""))
         run.code, run.notes = outcome.script, outcome.notes
+        excerpt, whole = merged_excerpt(state.current_script, outcome.script)
         run.extra.append(message("section_edits_applied", count=len(outcome.applied)))
+        run.extra.append(message("section_merged_whole" if whole else "section_merged_excerpt", script=excerpt))
     if charge.kind is not None:
         run.extra.append(message("section_budget", kind=charge.kind, used=charge.used + 1, cap=charge.cap))
     return (yield from run_script(ctx, call, run))

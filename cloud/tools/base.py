@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cloud import chunks
@@ -26,8 +26,10 @@ class ToolContext:
     settings: Settings
     session: Session
     cancel: threading.Event
-    image_max_px: int  # the longest side the model receives after its vendor's scaling
+    image_max_px: int  # the longest side worth rendering for the run's model
     save_state: Callable[[], None]
+    # The size an image of (width, height) reaches the model at, after its vendor's scaling.
+    image_fit: Callable[[int, int], tuple[int, int]] = field(default=lambda width, height: (width, height))
 
     def record(self, tool: str, outcome: Outcome, script: str | None = None) -> None:
         """Record what a tool call did and persist it: the only path by which tools change session state."""

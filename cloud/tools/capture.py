@@ -48,7 +48,8 @@ def capture_view(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, An
     image = export_view(ctx, call["id"], ViewRequest(arguments.get("view"), arguments.get("element_ids", [])))
     if image.meta is None:
         return (yield from plain(call, image.caption))
-    text = message("capture_ok", view=image.meta.view, width=image.meta.width, height=image.meta.height)
+    width, height = ctx.image_fit(image.meta.width, image.meta.height)  # what the model will see
+    text = message("capture_ok", view=image.meta.view, width=width, height=height)
     person = ToolResult(call["id"], call["name"], True, text, image.meta).to_json()
     ctx.store.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)

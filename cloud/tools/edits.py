@@ -155,3 +155,30 @@ def apply_edits(script: str, edits: list[dict[str, Any]], check_syntax: bool = T
     outcome.script = current
     outcome.notes = _advise(script, current, edits, check_syntax)
     return outcome
+
+
+WHOLE_SCRIPT_LINES = 60  # a merged script this short is shown whole
+EXCERPT_CONTEXT = 3  # unchanged lines shown around each changed region
+
+
+def merged_excerpt(before: str, after: str) -> tuple[str, bool]:
+    """The merged script as it will run, numbered: whole when short, else each changed region with a few
+    lines around it ('...' between regions). Returns (text, whole)."""
+    lines = after.split("\n")
+    numbered = [f"{n + 1:>4}| {line}" for n, line in enumerate(lines)]
+    if len(lines) <= WHOLE_SCRIPT_LINES:
+        return "\n".join(numbered), True
+    matcher = difflib.SequenceMatcher(None, before.split("\n"), lines, autojunk=False)
+    windows: list[list[int]] = []
+    for tag, _, _, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        lo, hi = max(0, j1 - EXCERPT_CONTEXT), min(len(lines), max(j2, j1 + 1) + EXCERPT_CONTEXT)
+        if windows and lo <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], hi)
+        else:
+            windows.append([lo, hi])
+    parts = []
+    for lo, hi in windows:
+        parts.append(("   ...\n" if lo > 0 else "") + "\n".join(numbered[lo:hi]))
+    return "\n".join(parts) + ("\n   ..." if windows and windows[-1][1] < len(lines) else ""), False

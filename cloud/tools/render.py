@@ -51,18 +51,29 @@ def cap_head_tail(text: str, max_chars: int) -> tuple[str, int, int]:
     return head + marker + tail, lines, len(elided)
 
 
-def render_for_model(output: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    if not output.strip():
+def render_for_model(output: str, max_chars: int = DEFAULT_MAX_CHARS, host_cut: bool = False) -> str:
+    """The model's copy of an output. `host_cut`: the host itself stopped keeping output at its own cap,
+    so the text ends wherever the cap fell (usually inside a line) and nothing after it exists anywhere."""
+    if not output.strip() and not host_cut:
         return EMPTY_OUTPUT
-    text, removed = collapse_repeated_lines(output.rstrip("\n"))
+    partial = host_cut and not output.endswith("\n")
+    whole, _, tail = output.rpartition("\n") if partial else (output, "", "")
+    # The partial last line stays as it is, where it is: never merged into a repeated row.
+    text, removed = collapse_repeated_lines(whole.rstrip("\n"))
+    if partial:
+        text = text + "\n" + tail if text else tail
     text, lines_cut, chars_cut = cap_head_tail(text, max_chars)
     notes = []
     if removed:
         notes.append(f"{removed:,} repeated rows were collapsed into their first occurrence (counts shown as [xN])")
     if chars_cut:
+        seen = message("note_person_sees_host_cut") if host_cut else "the person sees the full output"
         notes.append(f"the output was capped for AI processing: the middle {lines_cut:,} lines "
-                     f"({chars_cut:,} characters) were elided; the person sees the full output. "
+                     f"({chars_cut:,} characters) were elided; {seen}. "
                      "Filter or aggregate in the script if you need the elided rows")
+    if host_cut:
+        text = text.rstrip("\n") + "\n" + message("marker_host_cut_partial" if partial else "marker_host_cut")
+        notes.append(message("note_host_cut", chars=len(output), lines=output.count("\n") + (1 if partial else 0)))
     if notes:
         text += "\n\n[Note: " + "; ".join(notes) + ".]"
     return text
@@ -100,7 +111,8 @@ def describe_run(result: dict[str, Any], mode: str, report: str, settings: Setti
     if failures:
         rendered = render_for_model("\n".join(f"- {f.get('severity', 'warning')}: {f.get('message', '')}" for f in failures), 4000)
         lines.append(message("section_failures", count=len(failures), lines=rendered))
-    lines.append(message("section_output", output=render_for_model(result.get("stdout", ""), settings.max_result_chars)))
+    lines.append(message("section_output", output=render_for_model(
+        result.get("stdout", ""), settings.max_result_chars, host_cut=bool(result.get("stdout_truncated")))))
     if mode == "automate":
         if result.get("committed"):
             rendered = render_for_model(report, settings.max_result_chars) if report.strip() \

@@ -1,9 +1,17 @@
-"""A scripted model fed from an in-memory list of turns (same format and behaviour as `scripted:PATH`)."""
+"""A scripted model fed from an in-memory list of turns (same format and behaviour as `scripted:PATH`).
+
+It also records each request's output budget and transcript size in `requests`, so tests can pin the
+budget of every phase without a vendor.
+"""
 from __future__ import annotations
 
+import threading
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+from cloud.chunks import Chunk
+from cloud.vendors.base import ModelTurn, TurnRequest
 from cloud.vendors.scripted import ScriptedModel
 
 
@@ -12,3 +20,8 @@ class MemoryModel(ScriptedModel):
         self.path = Path(name)
         self.spec = f"scripted:{name}"
         self.turns = turns
+        self.requests: list[dict[str, Any]] = []
+
+    def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
+        self.requests.append({"max_tokens": request.max_tokens, "entries": len(request.transcript)})
+        return (yield from super().stream(request, cancel))

@@ -1,7 +1,22 @@
-"""Orchestrator settings, with defaults a demanding user would accept; tests shorten the timers."""
+"""Orchestrator settings, with defaults a demanding user would accept; tests shorten the timers.
+
+`Settings.from_env()` reads the deployment's choices from NEXUS_* variables (see README, "Security").
+"""
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass
+
+# Environment variable -> setting, for what an operator tunes without code.
+ENVIRONMENT = {
+    "NEXUS_TRUSTED_PROXIES": "trusted_proxies",
+    "NEXUS_WEB_SESSION_HOURS": "web_session_hours",
+    "NEXUS_QUOTA_SESSIONS_PER_HOUR": "quota_sessions_per_hour",
+    "NEXUS_QUOTA_CONCURRENT_RUNS": "quota_concurrent_runs",
+    "NEXUS_QUOTA_HOSTS": "quota_hosts",
+    "NEXUS_QUOTA_REQUESTS_PER_MINUTE": "quota_requests_per_minute",
+}
 
 
 @dataclass(frozen=True)
@@ -18,3 +33,27 @@ class Settings:
     max_result_chars: int = 20_000  # the model's copy of one tool output
     max_turns: int = 60  # model turns in one run, a guard against a model that never stops
     image_max_px: int = 1568  # when the model adapter does not say
+    # Reverse proxies in front of the server whose X-Forwarded-* headers are believed (0: none).
+    trusted_proxies: int = 0
+    web_session_hours: float = 12.0  # a browser sign-in lasts this long (sign-out or revocation end it sooner)
+    # Per-user quotas (0 turns one off); exceeding one is a 429 with a JSON error naming it.
+    quota_sessions_per_hour: int = 300
+    quota_concurrent_runs: int = 8
+    quota_hosts: int = 10
+    quota_requests_per_minute: int = 1200
+    host_recheck_s: float = 2.0  # how often a connected host's token is checked for revocation
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        """Defaults, then NEXUS_* environment variables, then explicit overrides."""
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        values: dict[str, object] = {}
+        for variable, name in ENVIRONMENT.items():
+            raw = os.environ.get(variable)
+            if raw is None or not raw.strip():
+                continue
+            try:
+                values[name] = int(raw) if types[name] == "int" else float(raw)
+            except ValueError as exc:
+                raise ValueError(f"{variable}: expected a number, got {raw!r}") from exc
+        return cls(**{**values, **overrides})

@@ -80,6 +80,7 @@ class HostDirectory:
         with self._lock:
             if self._hosts.get(connection.host_id) is connection:
                 del self._hosts[connection.host_id]
+                self._owners.pop(connection.host_id, None)  # the store keeps ownership; this map: live hosts
 
     def get(self, host_id: str | None) -> HostConnection | None:
         with self._lock:

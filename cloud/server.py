@@ -43,6 +43,20 @@ def _make(app: Flask, bind: str, port: int) -> BaseWSGIServer:
     return server
 
 
+def first_free_port(bind: str, port: int, tries: int = 100) -> int:
+    """`port` if nothing listens on it, else the next free one above it (0 stays 0: the OS picks)."""
+    if port == 0:
+        return 0
+    for candidate in range(port, min(port + tries, 65536)):
+        with socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((bind, candidate))
+            except OSError:
+                continue
+            return candidate
+    raise OSError(f"no free port between {port} and {port + tries - 1} on {bind}")
+
+
 def serve_forever(app: Flask, bind: str, port: int) -> None:
     _make(app, bind, port).serve_forever()
 

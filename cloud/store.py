@@ -25,7 +25,14 @@ CREATE TABLE IF NOT EXISTS users (
     created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS tokens (
     id TEXT PRIMARY KEY, token_hash TEXT UNIQUE NOT NULL, user_name TEXT NOT NULL REFERENCES users(name),
-    created REAL NOT NULL, revoked REAL);
+    created REAL NOT NULL, revoked REAL, is_admin INTEGER NOT NULL DEFAULT 0, scope TEXT NOT NULL DEFAULT 'user');
+CREATE TABLE IF NOT EXISTS web_sessions (
+    id_hash TEXT PRIMARY KEY, token_id TEXT NOT NULL REFERENCES tokens(id), created REAL NOT NULL,
+    expires REAL NOT NULL, revoked REAL);
+CREATE TABLE IF NOT EXISTS signin_codes (
+    code_hash TEXT PRIMARY KEY, token_id TEXT NOT NULL REFERENCES tokens(id), expires REAL NOT NULL, used REAL);
+CREATE TABLE IF NOT EXISTS host_owners (
+    host_id TEXT PRIMARY KEY, user_name TEXT NOT NULL, first_seen REAL NOT NULL, last_seen REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY, user_name TEXT NOT NULL, host_id TEXT, model TEXT, created REAL NOT NULL,
     updated REAL NOT NULL, status TEXT NOT NULL DEFAULT 'idle', policy TEXT NOT NULL DEFAULT 'auto',
@@ -37,6 +44,7 @@ CREATE TABLE IF NOT EXISTS audit (
     user_name TEXT, host_id TEXT, host_app TEXT, capability_version TEXT, kind TEXT NOT NULL,
     sha256 TEXT NOT NULL, bytes INTEGER NOT NULL, code TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS audit_sha ON audit (sha256);
+CREATE INDEX IF NOT EXISTS sessions_user ON sessions (user_name, created);
 CREATE TABLE IF NOT EXISTS results (
     session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, result TEXT NOT NULL,
     PRIMARY KEY (session_id, tool_call_id));
@@ -48,7 +56,16 @@ CREATE TABLE IF NOT EXISTS usage (
     output INTEGER, reasoning INTEGER, cost REAL);
 """
 
+# Columns added after a database may already exist: (table, column, definition, backfill SQL or None).
+MIGRATIONS = [
+    # Admin became a property of the token; a token of an admin user from before keeps the rights it had.
+    ("tokens", "is_admin", "INTEGER NOT NULL DEFAULT 0",
+     "UPDATE tokens SET is_admin = 1 WHERE user_name IN (SELECT name FROM users WHERE is_admin = 1)"),
+    ("tokens", "scope", "TEXT NOT NULL DEFAULT 'user'", None),
+]
+
 MAX_IDLE_CONNECTIONS = 8
+TOKEN_SCOPES = ("user", "host")  # a host token can connect a host runtime and nothing else
 
 
 def hash_token(token: str) -> str:
@@ -57,9 +74,20 @@ def hash_token(token: str) -> str:
 
 @dataclass(frozen=True)
 class User:
+    """Who a request acts for. `is_admin` and `scope` belong to the token (or web session) presented."""
+
     name: str
     is_admin: bool
     policy: str
+    token_id: str | None = None
+    scope: str = "user"
+
+
+def _user(row: sqlite3.Row) -> User:
+    return User(row["name"], bool(row["is_admin"]), row["policy"], row["token_id"], row["scope"])
+
+
+_USER_COLUMNS = "u.name, t.is_admin, u.policy, t.id AS token_id, t.scope"
 
 
 class Store:
@@ -77,6 +105,16 @@ class Store:
         self._idle.put(self._open())
         with self._connection() as conn:
             conn.executescript(SCHEMA)  # executescript manages its own transaction
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            for table, column, definition, backfill in MIGRATIONS:
+                present = {r["name"] for r in db.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                    if backfill:
+                        db.execute(backfill)
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -119,41 +157,120 @@ class Store:
             return conn.execute(sql, args).fetchall()
 
     # users and tokens
-    def create_token(self, user_name: str, admin: bool = False) -> str:
+    def create_token(self, user_name: str, admin: bool = False, scope: str = "user") -> str:
+        """A new token for user_name (created on first use). Admin rights belong to this token only."""
+        if scope not in TOKEN_SCOPES:
+            raise ValueError(f"token scope must be one of {TOKEN_SCOPES}")
+        if admin and scope != "user":
+            raise ValueError("a host token cannot be an admin token")
         token = "nx_" + secrets.token_urlsafe(32)
         now = time.time()
         with self._write() as db:
-            db.execute("INSERT OR IGNORE INTO users (name, is_admin, created) VALUES (?, ?, ?)",
-                       (user_name, int(admin), now))
-            if admin:
-                db.execute("UPDATE users SET is_admin = 1 WHERE name = ?", (user_name,))
-            db.execute("INSERT INTO tokens (id, token_hash, user_name, created) VALUES (?, ?, ?, ?)",
-                       (uuid.uuid4().hex[:12], hash_token(token), user_name, now))
+            db.execute("INSERT OR IGNORE INTO users (name, created) VALUES (?, ?)", (user_name, now))
+            db.execute("INSERT INTO tokens (id, token_hash, user_name, created, is_admin, scope) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (uuid.uuid4().hex[:12], hash_token(token), user_name, now, int(admin), scope))
         return token
 
     def user_for_token(self, token: str) -> User | None:
-        rows = self._read(
-            "SELECT u.name, u.is_admin, u.policy FROM tokens t JOIN users u ON u.name = t.user_name "
-            "WHERE t.token_hash = ? AND t.revoked IS NULL", (hash_token(token),))
-        return User(rows[0]["name"], bool(rows[0]["is_admin"]), rows[0]["policy"]) if rows else None
+        rows = self._read(f"SELECT {_USER_COLUMNS} FROM tokens t JOIN users u ON u.name = t.user_name "
+                          "WHERE t.token_hash = ? AND t.revoked IS NULL", (hash_token(token),))
+        return _user(rows[0]) if rows else None
+
+    def token_active(self, token_id: str) -> bool:
+        return bool(self._read("SELECT 1 FROM tokens WHERE id = ? AND revoked IS NULL", (token_id,)))
 
     def list_tokens(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self._read(
-            "SELECT t.id, t.user_name, t.created, t.revoked, u.is_admin FROM tokens t "
-            "JOIN users u ON u.name = t.user_name ORDER BY t.created")]
+            "SELECT id, user_name, created, revoked, is_admin, scope FROM tokens ORDER BY created")]
 
     def revoke_token(self, token_id: str) -> bool:
+        """Revoke a token; the web sessions signed in with it end with it."""
+        now = time.time()
         with self._write() as db:
-            cur = db.execute("UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", (time.time(), token_id))
+            cur = db.execute("UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", (now, token_id))
+            db.execute("UPDATE web_sessions SET revoked = ? WHERE token_id = ? AND revoked IS NULL", (now, token_id))
             return cur.rowcount > 0
+
+    def set_token_admin(self, token_id: str, admin: bool) -> bool:
+        """Promote or demote one active user token (host tokens are never admin)."""
+        with self._write() as db:
+            return db.execute("UPDATE tokens SET is_admin = ? WHERE id = ? AND revoked IS NULL AND scope = 'user'",
+                              (int(admin), token_id)).rowcount > 0
+
+    def admin_users(self) -> set[str]:
+        """Users holding at least one active admin token."""
+        return {r["user_name"] for r in self._read(
+            "SELECT DISTINCT user_name FROM tokens WHERE is_admin = 1 AND revoked IS NULL")}
+
+    # browser sign-in: a web session id in the cookie, never the token itself
+    def create_web_session(self, token_id: str, ttl_s: float) -> str:
+        session_id = "ws_" + secrets.token_urlsafe(32)
+        now = time.time()
+        with self._write() as db:
+            db.execute("INSERT INTO web_sessions (id_hash, token_id, created, expires) VALUES (?, ?, ?, ?)",
+                       (hash_token(session_id), token_id, now, now + ttl_s))
+        return session_id
+
+    def user_for_web_session(self, session_id: str) -> User | None:
+        rows = self._read(
+            f"SELECT {_USER_COLUMNS} FROM web_sessions w JOIN tokens t ON t.id = w.token_id "
+            "JOIN users u ON u.name = t.user_name WHERE w.id_hash = ? AND w.revoked IS NULL AND w.expires > ? "
+            "AND t.revoked IS NULL", (hash_token(session_id), time.time()))
+        return _user(rows[0]) if rows else None
+
+    def end_web_session(self, session_id: str) -> None:
+        now = time.time()
+        with self._write() as db:
+            db.execute("UPDATE web_sessions SET revoked = ? WHERE id_hash = ? AND revoked IS NULL",
+                       (now, hash_token(session_id)))
+            db.execute("DELETE FROM web_sessions WHERE expires < ?", (now - 86400,))
+
+    def create_signin_code(self, token: str, ttl_s: float = 86400.0) -> str:
+        """A one-time code that signs a browser in with `token` (the demo's link; the token stays off URLs)."""
+        rows = self._read("SELECT id FROM tokens WHERE token_hash = ? AND revoked IS NULL", (hash_token(token),))
+        if not rows:
+            raise ValueError("no active token to make a sign-in code for")
+        code = "sc_" + secrets.token_urlsafe(24)
+        with self._write() as db:
+            db.execute("INSERT INTO signin_codes (code_hash, token_id, expires) VALUES (?, ?, ?)",
+                       (hash_token(code), rows[0]["id"], time.time() + ttl_s))
+        return code
+
+    def redeem_signin_code(self, code: str) -> str | None:
+        """The token id a one-time code stands for, once; None when unknown, used, expired or revoked."""
+        now = time.time()
+        with self._write() as db:
+            row = db.execute("SELECT c.token_id FROM signin_codes c JOIN tokens t ON t.id = c.token_id "
+                             "WHERE c.code_hash = ? AND c.used IS NULL AND c.expires > ? AND t.revoked IS NULL",
+                             (hash_token(code), now)).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE signin_codes SET used = ? WHERE code_hash = ?", (now, hash_token(code)))
+            return row["token_id"]
+
+    # host ownership outlives a server restart: a host id is its first user's for good
+    def claim_host(self, host_id: str, user_name: str) -> bool:
+        """Record user_name as the owner of host_id; False when another user owns it."""
+        now = time.time()
+        with self._write() as db:
+            db.execute("INSERT OR IGNORE INTO host_owners (host_id, user_name, first_seen, last_seen) "
+                       "VALUES (?, ?, ?, ?)", (host_id, user_name, now, now))
+            return db.execute("UPDATE host_owners SET last_seen = ? WHERE host_id = ? AND user_name = ?",
+                              (now, host_id, user_name)).rowcount > 0
+
+    def host_owner(self, host_id: str) -> str | None:
+        rows = self._read("SELECT user_name FROM host_owners WHERE host_id = ?", (host_id,))
+        return rows[0]["user_name"] if rows else None
 
     def set_user_policy(self, user_name: str, policy: str) -> bool:
         with self._write() as db:
             return db.execute("UPDATE users SET policy = ? WHERE name = ?", (policy, user_name)).rowcount > 0
 
     def get_user(self, user_name: str) -> User | None:
-        rows = self._read("SELECT name, is_admin, policy FROM users WHERE name = ?", (user_name,))
-        return User(rows[0]["name"], bool(rows[0]["is_admin"]), rows[0]["policy"]) if rows else None
+        """The user's record; is_admin says whether they hold any active admin token."""
+        rows = self._read("SELECT name, policy FROM users WHERE name = ?", (user_name,))
+        return User(rows[0]["name"], user_name in self.admin_users(), rows[0]["policy"]) if rows else None
 
     # sessions and transcripts
     def create_session(self, user_name: str, host_id: str | None, model: str | None, state: dict[str, Any]) -> str:
@@ -164,6 +281,10 @@ class Store:
                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (session_id, user_name, host_id, model, now, now, json.dumps(state)))
         return session_id
+
+    def count_sessions_since(self, user_name: str, since: float) -> int:
+        return self._read("SELECT COUNT(*) AS n FROM sessions WHERE user_name = ? AND created >= ?",
+                          (user_name, since))[0]["n"]
 
     def get_session(self, session_id: str) -> dict[str, Any] | None:
         rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -184,15 +305,24 @@ class Store:
             db.execute(f"UPDATE sessions SET {assignments}, updated = ? WHERE id = ?",
                        (*fields.values(), time.time(), session_id))
 
-    def list_sessions(self, user_name: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    def list_sessions(self, user_name: str | None = None, limit: int = 200, status: str | None = None,
+                      text: str | None = None) -> list[dict[str, Any]]:
+        """Latest first; `text` matches part of the id, user, model or host id (case-insensitive)."""
         sql = ("SELECT s.id, s.user_name, s.host_id, s.model, s.created, s.updated, s.status, s.policy, "
                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS entries, "
                "(SELECT COALESCE(SUM(cost), 0) FROM usage g WHERE g.session_id = s.id) AS cost "
-               "FROM sessions s")
-        args: tuple = ()
+               "FROM sessions s WHERE 1=1")
+        args: list[Any] = []
         if user_name is not None:
-            sql += " WHERE s.user_name = ?"
-            args = (user_name,)
+            sql += " AND s.user_name = ?"
+            args.append(user_name)
+        if status:
+            sql += " AND s.status = ?"
+            args.append(status)
+        if text:
+            sql += (" AND (instr(lower(s.id), ?) OR instr(lower(s.user_name), ?) OR instr(lower(COALESCE(s.model, '')), ?)"
+                    " OR instr(lower(COALESCE(s.host_id, '')), ?))")
+            args.extend([text.lower()] * 4)
         return [dict(r) for r in self._read(sql + " ORDER BY s.updated DESC LIMIT ?", (*args, limit))]
 
     def append_entries(self, session_id: str, entries: list[dict[str, Any]]) -> None:
@@ -241,9 +371,19 @@ class Store:
                              r["capability_version"], r["kind"], r["sha256"], len(r["code"].encode()), r["code"])
                             for r in rows])
 
-    def audit(self, sha256_prefix: str | None = None, session_id: str | None = None,
-              limit: int = 200) -> list[dict[str, Any]]:
+    def audit(self, sha256_prefix: str | None = None, session_id: str | None = None, limit: int = 200,
+              user_name: str | None = None, kind: str | None = None, text: str | None = None) -> list[dict[str, Any]]:
+        """Latest first; `text` matches part of the script's code (case-insensitive)."""
         sql, args = "SELECT * FROM audit WHERE 1=1", []
+        if user_name:
+            sql += " AND user_name = ?"
+            args.append(user_name)
+        if kind:
+            sql += " AND kind = ?"
+            args.append(kind)
+        if text:
+            sql += " AND instr(lower(code), ?)"
+            args.append(text.lower())
         if sha256_prefix:
             sql += " AND sha256 LIKE ?"
             args.append(sha256_prefix.lower() + "%")

@@ -7,4 +7,4 @@ from cloud.store import Store
 from cloud.vendors.registry import default_model_spec
 from cloud.web.app import create_app
 
-app = create_app(Store(default_db()), Settings(), default_model=default_model_spec())
+app = create_app(Store(default_db()), Settings.from_env(), default_model=default_model_spec())

@@ -125,7 +125,6 @@ def test_request_bodies_are_validated_with_the_field_named(server, alice, host, 
     cases = [
         ("POST", "/api/sessions", {"host_id": host.host_id, "colour": "red"}, "colour"),
         ("POST", "/api/sessions", {"host_id": 7}, "host_id"),
-        ("POST", "/api/sessions", {"host_id": "h_unknown"}, "host_id"),
         ("POST", "/api/sessions", {"model": "nonsense"}, "vendor:model"),
         ("POST", "/api/sessions", {"model": "martian:x"}, "unknown vendor"),
         ("POST", f"/api/sessions/{session_id}/messages", {}, "text"),
@@ -141,6 +140,8 @@ def test_request_bodies_are_validated_with_the_field_named(server, alice, host, 
         assert named in response.json()["error"], (path, body, response.json())
     not_json = alice.call("POST", "/api/sessions", data="{", headers={"Content-Type": "application/json"})
     assert not_json.status_code == 400
+    unknown_host = alice.call("POST", "/api/sessions", json={"host_id": "h_unknown"})
+    assert unknown_host.status_code == 404 and "host_id" in unknown_host.json()["error"]
 
 
 def test_unknown_sessions_are_404_and_idle_sessions_refuse_cancel_and_approval(server, alice, host, scripts_dir):

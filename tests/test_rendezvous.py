@@ -137,7 +137,7 @@ def test_tool_results_for_unknown_sessions_and_foreign_sessions_are_refused(serv
 
     assert _post_result(alice, "no-such-session", call_id, _result(call_id)).status_code == 404
     foreign = _post_result(bob, session_id, call_id, _result(call_id, "bob was here\n"))
-    assert foreign.status_code == 403
+    assert foreign.status_code == 404  # another user's session reads as unknown
     malformed = _post_result(alice, session_id, call_id, {"type": "execute_result", "ok": "yes"})
     assert malformed.status_code == 400 and "ok" in malformed.json()["error"]
     not_a_result = _post_result(alice, session_id, call_id, {"type": "ping"})

@@ -93,8 +93,16 @@ def test_admin_routes_need_an_admin_token(server, alice):
     assert alice.call("GET", "/admin").status_code == 403
 
 
+def _web_session(server, token: str) -> dict[str, str]:
+    signed_in = requests.post(server.url + "/signin", data={"token": token, "next": "/"}, allow_redirects=False,
+                              timeout=10)
+    assert signed_in.status_code == 302, signed_in.text
+    return {"nexus_session": signed_in.cookies["nexus_session"]}
+
+
 def test_cookie_sign_in_needs_the_csrf_header_to_change_state(server, alice, host):
-    cookies = {"nexus_token": alice.token}
+    assert requests.get(server.url + "/api/me", cookies={"nexus_token": alice.token}, timeout=10).status_code == 401
+    cookies = _web_session(server, alice.token)
     assert requests.get(server.url + "/api/me", cookies=cookies, timeout=10).status_code == 200
     body = {"host_id": host.host_id}
     forged = requests.post(server.url + "/api/sessions", cookies=cookies, json=body, timeout=10)
@@ -115,7 +123,9 @@ def test_another_user_can_neither_read_nor_drive_a_session(server, alice, bob, h
     ]
     for method, suffix, body in attempts:
         response = bob.call(method, f"/api/sessions/{alices_session}{suffix}", json=body)
-        assert response.status_code == 403, (method, suffix, response.status_code)
+        unknown = bob.call(method, f"/api/sessions/{'0' * 32}{suffix}", json=body)
+        assert response.status_code == unknown.status_code == 404, (method, suffix, response.status_code)
+        assert response.json()["error"].replace(alices_session, "ID") == unknown.json()["error"].replace("0" * 32, "ID")
         assert "secret" not in response.text
     listed = bob.call("GET", "/api/sessions").json()["sessions"]
     assert alices_session not in {s["id"] for s in listed}
@@ -134,8 +144,8 @@ def test_another_user_cannot_cancel_or_answer_a_running_session(server, alice, b
         session_id = alice.new_session(silent.host_id, spec)
         run = BackgroundRun(alice, session_id, "go")
         run.wait_for("ToolCall")
-        assert bob.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 403
-        assert bob.call("GET", f"/api/sessions/{session_id}/stream").status_code == 403
+        assert bob.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 404
+        assert bob.call("GET", f"/api/sessions/{session_id}/stream").status_code == 404
         assert alice.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 202
         assert run.join(10).last["metadata"]["cancelled"] is True
     finally:
@@ -146,9 +156,11 @@ def test_another_users_host_is_invisible_and_unusable(server, alice, bob, host, 
     assert [h["host_id"] for h in alice.call("GET", "/api/hosts").json()["hosts"]] == [host.host_id]
     assert bob.call("GET", "/api/hosts").json()["hosts"] == []
     refused = bob.call("POST", "/api/sessions", json={"host_id": host.host_id})
-    assert refused.status_code == 403
+    unknown = bob.call("POST", "/api/sessions", json={"host_id": "h_000000000000"})
+    assert refused.status_code == unknown.status_code == 404
+    assert refused.json()["error"].replace(host.host_id, "ID") == unknown.json()["error"].replace("h_000000000000", "ID")
     own = bob.new_session()
-    assert bob.call("PUT", f"/api/sessions/{own}/host", json={"host_id": host.host_id}).status_code == 403
+    assert bob.call("PUT", f"/api/sessions/{own}/host", json={"host_id": host.host_id}).status_code == 404
     # A runtime of bob's that asks for alice's host id gets a fresh one; alice's host keeps its route.
     impostor = TestHost(server.ws_url, bob.token, host_id=host.host_id).start()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 
 import pytest
 
@@ -26,13 +27,62 @@ def test_tokens_are_stored_hashed_and_only_their_hash_is_on_disk(store, tmp_path
     assert token.encode() not in on_disk
 
 
-def test_tokens_are_unique_revocable_and_admin_is_sticky(store):
+def test_tokens_are_unique_revocable_and_admin_belongs_to_the_token(store):
     first, second = store.create_token("bob"), store.create_token("bob", admin=True)
     assert first != second
-    assert store.user_for_token(first).is_admin  # the user is an admin now, whichever token they use
-    (row, _) = [t for t in store.list_tokens() if t["user_name"] == "bob"]
+    assert not store.user_for_token(first).is_admin  # an admin token elsewhere promotes nothing
+    assert store.user_for_token(second).is_admin and store.get_user("bob").is_admin
+    (row, admin_row) = [t for t in store.list_tokens() if t["user_name"] == "bob"]
+    assert store.set_token_admin(admin_row["id"], False) and not store.user_for_token(second).is_admin
+    assert not store.get_user("bob").is_admin
     assert store.revoke_token(row["id"]) is True and store.revoke_token(row["id"]) is False
     assert store.user_for_token(first) is None and store.user_for_token(second) is not None
+
+
+def test_a_database_from_before_token_rights_keeps_its_admins_admin(tmp_path):
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE users (name TEXT PRIMARY KEY, is_admin INTEGER NOT NULL DEFAULT 0, policy TEXT NOT NULL "
+        "DEFAULT 'auto', created REAL NOT NULL);"
+        "CREATE TABLE tokens (id TEXT PRIMARY KEY, token_hash TEXT UNIQUE NOT NULL, user_name TEXT NOT NULL, "
+        "created REAL NOT NULL, revoked REAL);"
+        "INSERT INTO users VALUES ('root', 1, 'auto', 0), ('bob', 0, 'auto', 0);")
+    old.execute("INSERT INTO tokens VALUES ('t1', ?, 'root', 0, NULL)", (hash_token("nx_root"),))
+    old.execute("INSERT INTO tokens VALUES ('t2', ?, 'bob', 0, NULL)", (hash_token("nx_bob"),))
+    old.commit()
+    old.close()
+    store = Store(path)
+    assert store.user_for_token("nx_root").is_admin and not store.user_for_token("nx_bob").is_admin
+    assert store.user_for_token("nx_bob").scope == "user"
+
+
+def test_web_sessions_expire_end_at_sign_out_and_with_their_token(store):
+    token = store.create_token("alice")
+    token_id = store.user_for_token(token).token_id
+    first, second, short = (store.create_web_session(token_id, 3600), store.create_web_session(token_id, 3600),
+                            store.create_web_session(token_id, 0.05))
+    assert store.user_for_web_session(first).name == "alice" and token not in first
+    time.sleep(0.1)
+    assert store.user_for_web_session(short) is None
+    store.end_web_session(first)
+    assert store.user_for_web_session(first) is None and store.user_for_web_session(second) is not None
+    store.revoke_token(token_id)
+    assert store.user_for_web_session(second) is None
+
+
+def test_a_sign_in_code_works_once(store):
+    token = store.create_token("demo")
+    code = store.create_signin_code(token)
+    assert token not in code
+    assert store.redeem_signin_code(code) == store.user_for_token(token).token_id
+    assert store.redeem_signin_code(code) is None and store.redeem_signin_code("sc_made_up") is None
+
+
+def test_host_ownership_is_kept_in_the_database(store, tmp_path):
+    assert store.claim_host("h_1", "alice") and store.claim_host("h_1", "alice")
+    assert not store.claim_host("h_1", "bob")
+    assert Store(store.path).host_owner("h_1") == "alice"
 
 
 def test_concurrent_appends_from_many_threads_lose_nothing(store):

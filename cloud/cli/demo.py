@@ -10,6 +10,7 @@ import platformdirs
 
 from cloud.cli.common import open_store, with_db
 from cloud.cli.local_stack import LocalStack
+from cloud.server import first_free_port
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
 
@@ -17,7 +18,7 @@ DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
 def register(sub: argparse._SubParsersAction) -> None:
     p = with_db(sub.add_parser("demo", help="orchestrator + IFC host on a sample building; prints the chat URL"))
     p.add_argument("--bind", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--port", type=int, default=8765, help="first port to try (the next free one is used)")
     p.add_argument("--model", help="model spec (default: the first configured vendor, else a scripted demo)")
     p.set_defaults(func=cmd_demo)
 
@@ -37,10 +38,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         spec = f"scripted:{DEMO_DIR / 'renumber_doors.json'}"
     os.environ["NEXUS_SCRIPTED_DIRS"] = os.pathsep.join(
         [d for d in [os.environ.get("NEXUS_SCRIPTED_DIRS", ""), str(DEMO_DIR)] if d])
-    print(f"[2/4] Starting the orchestrator on http://{args.bind}:{args.port} ...", flush=True)
+    port = first_free_port(args.bind, args.port)  # 8765 taken (another demo, another program): the next one
+    print(f"[2/4] Starting the orchestrator on http://{args.bind}:{port} ...", flush=True)
     store = open_store(args)
     print("[3/4] Connecting an IFC host to the sample building ...", flush=True)
-    stack = LocalStack(store, str(model_path), None, port=args.port, bind=args.bind, default_model=spec,
+    stack = LocalStack(store, str(model_path), None, port=port, bind=args.bind, default_model=spec,
                        user="demo", admin=True)
     print("[4/4] Ready.\n", flush=True)
     if scripted:
@@ -49,7 +51,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("Set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY to talk to a real model.\n")
     else:
         print(f"Model: {spec}\n")
-    print(f"Open the chat:      {stack.url}/?token={stack.token}")
+    # A one-time sign-in link: the token itself never goes into a URL (browser history, logs).
+    print(f"Open the chat:      {stack.url}/?signin={store.create_signin_code(stack.token)}")
     print(f"Admin console:      {stack.url}/admin (same sign-in)")
     print(f"Model file:         {model_path}")
     print("Press Ctrl-C to stop.", flush=True)

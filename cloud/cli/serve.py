@@ -19,7 +19,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from cloud.vendors.registry import default_model_spec
     from cloud.web.app import create_app
 
-    app = create_app(open_store(args), Settings(), default_model=default_model_spec())
+    app = create_app(open_store(args), Settings.from_env(), default_model=default_model_spec())
     print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {args.db or default_db()})", flush=True)
     serve_forever(app, args.bind, args.port)
     return 0

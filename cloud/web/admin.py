@@ -1,7 +1,12 @@
-"""Admin API (admin tokens only): sessions with transcripts, audit log, hosts, providers, usage, tokens."""
+"""Admin API (admin tokens only): sessions with transcripts and images, audit log, hosts, providers, usage,
+tokens. Admin is a property of a token: creating an admin token never changes what a user's other tokens
+may do, and a token is demoted (PUT) or revoked (DELETE, which also closes hosts connected with it).
+"""
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, request
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
 
 from cloud.contract import ContractError
 from cloud.hosts.registry import known_providers
@@ -24,10 +29,19 @@ def _limit() -> int:
     return int(raw)
 
 
+def _filter(name: str, max_chars: int = 200) -> str | None:
+    value = request.args.get(name, "").strip()
+    if len(value) > max_chars:
+        raise ContractError(f"{name}: at most {max_chars} characters")
+    return value or None
+
+
 @admin_api.get("/sessions")
 @require_user(admin=True)
 def sessions():
-    return jsonify({"sessions": nexus().store.list_sessions(limit=_limit())})
+    """Filters: user, status, q (part of the session id, user, model or host id)."""
+    return jsonify({"sessions": nexus().store.list_sessions(
+        _filter("user"), limit=_limit(), status=_filter("status"), text=_filter("q"))})
 
 
 @admin_api.get("/sessions/<session_id>")
@@ -41,15 +55,25 @@ def session_detail(session_id: str):
                     "audit": store.audit(session_id=session_id)})
 
 
+@admin_api.get("/sessions/<session_id>/images/<image_id>")
+@require_user(admin=True)
+def session_image(session_id: str, image_id: str):
+    """Any user's rendered view, for an admin reviewing their session."""
+    png = nexus().store.get_image(session_id, image_id)
+    if png is None:
+        return api_error(404, f"no image {image_id} in session {session_id}")
+    return Response(png, mimetype="image/png", headers={"Cache-Control": "private, max-age=86400"})
+
+
 @admin_api.get("/audit")
 @require_user(admin=True)
 def audit():
     sha = request.args.get("sha256", "").strip().lower()
     if sha and not all(c in "0123456789abcdef" for c in sha):
         raise ContractError("sha256: expected hexadecimal digits (a prefix is enough)")
-    return jsonify({"audit": nexus().store.audit(sha256_prefix=sha or None,
-                                                  session_id=request.args.get("session_id") or None,
-                                                  limit=_limit())})
+    return jsonify({"audit": nexus().store.audit(sha256_prefix=sha or None, session_id=_filter("session_id"),
+                                                  limit=_limit(), user_name=_filter("user"), kind=_filter("kind"),
+                                                  text=_filter("q"))})
 
 
 @admin_api.get("/hosts")
@@ -72,31 +96,58 @@ def tokens():
     return jsonify({"tokens": nexus().store.list_tokens()})
 
 
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise ContractError(f"{name}: expected true or false")
+    return value
+
+
 @admin_api.post("/tokens")
 @require_user(admin=True)
 def create_token():
+    """{user, admin?, host?}: a new token; admin applies to this token only, host makes a host-only token."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("user"), str) or not body["user"].strip():
         raise ContractError("user: expected a non-empty user name")
-    admin = body.get("admin", False)
-    if not isinstance(admin, bool):
-        raise ContractError("admin: expected true or false")
-    token = nexus().store.create_token(body["user"].strip(), admin=admin)
-    return jsonify({"user": body["user"].strip(), "token": token}), 201
+    unknown = set(body) - {"user", "admin", "host"}
+    if unknown:
+        raise ContractError(f"unknown field(s): {', '.join(sorted(unknown))}")
+    admin, host = _flag(body, "admin"), _flag(body, "host")
+    if admin and host:
+        raise ContractError("a token is either an admin token or a host token, not both")
+    user = body["user"].strip()
+    token = nexus().store.create_token(user, admin=admin, scope="host" if host else "user")
+    return jsonify({"user": user, "token": token, "admin": admin, "scope": "host" if host else "user"}), 201
+
+
+@admin_api.put("/tokens/<token_id>")
+@require_user(admin=True)
+def change_token(token_id: str):
+    """{admin: bool}: promote or demote one active user token."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or set(body) != {"admin"}:
+        raise ContractError("expected {\"admin\": true | false}")
+    admin = _flag(body, "admin")
+    if not nexus().store.set_token_admin(token_id, admin):
+        return api_error(404, f"no active user token {token_id}")
+    return jsonify({"id": token_id, "admin": admin})
 
 
 @admin_api.delete("/tokens/<token_id>")
 @require_user(admin=True)
 def revoke_token(token_id: str):
-    if not nexus().store.revoke_token(token_id):
+    state = nexus()
+    if not state.store.revoke_token(token_id):
         return api_error(404, f"no active token {token_id}")
-    return jsonify({"revoked": token_id})
+    closed = state.sockets.close_token(token_id)
+    return jsonify({"revoked": token_id, "hosts_disconnected": closed})
 
 
 @admin_api.get("/users")
 @require_user(admin=True)
 def users():
-    """Every user that holds or held a token, with their admin flag and policy."""
+    """Every user that holds or held a token, with their policy and whether they hold an active admin token."""
     store = nexus().store
     names = sorted({t["user_name"] for t in store.list_tokens()})
     found = [store.get_user(name) for name in names]
@@ -108,7 +159,7 @@ def users():
 def user_policy(user_name: str):
     body = request.get_json(silent=True)
     policy = body.get("policy") if isinstance(body, dict) else None
-    if policy not in POLICY_STRICTNESS:
+    if not isinstance(policy, str) or policy not in POLICY_STRICTNESS:
         raise ContractError(f"policy: expected one of {', '.join(POLICY_STRICTNESS)}")
     if not nexus().store.set_user_policy(user_name, policy):
         return api_error(404, f"no user {user_name}")

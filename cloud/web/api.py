@@ -1,6 +1,7 @@
 """The JSON API of DESIGN.md: sessions, messages (SSE), tool results, approval, policy, cancel, hosts."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
@@ -18,6 +19,7 @@ from cloud.transcript import model_view, person_view
 from cloud.vendors.base import ModelError
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, configured_vendors, create_model
 from cloud.web.auth import api_error, require_user
+from cloud.web.quotas import check_limit
 from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
 from cloud.web.state import nexus
 
@@ -44,13 +46,13 @@ def _bad_request(exc: ContractError):
     return api_error(400, str(exc))
 
 
-class Forbidden(Exception):
+class NotFound(Exception):
     pass
 
 
-@api.errorhandler(Forbidden)
-def _forbidden(exc: Forbidden):
-    return api_error(403, str(exc))
+@api.errorhandler(NotFound)
+def _not_found(exc: NotFound):
+    return api_error(404, str(exc))
 
 
 @api.errorhandler(ModelSpecError)
@@ -65,14 +67,15 @@ def _unusable_model(exc: ModelError):
 
 
 def own_session(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Resolve <session_id> to the signed-in user's session row (404 unknown, 403 another user's)."""
+    """Resolve <session_id> to the signed-in user's session row.
+
+    Another user's session is answered exactly like one that does not exist (404), so ids cannot be probed.
+    """
     @wraps(view)
     def wrapped(session_id: str, **kwargs: Any):
         row = nexus().store.get_session(session_id)
-        if row is None:
+        if row is None or row["user_name"] != g.user.name:
             return api_error(404, f"no session {session_id}")
-        if row["user_name"] != g.user.name:
-            return api_error(403, "this session belongs to another user")
         return view(row, **kwargs)
     return wrapped
 
@@ -80,6 +83,8 @@ def own_session(view: Callable[..., Any]) -> Callable[..., Any]:
 def _check_model(spec: Any) -> str:
     if not isinstance(spec, str) or not spec:
         raise ContractError("model: expected a model spec like anthropic:claude-sonnet-4-5")
+    if any(ord(c) < 32 or ord(c) == 127 for c in spec):
+        raise ContractError("model: control characters are not allowed in a model spec")
     check_allowed_for_http(spec)
     return spec
 
@@ -89,11 +94,9 @@ def _check_host(host_id: Any) -> str | None:
         return None
     if not isinstance(host_id, str):
         raise ContractError("host_id: expected a string")
-    owner = nexus().hosts.owner(host_id)
-    if owner is None:
-        raise ContractError(f"host_id: no host {host_id} is known")
-    if owner != g.user.name:
-        raise Forbidden(f"host {host_id} belongs to another user")
+    # Ownership is in the store (it outlives a restart); another user's host reads as unknown.
+    if nexus().store.host_owner(host_id) != g.user.name:
+        raise NotFound(f"host_id: no host {host_id} is known")
     return host_id
 
 
@@ -102,6 +105,8 @@ def _check_host(host_id: Any) -> str | None:
 def create_session():
     body = _json_body(optional=("host_id", "model"))
     state = nexus()
+    check_limit("sessions per hour", state.store.count_sessions_since(g.user.name, time.time() - 3600),
+                state.settings.quota_sessions_per_hour)
     host_id = _check_host(body.get("host_id"))
     if host_id is None:
         mine = state.hosts.for_user(g.user.name)
@@ -186,6 +191,11 @@ def post_message(row: dict[str, Any]):
     spec = _check_model(body["model"]) if body.get("model") is not None else row["model"]
     if not spec:
         raise ContractError("model: this session has no model; send one (e.g. anthropic:claude-sonnet-4-5)")
+    _check_model(spec)  # again at use: a scripted file may have become a symlink out of the allowed dirs
+    if state.runs.get(session_id) is None:
+        running = sum(1 for r in state.runs.active() if r.session_id != session_id
+                      and (state.store.get_session(r.session_id) or {}).get("user_name") == g.user.name)
+        check_limit("concurrent runs", running, state.settings.quota_concurrent_runs, retry_after_s=10)
     model = create_model(spec)
     stored_model, row["model"] = row["model"], spec
     host = session_link(state.hosts, state.channel, row)
@@ -256,7 +266,7 @@ def post_approval(row: dict[str, Any]):
 def put_policy(row: dict[str, Any]):
     session_id = row["id"]
     policy = _json_body("policy")["policy"]
-    if policy not in POLICY_STRICTNESS:
+    if not isinstance(policy, str) or policy not in POLICY_STRICTNESS:
         raise ContractError(f"policy: expected one of {', '.join(POLICY_STRICTNESS)}")
     nexus().store.update_session(session_id, policy=policy)
     return jsonify({"session_id": session_id, "policy": policy})

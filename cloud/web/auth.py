@@ -1,23 +1,28 @@
-"""Bearer-token authentication for every route, with a cookie for page navigation.
+"""Authentication for every route: a bearer token for API clients and hosts, a web session for browsers.
 
-API clients send `Authorization: Bearer TOKEN`. The pages (which a browser navigates to, and whose
-<img> tags cannot carry headers) use an HttpOnly, SameSite=Strict cookie set at sign-in; requests
-that change state with only the cookie must also carry `X-Requested-With: nexus` (a CSRF guard).
+API clients send `Authorization: Bearer TOKEN`. Browsers sign in once (POST /signin, same origin only)
+and then carry an HttpOnly, SameSite=Strict cookie holding a server-side web session id, never the
+token: it expires, and ends at sign-out and when its token is revoked (the model is Django's and
+Rails' session cookie). Requests that change state with only the cookie must also carry
+`X-Requested-With: nexus` (a CSRF guard). A host token (`nexus token create USER --host`) connects a
+host runtime to /ws/host and opens nothing else.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import g, jsonify, request
 
 from cloud.store import User
 from cloud.web.state import nexus
 
-COOKIE = "nexus_token"
+COOKIE = "nexus_session"
 CSRF_HEADER = "X-Requested-With"
 CSRF_VALUE = "nexus"
+HOST_ONLY = "this is a host token: it can only connect a host runtime to /ws/host"
 
 
 def bearer_token() -> str | None:
@@ -26,18 +31,37 @@ def bearer_token() -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def current_user() -> User | None:
+def current_user(cookie: bool = True) -> User | None:
     """The signed-in user, or None. Sets g.auth_via to 'bearer' or 'cookie'."""
+    store = nexus().store
     token = bearer_token()
-    via = "bearer"
-    if token is None:
-        token, via = request.cookies.get(COOKIE), "cookie"
-    if not token:
+    if token is not None:
+        user, via = store.user_for_token(token), "bearer"
+    elif cookie and request.cookies.get(COOKIE):
+        user, via = store.user_for_web_session(request.cookies[COOKIE]), "cookie"
+    else:
         return None
-    user = nexus().store.user_for_token(token)
     if user is not None:
         g.auth_via = via
     return user
+
+
+def same_origin() -> bool:
+    """False when a browser says the request came from another site (Origin, else Sec-Fetch-Site).
+
+    Clients that are not browsers send neither header and pass; browsers send Origin on every POST
+    and on websocket upgrades (the check Django's CSRF middleware and Rails' forgery protection make).
+    """
+    origin = request.headers.get("Origin")
+    fetch_site = request.headers.get("Sec-Fetch-Site")
+    if origin == "null":
+        # An opaque origin: a sandboxed frame, or a page whose referrer policy hides it; only the
+        # browser's own Sec-Fetch-Site can say it is this server's page.
+        return fetch_site == "same-origin"
+    if origin is not None:
+        parts = urlsplit(origin)
+        return parts.scheme == request.scheme and parts.netloc == request.host
+    return fetch_site in (None, "same-origin", "none")
 
 
 def api_error(status: int, message: str, **extra: Any):
@@ -53,11 +77,14 @@ def require_user(admin: bool = False) -> Callable:
             user = current_user()
             if user is None:
                 return api_error(401, "missing or invalid bearer token")
+            if user.scope != "user":
+                return api_error(403, HOST_ONLY)
             if (g.auth_via == "cookie" and request.method not in ("GET", "HEAD")
-                    and request.headers.get(CSRF_HEADER) != CSRF_VALUE):
+                    and (request.headers.get(CSRF_HEADER) != CSRF_VALUE or not same_origin())):
                 return api_error(403, f"cookie-authenticated requests must send {CSRF_HEADER}: {CSRF_VALUE}")
             if admin and not user.is_admin:
                 return api_error(403, "admin token required")
+            nexus().request_rate.admit(user.name)
             g.user = user
             return view(*args, **kwargs)
         return wrapped

@@ -1,7 +1,12 @@
 """The host websocket (`/ws/host`): hello/welcome, then results routed to the waiting runs.
 
 Every inbound message is validated against shared_contract/; a bad one gets an `error` reply naming the
-problem and the connection stays up. Authentication happens before the upgrade (see app.py).
+problem and the connection stays up. Authentication happens before the upgrade (see app.py): a bearer
+token (user or host scope), never the browser's cookie, and no cross-origin upgrade.
+
+A host id belongs for good to the first user who connected with it (kept in the store, so a restart
+changes nothing): another user asking for it gets a fresh id. When a newer connection of the owner
+takes an id over, the older socket is closed; a socket whose token is revoked is closed too.
 """
 from __future__ import annotations
 
@@ -17,9 +22,12 @@ from cloud.contract import ContractError, validate_host_message
 from cloud.grounding.registry import warm as warm_api_index
 from cloud.hostlink import HostConnection
 from cloud.rendezvous import Delivery
+from cloud.web.host_sockets import CLOSE_REPLACED, CLOSE_REVOKED, close
 from cloud.web.state import NexusState
 
 log = logging.getLogger(__name__)
+
+MAX_LOGGED_CHARS = 500
 
 HELLO_TIMEOUT_S = 30
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -60,29 +68,68 @@ def _await_hello(ws: Any) -> dict[str, Any] | None:
     return None
 
 
+def loggable(text: Any) -> str:
+    """A host's text for one log line: control characters escaped (no forged lines), length capped."""
+    text = str(text)
+    escaped = text[:MAX_LOGGED_CHARS].encode("unicode_escape").decode("ascii")
+    return escaped + (f"... ({len(text):,} characters)" if len(text) > MAX_LOGGED_CHARS else "")
+
+
+def _claim(state: NexusState, user_name: str, hello: dict[str, Any]) -> dict[str, Any]:
+    """The hello with its host_id dropped when that id is another user's (the directory then picks a new one)."""
+    wanted = hello.get("host_id")
+    if wanted and not state.store.claim_host(wanted, user_name):
+        log.warning("user %s asked for host id %s, which is another user's", user_name, loggable(wanted))
+        return {k: v for k, v in hello.items() if k != "host_id"}
+    return hello
+
+
 def serve_host(state: NexusState, ws: Any) -> None:
     user = g.user
     hello = _await_hello(ws)
     if hello is None:
         ws.close(reason=1008, message="no hello")
         return
+    hello = _claim(state, user.name, hello)
+    previous = state.hosts.get(hello.get("host_id"))
     connection = state.hosts.register(user.name, hello, lambda m: _send(ws, m))
+    state.store.claim_host(connection.host_id, user.name)
+    state.sockets.add(ws, connection.host_id, user.token_id)
     warm_api_index(connection.host_app, hello)
     with connection.send_lock:
         _send(ws, {"type": "welcome", "host_id": connection.host_id})
     log.info("host %s connected (%s, user %s)", connection.host_id, connection.host_app, user.name)
+    if previous is not None and previous is not connection:
+        previous.send_json({"type": "error", "message": f"host id {connection.host_id} was taken over by a newer "
+                                                        "connection; this one is closed"})
+        # The older socket's loop notices it is no longer routed within host_recheck_s and closes itself.
     try:
-        while True:
-            raw = ws.receive()
-            if raw is None:
-                continue
-            connection.last_seen = time.time()
-            _handle(state, connection, raw)
+        _serve(state, ws, connection, user.token_id)
     except ConnectionClosed:
         pass
     finally:
+        state.sockets.remove(ws)
         state.hosts.unregister(connection)
         log.info("host %s disconnected", connection.host_id)
+
+
+def _serve(state: NexusState, ws: Any, connection: HostConnection, token_id: str | None) -> None:
+    recheck_s = state.settings.host_recheck_s
+    next_check = time.monotonic() + recheck_s
+    while True:
+        if state.hosts.get(connection.host_id) is not connection:
+            close(ws, CLOSE_REPLACED, "host id taken over by a newer connection")
+            return
+        if time.monotonic() >= next_check:
+            next_check = time.monotonic() + recheck_s
+            if token_id is not None and not state.store.token_active(token_id):
+                close(ws, CLOSE_REVOKED, "token revoked")
+                return
+        raw = ws.receive(timeout=recheck_s)
+        if raw is None:
+            continue
+        connection.last_seen = time.time()
+        _handle(state, connection, raw)
 
 
 def _reply(connection: HostConnection, message: dict[str, Any]) -> None:
@@ -113,12 +160,20 @@ def _handle(state: NexusState, connection: HostConnection, raw: Any) -> None:
             _reply(connection, {"type": "error", "request_id": message["request_id"],
                                 "message": f"request {message['request_id']} is not pending ({delivery.value})"})
     elif kind == "decided":
-        decision = {"decision": message["decision"], "by": message.get("by") or "the person in the host"}
+        # The server says who decided; a host's own `by` is only its wording, not to be trusted.
+        decision = {"decision": message["decision"], "by": _decider(connection)}
         if state.channel.deliver_from_host(message["request_id"], connection.host_id, decision,
                                            kind="approval") is not Delivery.ACCEPTED:
             log.info("host %s decided %s after the cloud stopped waiting", connection.host_id, message["request_id"])
     elif kind == "error":
-        log.warning("host %s reported: %s", connection.host_id, message.get("message"))
+        log.warning("host %s reported: %s", connection.host_id, loggable(message.get("message")))
     else:
         _reply(connection, {"type": "error", "request_id": message.get("request_id"),
                             "message": f"{kind} is not a message a host sends"})
+
+
+HOST_APP_NAMES = {"revit": "Revit", "ifc": "the IFC host"}
+
+
+def _decider(connection: HostConnection) -> str:
+    return f"the person in {HOST_APP_NAMES.get(connection.host_app, 'the host')}"

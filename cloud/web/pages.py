@@ -1,60 +1,67 @@
-"""The chat page and the admin console (HTML shells; their data comes from the JSON API)."""
+"""The chat page and the admin console (HTML shells; their data comes from the JSON API), and sign-in.
+
+Sign-in is a same-origin POST of a token (or the one-time `/?signin=CODE` link `nexus demo` prints);
+it sets a cookie holding a server-side web session id. A token in a URL (`/?token=`) signs no one in:
+a link from another site must not be able to sign a victim in as someone else (login CSRF).
+"""
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
 from flask import Blueprint, make_response, redirect, render_template, request
 
-from cloud.web.auth import COOKIE, current_user
+from cloud.store import User
+from cloud.web.auth import COOKIE, current_user, same_origin
 from cloud.web.state import nexus
 
 pages = Blueprint("pages", __name__)
 
-# Defence in depth behind the pages' own rule (model and host output only ever enters the DOM as text,
-# or as Markdown through DOMPurify): no inline script, no script from anywhere but this server.
-CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-                           "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-                           "form-action 'self'; frame-ancestors 'self'")
-
-
-@pages.after_request
-def _page_headers(response):
-    if response.mimetype == "text/html":
-        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cache-Control"] = "no-store"
-    return response
-
 
 def _local_path(target: str | None) -> str:
-    """Only a path on this server is a valid place to go after sign-in (no open redirect)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """Only a path on this server is a valid place to go after sign-in (no open redirect).
+
+    Browsers drop tabs and newlines from URLs, so `/\\t/evil.example` would become `//evil.example`:
+    any control character, backslash or leading `//` sends the person to `/` instead.
+    """
+    if (not target or not target.startswith("/") or target.startswith("//") or "\\" in target
+            or any(ord(c) < 32 or ord(c) == 127 for c in target)):
         return "/"
     return target
 
 
 def _signin(status: int, problem: str | None = None):
     target = request.full_path.rstrip("?") if request.method == "GET" else request.form.get("next")
+    if request.method == "GET" and request.args.get("token"):
+        target = "/"  # never carry a token along in `next`
     return make_response(render_template("signin.html", problem=problem, next=_local_path(target)), status)
 
 
-def _set_cookie(response, token: str) -> None:
-    response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", secure=request.is_secure)
+def _signed_in(response, token_id: str):
+    settings = nexus().settings
+    session_id = nexus().store.create_web_session(token_id, settings.web_session_hours * 3600)
+    response.set_cookie(COOKIE, session_id, max_age=int(settings.web_session_hours * 3600), httponly=True,
+                        samesite="Strict", secure=request.is_secure, path="/")
+    return response
+
+
+def _page_user() -> User | None:
+    user = current_user()
+    return user if user is not None and user.scope == "user" else None
 
 
 @pages.get("/")
 def chat():
-    token = request.args.get("token")
-    if token:
-        # The demo's link: exchange the token for a cookie and drop it from the address bar.
-        if nexus().store.user_for_token(token) is None:
-            return _signin(401, "That sign-in link is not valid.")
+    code = request.args.get("signin")
+    if code:
+        # The demo's one-time link: exchange the code for a web session and drop it from the address bar.
+        token_id = nexus().store.redeem_signin_code(code)
+        if token_id is None:
+            return _signin(401, "That sign-in link is not valid any more (each link works once).")
         host = request.args.get("host")
-        response = redirect("/" + (f"?{urlencode({'host': host})}" if host else ""))
-        _set_cookie(response, token)
-        return response
-    user = current_user()
+        return _signed_in(redirect("/" + (f"?{urlencode({'host': host})}" if host else "")), token_id)
+    if request.args.get("token"):
+        return _signin(401, "Tokens in links are not accepted: paste the token here instead.")
+    user = _page_user()
     if user is None:
         return _signin(401)
     return render_template("chat.html", user=user)
@@ -62,24 +69,30 @@ def chat():
 
 @pages.post("/signin")
 def signin():
+    if not same_origin():
+        return _signin(403, "Sign-in is only accepted from this server's own page.")
     token = (request.form.get("token") or "").strip()
-    if not token or nexus().store.user_for_token(token) is None:
+    user = nexus().store.user_for_token(token) if token else None
+    if user is None:
         return _signin(401, "That token is not valid.")
-    response = redirect(_local_path(request.form.get("next")))
-    _set_cookie(response, token)
-    return response
+    if user.scope != "user" or user.token_id is None:
+        return _signin(403, "That is a host token: it connects a host runtime but cannot sign in.")
+    return _signed_in(redirect(_local_path(request.form.get("next"))), user.token_id)
 
 
 @pages.post("/signout")
 def signout():
     response = redirect("/")
-    response.delete_cookie(COOKIE)
+    session_id = request.cookies.get(COOKIE)
+    if session_id and same_origin():
+        nexus().store.end_web_session(session_id)
+    response.delete_cookie(COOKIE, path="/")
     return response
 
 
 @pages.get("/admin")
 def admin():
-    user = current_user()
+    user = _page_user()
     if user is None:
         return _signin(401)
     if not user.is_admin:

@@ -1,0 +1,57 @@
+"""Per-user quotas: sessions per hour, concurrent runs, connected hosts, requests per minute.
+
+Exceeding one raises QuotaExceeded, which every route turns into a 429 JSON error naming the quota and
+its limit, with Retry-After. Counts of sessions come from the store; runs and hosts from this process
+(with several processes each enforces its own share); the request rate is a sliding one-minute window.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+from cloud.config import Settings
+
+
+class QuotaExceeded(Exception):
+    def __init__(self, quota: str, limit: int, retry_after_s: int):
+        super().__init__(f"quota exceeded: {quota} (limit {limit})")
+        self.quota, self.limit, self.retry_after_s = quota, limit, retry_after_s
+
+
+class RequestRate:
+    """At most `per_minute` requests per user in any sliding minute (0: unlimited)."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self, per_minute: int):
+        self.per_minute = per_minute
+        self._lock = threading.Lock()
+        self._seen: dict[str, deque[float]] = {}
+
+    def admit(self, user_name: str) -> None:
+        if self.per_minute <= 0:
+            return
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen.setdefault(user_name, deque())
+            while seen and seen[0] <= now - self.WINDOW_S:
+                seen.popleft()
+            if len(seen) >= self.per_minute:
+                raise QuotaExceeded("requests per minute", self.per_minute,
+                                    max(1, int(seen[0] + self.WINDOW_S - now + 1)))
+            seen.append(now)
+            if len(self._seen) > 10_000:  # forget users who went quiet, so the map stays small
+                for name in [n for n, q in self._seen.items() if not q or q[-1] <= now - self.WINDOW_S]:
+                    del self._seen[name]
+
+
+def check_limit(quota: str, used: int, limit: int, retry_after_s: int = 60) -> None:
+    if limit > 0 and used >= limit:
+        raise QuotaExceeded(quota, limit, retry_after_s)
+
+
+def limits(settings: Settings) -> dict[str, int]:
+    return {"sessions per hour": settings.quota_sessions_per_hour,
+            "concurrent runs": settings.quota_concurrent_runs, "hosts": settings.quota_hosts,
+            "requests per minute": settings.quota_requests_per_minute}

@@ -6,6 +6,8 @@ keeps the session's status. It yields the run's stream chunks.
 """
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,14 +18,17 @@ from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import HostLink
 from cloud.hosts.registry import UnknownHostApp, get_provider
 from cloud.loop import RunContext, run_agentic_loop
-from cloud.prompts import text
+from cloud.prompts import message, text
 from cloud.session import Session, SessionState
 from cloud.store import Store
 from cloud.tools.base import ToolContext
-from cloud.transcript import Entry, user_text
+from cloud.transcript import Entry, tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelAdapter, Usage
 from cloud.vendors.images import vision_limits
 from cloud.vendors.pricing import estimate_cost
+
+THIS_PROCESS = f"{socket.gethostname()}:{os.getpid()}"
+RECOVERY_SCAN_LIMIT = 100_000  # sessions looked at (most recently updated first) for runs left running
 
 
 def system_prompt(host: HostLink | None) -> str:
@@ -72,6 +77,7 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
         return {**usage.as_dict(), "cost": cost, "model": model.spec}
 
     session.state.start_run()
+    session.state.run_owner = THIS_PROCESS
     save_state()
     store.update_session(session.session_id, status="running")
     status = "error"  # unless the loop ends with Complete (a crash propagates to the caller)
@@ -98,3 +104,51 @@ def _user_turn(host: HostLink | None, user_message: str, cancel: threading.Event
         entry["content"].insert(0, {"type": "text", "kind": "host_context",
                                     "text": render_context_block(host, fetch_context(host, cancel))})
     return entry
+
+
+def recover_interrupted_runs(store: Store) -> list[str]:
+    """End the runs a stopped process left `running`: answer every tool call they left without a result
+    (a vendor rejects a transcript with one) and mark them ended. Runs whose process is alive (another
+    server or `nexus run` on the same store) are left alone. Returns the ids of the sessions ended."""
+    ended = []
+    for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT):
+        if row["status"] != "running" or not _owner_gone((store.get_session(row["id"]) or {}).get("state", {})):
+            continue
+        transcript = store.transcript(row["id"])
+        dangling = unanswered_tool_calls(transcript)
+        if dangling:
+            store.append_entries(row["id"], [tool_results([
+                tool_result_part(call["id"], call["name"], message("server_restarted"), is_error=True)
+                for call in dangling])])
+        store.update_session(row["id"], status="error")
+        ended.append(row["id"])
+    return ended
+
+
+def _owner_gone(state: dict[str, Any]) -> bool:
+    """Whether the process that drove this run is gone. Only a process on this machine can be checked;
+    one on another machine is left alone (several processes on one store need leases instead)."""
+    owner = state.get("run_owner")
+    if not owner:
+        return True  # a run recorded before owners were: nothing can still be driving it
+    machine, _, pid = owner.rpartition(":")
+    if machine != socket.gethostname() or not pid.isdigit() or os.name != "posix":
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: is it there?
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def unanswered_tool_calls(transcript: list[Entry]) -> list[dict[str, Any]]:
+    """The tool calls of the last assistant entry when no tool entry answers them."""
+    for index in range(len(transcript) - 1, -1, -1):
+        entry = transcript[index]
+        if entry.get("role") == "assistant":
+            calls = [p for p in entry.get("content", []) if p.get("type") == "tool_call"]
+            answered = index + 1 < len(transcript) and transcript[index + 1].get("role") == "tool"
+            return [] if answered else calls
+    return []

@@ -37,6 +37,7 @@ class SessionState:
     last_completed_tool: str | None = None
     last_task_committed: bool | None = None  # None: no automation yet in this run
     cap_reached: bool = False
+    run_owner: str | None = None  # "<machine>:<pid>" of the process driving the session's run
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SessionState:

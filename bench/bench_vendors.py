@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -34,6 +35,7 @@ from cloud.transcript import tool_result_part, tool_results, user_text  # noqa: 
 from cloud.vendors.anthropic import AnthropicModel  # noqa: E402
 from cloud.vendors.anthropic import StreamState as AnthropicStreamState  # noqa: E402
 from cloud.vendors.base import ModelAdapter, TurnRequest, Usage  # noqa: E402
+from cloud.vendors.compat_endpoints import ENDPOINTS_ENV  # noqa: E402
 from cloud.vendors.gemini import GeminiModel  # noqa: E402
 from cloud.vendors.gemini import StreamState as GeminiStreamState  # noqa: E402
 from cloud.vendors.openai_compat import ChatStreamReader, OpenAICompatModel  # noqa: E402
@@ -103,7 +105,8 @@ def _openai(url: str) -> ModelAdapter:
 
 
 def _openai_compat(url: str) -> ModelAdapter:
-    return OpenAICompatModel(f"qwen3-coder@{url}/v1", policy=RetryPolicy.fast())
+    os.environ[ENDPOINTS_ENV] = f"bench={url}/v1"  # the server's allow-list, as an operator would set it
+    return OpenAICompatModel("qwen3-coder@bench", policy=RetryPolicy.fast())
 
 
 def _anthropic(url: str) -> ModelAdapter:

@@ -3,7 +3,8 @@
 API (stable; the loop calls it before each model turn):
 
     new = yield from maybe_compact(transcript, model, system, tools, session_id, cancel,
-                                   threshold=0.8, keep_recent=0.3, reported_input_tokens=None)
+                                   threshold=0.8, keep_recent=0.3, reported_input_tokens=None,
+                                   current_script=None)
 
 - `transcript` is the stored (full) transcript; `model` a ModelAdapter; `system`/`tools` exactly what
   the next turn will send (the summarisation call reuses them, so its prefix hits the prompt cache).
@@ -11,22 +12,23 @@ API (stable; the loop calls it before each model turn):
   after it). Reported usage is `reported_input_tokens` when given, else the `usage` dict (Usage.as_dict())
   of the last assistant entry in the view, when the loop stores one there.
 - Below `threshold * model.context_window` it yields nothing and returns None.
-- Otherwise it keeps the recent turns (about `keep_recent * context_window` tokens, at least the latest
-  turn; a cut only ever falls before a user or assistant entry, so a tool_call always stays with its
-  tool_result), summarises the rest with one call through the same adapter (instructions from
+- Otherwise it keeps the recent turns (about `keep_recent * context_window` tokens, at least the model's
+  latest turn and everything after it, so a model always sees what it said last; a cut only ever falls
+  before a user or assistant entry, so a tool_call always stays with its tool_result), summarises the rest with one call through the same adapter (instructions from
   cloud/prompts/compaction.md: user goal/context, done, pending, current script state), and returns
   the NEW transcript, append-only: every old entry untouched, then
-      {"role": "compaction", "summary": str, "replaced": N, "model": spec, "usage": {...},
-       "scripted_turns": n}
+      {"role": "compaction", "summary": str, "replaced": N, "model": spec, "usage": {...}, "kept": K}
   then copies of the kept recent entries, minus their stale `usage` (so `new[len(transcript):]` is exactly what to persist).
   `transcript.model_view` shows the model only the summary and what follows it. N counts the
   conversation entries the summary stands for; `usage` is the summarisation call's Usage.as_dict()
-  (add it to the run's usage); `scripted_turns` counts the scripted model's turns it hides.
+  (add it to the run's usage); K counts the kept copies.
 - Yields one Metadata chunk, kind "compaction" ("Context summarised"), with replaced, tokens_before,
   tokens_after and the summary, for the person to see.
-- When the model answers with no usable summary (a tool call, nothing, cancelled), a mechanical summary
-  in the same sections is built from the transcript, so compaction works for every vendor, including
-  the scripted model (which is never asked: it can only play its script). A ModelError from the summarisation call propagates (the loop reports it).
+- When the model answers with no usable summary (a tool call, nothing, cancelled), or cannot be asked
+  (`model.can_summarise` is False), a mechanical summary in the same sections is built from the
+  transcript. Its script section is `current_script` (the session's script, anchored edits merged)
+  when given, else the script the whole history's automation calls add up to (never an older one). A ModelError from the
+  summarisation call propagates (the loop reports it).
 """
 from __future__ import annotations
 
@@ -37,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from cloud.chunks import Chunk, metadata
-from cloud.transcript import Entry, model_view, text_of, user_text
+from cloud.tools.edits import apply_edits
+from cloud.transcript import Entry, model_view, person_view, text_of, user_text
 from cloud.vendors.base import ModelAdapter, ModelTurn, TurnRequest
 
 PROMPT_PATH = Path(__file__).parent / "prompts" / "compaction.md"
@@ -48,7 +51,6 @@ CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1600  # what a vendor-scaled image costs, roughly; its base64 length says nothing useful
 EXCERPT_CHARS = 400
 SCRIPT_CHARS = 6000
-SCRIPTED_VENDORS = ("scripted",)
 
 
 def _part_tokens(part: dict[str, Any]) -> int:
@@ -89,6 +91,9 @@ def choose_cut(transcript: list[Entry], start: int, keep_tokens: int) -> int | N
     if not boundaries:
         return None
     cut = boundaries[-1]
+    latest_turn = max((i for i in boundaries if transcript[i].get("role") == "assistant"), default=cut)
+    cut = min(cut, latest_turn)
+    boundaries = [b for b in boundaries if b <= cut]
     kept = estimate_tokens(transcript[cut:])
     for b in reversed(boundaries[:-1]):
         kept_if = kept + estimate_tokens(transcript[b:cut])
@@ -110,19 +115,38 @@ def _usable_summary(turn: ModelTurn) -> str | None:
     return text
 
 
-def mechanical_summary(entries: Sequence[Entry]) -> str:
+def script_of(entries: Sequence[Entry]) -> str:
+    """The script the automation calls in `entries` add up to: a full `code` replaces it, `edits` are
+    merged into it (edits that cannot be applied leave it unchanged, as they do on the host)."""
+    script = ""
+    for entry in entries:
+        if entry.get("role") != "assistant":
+            continue
+        for call in (p for p in entry.get("content", []) if p.get("type") == "tool_call"):
+            arguments = call.get("input") or {}
+            if call.get("name") != "execute_task_automation":
+                continue
+            if isinstance(arguments.get("code"), str):
+                script = arguments["code"]
+            elif script and isinstance(arguments.get("edits"), list):
+                try:
+                    merged = apply_edits(script, arguments["edits"], check_syntax=False).script
+                except (KeyError, TypeError, AttributeError):
+                    merged = None  # edits the tool itself would have refused
+                script = merged or script
+    return script
+
+
+def mechanical_summary(entries: Sequence[Entry], current_script: str | None = None) -> str:
     """The same four sections, built from the transcript itself (no model call)."""
-    goals, done, last_text, script = [], [], "", ""
+    goals, done, last_text = [], [], ""
+    script = current_script if current_script is not None else script_of(entries)  # entries: the whole history
     for entry in entries:
         role = entry.get("role")
         if role == "user":
             goals.append(text_of(entry)[:EXCERPT_CHARS])
         elif role == "assistant":
             last_text = text_of(entry) or last_text
-            for call in (p for p in entry.get("content", []) if p.get("type") == "tool_call"):
-                code = call.get("input", {}).get("code")
-                if call.get("name") == "execute_task_automation" and isinstance(code, str):
-                    script = code
         elif role == "tool":
             for result in entry.get("content", []):
                 outcome = "failed" if result.get("is_error") else "ok"
@@ -148,6 +172,7 @@ def maybe_compact(
     threshold: float = DEFAULT_THRESHOLD,
     keep_recent: float = DEFAULT_KEEP_RECENT,
     reported_input_tokens: int | None = None,
+    current_script: str | None = None,
 ) -> Generator[Chunk, None, list[Entry] | None]:
     view = model_view(transcript)
     estimated = estimate_request_tokens(system, tools, view)
@@ -165,19 +190,20 @@ def maybe_compact(
     if cut is None:
         return None
     older_view = model_view(transcript[:cut])
-    if model.vendor in SCRIPTED_VENDORS:
-        turn = ModelTurn()  # a scripted model plays its script whatever it is asked: it cannot summarise
+    if not model.can_summarise:
+        turn = ModelTurn()  # e.g. a scripted model, which plays its script whatever it is asked
     else:
         request = TurnRequest(system=system, transcript=[*older_view, user_text(_summary_prompt())],
                               tools=tuple(tools), max_tokens=SUMMARY_MAX_TOKENS, session_id=session_id)
         turn = _run_quietly(model.stream(request, cancel))
-    summary = _usable_summary(turn) or mechanical_summary(older_view)
+    if current_script is None:
+        # The whole history once (person_view), not the view: a script written before an earlier
+        # compaction is only in the summary there, and the kept copies would merge edits twice.
+        current_script = script_of(person_view(transcript))
+    summary = _usable_summary(turn) or mechanical_summary(older_view, current_script)
     replaced = sum(1 for e in transcript[:cut] if e.get("role") != "compaction")
     entry: Entry = {"role": "compaction", "summary": summary, "replaced": replaced, "model": model.spec,
                     "usage": turn.usage.as_dict()}
-    if model.vendor == "scripted":
-        entry["scripted_turns"] = sum(1 for e in transcript[start:cut]
-                                      if e.get("role") == "assistant" and e.get("model") == model.spec)
     # Append-only: history stays as it was; the kept recent entries are repeated after the marker,
     # without their usage, which measured the context before it was summarised.
     kept = [{k: v for k, v in e.items() if k != "usage"} for e in transcript[cut:]]

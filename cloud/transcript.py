@@ -50,8 +50,6 @@ def model_view(transcript: list[Entry]) -> list[Entry]:
         return list(transcript)
     marker = transcript[last]
     head = user_text("[Earlier conversation, summarised to fit the context window]\n" + marker["summary"])
-    # What the summary stands for travels with it (the scripted model counts the turns it hides).
-    head["compaction"] = {k: marker[k] for k in ("replaced", "scripted_turns") if k in marker}
     rest = transcript[last + 1:]
     if rest and rest[0].get("role") == "user":
         # Two user turns in a row are rejected by some vendors: fold the summary into the next one.

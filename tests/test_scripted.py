@@ -139,26 +139,36 @@ def test_a_scripted_run_over_http_plays_its_turns_in_order(server, alice, host, 
 
 
 def test_the_scripted_model_resumes_after_a_compaction_hides_its_earlier_turns(tmp_path):
-    import threading
-
     from cloud.transcript import model_view
-    from cloud.vendors.base import TurnRequest
-    from cloud.vendors.scripted import ScriptedModel
 
     path = tmp_path / "s.json"
     path.write_text('{"turns": [[{"text": "one"}], [{"text": "two"}], [{"text": "three"}]]}')
     model = ScriptedModel(str(path))
-    spec = model.spec
+    first = _play(model, [])[1]
+    second = _play(model, [{"role": "assistant", "model": model.spec, "content": first.content}])[1]
     transcript = [{"role": "user", "content": [{"type": "text", "text": "a"}]},
-                  {"role": "assistant", "model": spec, "content": [{"type": "text", "text": "one"}]},
+                  {"role": "assistant", "model": model.spec, "content": first.content},
                   {"role": "user", "content": [{"type": "text", "text": "b"}]},
-                  {"role": "assistant", "model": spec, "content": [{"type": "text", "text": "two"}]},
-                  {"role": "compaction", "summary": "said one and two", "replaced": 4, "model": spec,
-                   "scripted_turns": 2},
+                  {"role": "assistant", "model": model.spec, "content": second.content},
+                  {"role": "compaction", "summary": "said one and two", "replaced": 3, "model": model.spec, "kept": 1},
+                  {"role": "assistant", "model": model.spec, "content": second.content},
                   {"role": "user", "content": [{"type": "text", "text": "c"}]}]
     stream = model.stream(TurnRequest("sys", model_view(transcript), (), 1000, "s"), threading.Event())
     chunks = list(_drain(stream))
     assert "".join(c.content for c in chunks) == "three"
+
+
+def test_a_script_held_in_memory_plays_like_a_file_and_is_checked_the_same_way():
+    model = ScriptedModel.from_turns(DESIGN_EXAMPLE["turns"], name="design")
+    chunks, turn = _play(model, [])
+    assert model.spec == "scripted:design" and turn.tool_calls[0]["name"] == "execute_data_collection"
+    assert [c.type for c in chunks][-1] == "ToolCall"
+    _, after = _play(model, [{"role": "assistant", "model": model.spec, "content": turn.content}])
+    assert after.text == "All doors are renumbered."
+    with pytest.raises(ModelError, match="turn 0: each item is one of thinking, text, tool_call"):
+        ScriptedModel.from_turns([[{"speech": "hi"}]])
+    with pytest.raises(ModelError, match="tool_call needs a name"):
+        ScriptedModel.from_turns([[{"tool_call": {"input": {}}}]])
 
 
 def _drain(stream):

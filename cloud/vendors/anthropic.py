@@ -21,7 +21,8 @@ import httpx2
 
 from cloud.chunks import Chunk
 from cloud.vendors.anthropic_request import VENDOR, build_request
-from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
+from cloud.vendors.assembler import TurnAssembler, decline
+from cloud.vendors.base import ModelError, ModelTurn, TurnRequest, VendorInfo
 from cloud.vendors.images import image_max_px
 from cloud.vendors.profiles import model_profile
 from cloud.vendors.retry import (
@@ -32,30 +33,12 @@ from cloud.vendors.retry import (
     stream_with_retries,
 )
 
+KEY_ENV = "ANTHROPIC_API_KEY"
 MAX_PAUSE_CONTINUATIONS = 3
-REFUSAL_NOTE = "The model declined to continue with this request."
 # In-stream `error` events arrive with HTTP status 200; their type says what really happened.
 ERROR_TYPE_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500, "timeout_error": 504,
                      "invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
                      "not_found_error": 404, "request_too_large": 413}
-
-
-def invalid_json_note(raw: str, error: str) -> str:
-    shown = raw if len(raw) <= 200 else raw[:200] + "..."
-    return (f"The arguments of this tool call were not valid JSON ({error}), so the call was not run. "
-            f"Arguments received: {shown!r}. Call the tool again with complete, valid JSON arguments.")
-
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return {}, invalid_json_note(raw, str(exc))
-    if not isinstance(value, dict):
-        return {}, invalid_json_note(raw, "expected a JSON object")
-    return value, None
 
 
 def _failure_from_status_error(exc: anthropic.APIStatusError) -> VendorFailure:
@@ -74,21 +57,21 @@ def _failure_from_error_event(event: Any) -> VendorFailure:
 
 
 class StreamState:
-    """Folds one attempt's events (decoded SSE JSON) into neutral parts, yielding chunks as they arrive.
+    """Translates one attempt's events (decoded SSE JSON) into the shared TurnAssembler's events.
 
     Events are read as plain dicts from the SDK's SSE decoder rather than as typed models: building a
     pydantic object per delta cost two thirds of the time per chunk."""
 
     def __init__(self) -> None:
-        self.turn = ModelTurn()
-        self.blocks: dict[int, dict[str, Any]] = {}
-        self.pieces: dict[int, list[str]] = {}  # text, thinking or JSON pieces of each open block
+        self.fold = TurnAssembler(VENDOR)
+        self.kinds: dict[int, str] = {}  # open block index -> text | thinking | tool_call
+        self.stop_reason: str | None = None
         self.finished = False
 
     def usage_from(self, usage: dict[str, Any] | None) -> None:
         if not usage:
             return
-        target = self.turn.usage
+        target = self.fold.usage
         if usage.get("input_tokens") is not None:
             target.uncached_input = usage["input_tokens"]
         if usage.get("cache_read_input_tokens") is not None:
@@ -108,13 +91,12 @@ class StreamState:
         if kind == "content_block_start":
             return self._start(event["index"], event["content_block"])
         if kind == "content_block_stop":
-            return self._stop(event["index"])
-        if kind == "message_start":
+            if self.kinds.pop(event["index"], None) == "tool_call":
+                return self.fold.close_call(event["index"])
+        elif kind == "message_start":
             self.usage_from(event.get("message", {}).get("usage"))
         elif kind == "message_delta":
-            stop_reason = event.get("delta", {}).get("stop_reason")
-            if stop_reason:
-                self.turn.stop_reason = stop_reason
+            self.stop_reason = event.get("delta", {}).get("stop_reason") or self.stop_reason
             self.usage_from(event.get("usage"))
         elif kind == "message_stop":
             self.finished = True
@@ -123,75 +105,43 @@ class StreamState:
     def _start(self, index: int, block: dict[str, Any]) -> Chunk | None:
         kind = block.get("type")
         if kind == "text":
-            part: dict[str, Any] = {"type": "text", "text": ""}
-            first = block.get("text") or ""
-        elif kind == "thinking":
-            part = {"type": "thinking", "text": "",
-                    "vendor_state": {"vendor": VENDOR, "signature": block.get("signature") or ""}}
-            first = block.get("thinking") or ""
-        elif kind == "redacted_thinking":
-            part = {"type": "thinking", "text": "", "vendor_state": {"vendor": VENDOR, "redacted_data": block["data"]}}
-            first = ""
+            self.kinds[index] = "text"
+            return self.fold.prose("text", block.get("text") or "", index)
+        if kind == "thinking":
+            self.kinds[index] = "thinking"
+            self.fold.start_prose("thinking", index, {"vendor": VENDOR, "signature": block.get("signature") or ""})
+            return self.fold.prose("thinking", block.get("thinking") or "", index)
+        if kind == "redacted_thinking":
+            self.kinds[index] = "thinking"
+            self.fold.start_prose("thinking", index, {"vendor": VENDOR, "redacted_data": block["data"]})
         elif kind == "tool_use":
-            part = {"type": "tool_call", "id": block["id"], "name": block["name"], "input": {}}
-            first = ""
-        else:
-            return None  # server-side blocks we do not use
-        self.blocks[index] = part
-        self.pieces[index] = [first] if first else []
-        if kind != "tool_use":
-            self.turn.content.append(part)
-        if first and kind == "text":
-            return Chunk("Message", first)
-        return Chunk("Thinking", first) if first else None
+            self.kinds[index] = "tool_call"
+            self.fold.open_call(index, block["id"], block["name"])
+        return None  # other blocks are server-side ones we do not use
 
     def _delta(self, index: int, delta: dict[str, Any]) -> Chunk | None:
-        part = self.blocks.get(index)
-        if part is None:
-            return None
         kind = delta.get("type")
-        if kind == "text_delta":
-            self.pieces[index].append(delta["text"])
-            return Chunk("Message", delta["text"])
         if kind == "input_json_delta":
-            piece = delta.get("partial_json")
-            if not piece:
-                return None
-            self.pieces[index].append(piece)
-            return Chunk("ToolInputDelta", piece, {"tool_call_id": part["id"], "name": part["name"]})
+            return self.fold.call_piece(index, delta.get("partial_json") or "")
+        if index not in self.kinds:
+            return None
+        if kind == "text_delta":
+            return self.fold.prose("text", delta["text"], index)
         if kind == "thinking_delta":
-            self.pieces[index].append(delta["thinking"])
-            return Chunk("Thinking", delta["thinking"])
+            return self.fold.prose("thinking", delta["thinking"], index)
         if kind == "signature_delta":
-            part["vendor_state"]["signature"] = delta["signature"]
+            self.fold.set_state(index, {"vendor": VENDOR, "signature": delta["signature"]})
         return None
 
-    def _stop(self, index: int) -> Chunk | None:
-        part = self.blocks.pop(index, None)
-        if part is None:
-            return None
-        joined = "".join(self.pieces.pop(index, []))
-        if part["type"] != "tool_call":
-            part["text"] = joined
-            return None
-        arguments, problem = parse_arguments(joined)
-        part["input"] = arguments
-        meta: dict[str, Any] = {"tool_call_id": part["id"], "name": part["name"], "input": arguments}
-        if problem:
-            part["input_error"] = problem
-            meta["input_error"] = problem
-        self.turn.content.append(part)
-        return Chunk("ToolCall", part["name"], meta)
-
-    def close_open_blocks(self) -> None:
-        """On a cut-short turn (cancel), keep the prose streamed so far; unfinished calls are dropped."""
-        for index in list(self.blocks):
-            if self.blocks[index]["type"] != "tool_call":
-                self._stop(index)
+    def turn(self, stop_reason: str | None = None) -> ModelTurn:
+        """The attempt's turn; a call still open (cancelled mid-call) is dropped, the prose so far is kept."""
+        return self.fold.build(stop_reason or self.stop_reason or "end_turn")
 
 
 class AnthropicModel:
     vendor = VENDOR
+    key_env = KEY_ENV
+    can_summarise = True
 
     def __init__(self, model: str, client: anthropic.Anthropic | None = None, retry: RetryPolicy = DEFAULT_POLICY):
         self.model = model
@@ -204,6 +154,10 @@ class AnthropicModel:
         # Keys and ANTHROPIC_BASE_URL come from the environment; our retry module owns retries.
         self.client = client or anthropic.Anthropic(max_retries=0)
 
+    @property
+    def configured(self) -> bool:
+        return is_configured()
+
     def request_kwargs(self, request: TurnRequest, view: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         return build_request(self.model, request.system, request.tools, view if view is not None else request.transcript,
                              request.max_tokens, self.thinking_mode)
@@ -211,7 +165,7 @@ class AnthropicModel:
     def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:
         client = self.client
         if client.api_key is None and client.auth_token is None and getattr(client, "credentials", None) is None:
-            raise ModelError(VENDOR, "no credentials: set ANTHROPIC_API_KEY")
+            raise ModelError(VENDOR, f"no credentials: set {KEY_ENV}")
         view = list(request.transcript)
         total = ModelTurn()
         for _ in range(MAX_PAUSE_CONTINUATIONS + 1):
@@ -225,10 +179,7 @@ class AnthropicModel:
             # The server paused a long turn: send it back as-is and let the model carry on.
             view.append({"role": "assistant", "model": self.spec, "content": turn.content})
         if total.stop_reason == "refusal":
-            total.content = [p for p in total.content if p["type"] != "tool_call"]
-            if not total.text:
-                total.content.append({"type": "text", "text": REFUSAL_NOTE})
-                yield Chunk("Message", REFUSAL_NOTE)
+            yield from decline(total)
         elif total.stop_reason == "pause_turn":
             total.stop_reason = "end_turn" if not total.tool_calls else "tool_use"
         return total
@@ -239,9 +190,7 @@ class AnthropicModel:
             with self.client.messages.with_streaming_response.create(**kwargs, stream=True) as response:
                 for sse in anthropic.Stream.raw_events(response.http_response):
                     if cancel.is_set():
-                        state.close_open_blocks()
-                        state.turn.stop_reason = "cancelled"
-                        return state.turn
+                        return state.turn("cancelled")
                     if sse.event is None or sse.event == "ping" or not sse.data:
                         continue  # as the SDK's own stream does
                     event = json.loads(sse.data)
@@ -258,7 +207,7 @@ class AnthropicModel:
             raise VendorFailure(None, str(exc), retryable=False) from exc
         if not state.finished:
             raise VendorFailure(None, "the stream ended before message_stop (connection cut)")
-        return state.turn
+        return state.turn()
 
 
 def create(model: str) -> AnthropicModel:
@@ -266,4 +215,8 @@ def create(model: str) -> AnthropicModel:
 
 
 def is_configured() -> bool:
-    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+    return bool(os.environ.get(KEY_ENV) or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+
+VENDOR_INFO = VendorInfo(VENDOR, create, is_configured, KEY_ENV, example="anthropic:claude-sonnet-4-6",
+                         default_model="anthropic:claude-sonnet-4-6")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,6 +61,14 @@ class ModelTurn:
         return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
 
 
+class ModelSpecError(ValueError):
+    """A model spec that cannot be used; `status` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
 class ModelError(Exception):
     """A model call that failed for good (retries exhausted, or not retryable)."""
 
@@ -82,10 +90,40 @@ class ModelAdapter(Protocol):
     that follows partial output. A tool call whose arguments are not valid JSON is still returned, with
     `input: {}` and `input_error` explaining the problem (the loop tells the model; it does not crash).
     Raise ModelError when the call fails for good. Usage is returned, not yielded: the loop flushes it.
+    Adapters build all of this with cloud.vendors.assembler.TurnAssembler.
+
+    Capabilities are declared here, never probed: `image_max_px` (the longest image side worth
+    rendering for this model: its vendor scales anything larger down), `context_window` (tokens),
+    `key_env` (the environment variable its key comes from; None when it needs none) and `configured`
+    (whether this server can use the model's vendor at all), `can_summarise` (it answers what it is asked,
+    so compaction may ask it for a summary; a scripted model only plays its script).
     """
 
     spec: str  # "vendor:model"
     vendor: str
     context_window: int
+    image_max_px: int
+    key_env: str | None
+    can_summarise: bool
+
+    @property
+    def configured(self) -> bool: ...
 
     def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]: ...
+
+
+@dataclass(frozen=True)
+class VendorInfo:
+    """What the registry and the model list know about a vendor without building an adapter.
+
+    Every vendor module declares one as `VENDOR_INFO`; `create(model)` builds an adapter from the part
+    of a spec after `vendor:`; `is_configured()` says whether this server can use the vendor.
+    """
+
+    name: str
+    create: Callable[[str], ModelAdapter]
+    is_configured: Callable[[], bool]
+    key_env: str | None  # None: the vendor needs no key
+    example: str  # a spec of this vendor's form, shown to people
+    default_model: str | None = None  # the spec a server uses when this is the first configured vendor
+    listed: bool = True  # offered in model pickers (the scripted model is for tests and the offline demo)

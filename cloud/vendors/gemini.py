@@ -9,7 +9,6 @@ Retries through cloud.vendors.retry (the SDK does none by default).
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -22,7 +21,8 @@ from google import genai
 from google.genai import errors, types
 
 from cloud.chunks import Chunk
-from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
+from cloud.vendors.assembler import TurnAssembler, decline, wording
+from cloud.vendors.base import ModelError, ModelTurn, TurnRequest, VendorInfo
 from cloud.vendors.gemini_request import VENDOR, build_config, build_contents, encode_signature
 from cloud.vendors.images import image_max_px
 from cloud.vendors.profiles import model_profile
@@ -35,10 +35,10 @@ from cloud.vendors.retry import (
 )
 
 API_VERSION = "v1beta"
+KEY_ENV = "GEMINI_API_KEY"
 REFUSAL_REASONS = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
                    "IMAGE_PROHIBITED_CONTENT", "MODEL_ARMOR", "LANGUAGE"}
 MALFORMED_NAME = re.compile(r"(?:default_api\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-REFUSAL_NOTE = "The model declined to continue with this request."
 RETRY_DELAY = re.compile(r"^([0-9.]+)s$")
 
 
@@ -46,17 +46,15 @@ def mint_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-def malformed_call_part(finish_message: str | None, known_tools: list[str]) -> dict[str, Any]:
-    """A stand-in call that tells the model its call could not be parsed. It names the tool the finish
-    message mentions, else the first declared tool: a declared name keeps the history valid for Gemini.
+def malformed_call_note(finish_message: str | None, known_tools: list[str]) -> tuple[str, str]:
+    """(tool name, note) for a call Gemini could not produce. It names the tool the finish message
+    mentions, else the first declared tool: a declared name keeps the history valid for Gemini.
     (google-genai drops finishMessage on the Gemini API, so the name is often unknown.)"""
     message = (finish_message or "").strip()
     names = [n for n in MALFORMED_NAME.findall(message) if n in known_tools]
     name = names[0] if names else (known_tools[0] if known_tools else "unknown_tool")
     shown = message if len(message) <= 300 else message[:300] + "..."
-    note = ("Your last function call was malformed and could not be parsed, so it was not run"
-            + (f" ({shown})" if shown else "") + ". Call the tool again with valid arguments.")
-    return {"type": "tool_call", "id": mint_call_id(), "name": name, "input": {}, "input_error": note}
+    return name, wording()["malformed_call"].format(detail=f" ({shown})" if shown else "")
 
 
 def _retry_after(exc: errors.APIError) -> float | None:
@@ -73,12 +71,11 @@ def _retry_after(exc: errors.APIError) -> float | None:
 
 
 class StreamState:
-    """Folds the streamed responses of one attempt into neutral parts, yielding chunks."""
+    """Translates the streamed responses of one attempt into the shared TurnAssembler's events."""
 
     def __init__(self, known_tools: list[str]) -> None:
-        self.turn = ModelTurn()
+        self.fold = TurnAssembler(VENDOR)
         self.known_tools = known_tools
-        self.open_part: dict[str, Any] | None = None  # the text/thinking part still taking deltas
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
 
@@ -93,9 +90,7 @@ class StreamState:
         candidate = response.candidates[0]
         content = candidate.content
         for part in (content.parts or []) if content is not None else []:
-            chunk = self._part(part)
-            if chunk is not None:
-                yield from chunk
+            yield from self._part(part)
         if candidate.finish_reason is not None:
             self.finish_reason = getattr(candidate.finish_reason, "value", str(candidate.finish_reason))
             self.finish_message = candidate.finish_message
@@ -104,74 +99,55 @@ class StreamState:
         prompt = meta.prompt_token_count or 0
         cached = meta.cached_content_token_count or 0
         thoughts = meta.thoughts_token_count or 0
-        usage = self.turn.usage
+        usage = self.fold.usage
         usage.uncached_input = max(0, prompt - cached)
         usage.cache_read = cached
         usage.output = (meta.candidates_token_count or 0) + thoughts
         usage.reasoning = thoughts
 
-    def _part(self, part: types.Part) -> list[Chunk] | None:
+    def _part(self, part: types.Part) -> list[Chunk]:
         signature = encode_signature(part.thought_signature) if part.thought_signature else None
         if part.function_call is not None:
             return self._function_call(part.function_call, signature)
         if part.text is None and signature is None:
-            return None
+            return []
         kind = "thinking" if part.thought else "text"
-        text = part.text or ""
-        if signature is None and self.open_part is not None and self.open_part["type"] == kind:
-            self.open_part["text"] += text
+        if signature is None:
+            chunk = self.fold.prose(kind, part.text or "")
         else:
-            neutral: dict[str, Any] = {"type": kind, "text": text}
-            if signature:
-                neutral["vendor_state"] = {"vendor": VENDOR, "thought_signature": signature}
-            self.turn.content.append(neutral)
-            # A signed part closes the run: later text must not be merged into the part it signs.
-            self.open_part = None if signature else neutral
-        if not text:
-            return None
-        return [Chunk("Thinking" if kind == "thinking" else "Message", text)]
+            # A signed part stands alone: later text must not be merged into the part it signs.
+            chunk = self.fold.sealed_prose(kind, part.text or "", {"vendor": VENDOR, "thought_signature": signature})
+        return [chunk] if chunk else []
 
     def _function_call(self, call: types.FunctionCall, signature: str | None) -> list[Chunk]:
-        self.open_part = None
-        call_id = call.id or mint_call_id()
-        arguments = dict(call.args or {})
         state: dict[str, Any] = {"vendor": VENDOR, "native_id": bool(call.id)}
         if signature:
             state["thought_signature"] = signature
-        name = call.name or "unknown_tool"
-        self.turn.content.append({"type": "tool_call", "id": call_id, "name": name, "input": arguments,
-                                  "vendor_state": state})
-        meta = {"tool_call_id": call_id, "name": name}
-        return [Chunk("ToolInputDelta", json.dumps(arguments), meta),
-                Chunk("ToolCall", name, {**meta, "input": arguments})]
+        return self.fold.whole_call(call.id or mint_call_id(), call.name or "unknown_tool", dict(call.args or {}),
+                                    state)
 
-    def finish(self) -> Generator[Chunk, None, None]:
+    def finish(self) -> Generator[Chunk, None, ModelTurn]:
         reason = self.finish_reason
-        turn = self.turn
         if reason == "MALFORMED_FUNCTION_CALL":
-            part = malformed_call_part(self.finish_message, self.known_tools)
-            turn.content.append(part)
-            yield Chunk("ToolCall", part["name"], {"tool_call_id": part["id"], "name": part["name"], "input": {},
-                                                   "input_error": part["input_error"]})
-            turn.stop_reason = "tool_use"
-        elif reason == "MISSING_THOUGHT_SIGNATURE":
+            name, note = malformed_call_note(self.finish_message, self.known_tools)
+            yield self.fold.broken_call(mint_call_id(), name, note)
+            return self.fold.build("tool_use")
+        if reason == "MISSING_THOUGHT_SIGNATURE":
             raise VendorFailure(400, "Gemini rejected the turn: a thought signature was missing", retryable=False)
-        elif reason in REFUSAL_REASONS:
-            turn.stop_reason = "refusal"
-            turn.content = [p for p in turn.content if p["type"] != "tool_call"]
-            if not turn.text:
-                turn.content.append({"type": "text", "text": REFUSAL_NOTE})
-                yield Chunk("Message", REFUSAL_NOTE)
-        elif turn.tool_calls:
-            turn.stop_reason = "tool_use"  # Gemini ends a turn of tool calls with STOP
-        elif reason == "MAX_TOKENS":
-            turn.stop_reason = "max_tokens"
-        else:
-            turn.stop_reason = "end_turn"
+        if reason in REFUSAL_REASONS:
+            turn = self.fold.build("refusal")
+            yield from decline(turn)
+            return turn
+        # Gemini ends a turn of tool calls with STOP: the calls decide.
+        if self.fold.has_calls:
+            return self.fold.build("tool_use")
+        return self.fold.build("max_tokens" if reason == "MAX_TOKENS" else "end_turn")
 
 
 class GeminiModel:
     vendor = VENDOR
+    key_env = KEY_ENV
+    can_summarise = True
 
     def __init__(self, model: str, client: genai.Client | None = None, retry: RetryPolicy = DEFAULT_POLICY):
         self.model = model
@@ -184,6 +160,10 @@ class GeminiModel:
         self.image_max_px = image_max_px(VENDOR, model)
         self.retry = retry
         self._client = client  # kept: a dropped Client closes its transport
+
+    @property
+    def configured(self) -> bool:
+        return is_configured()
 
     @property
     def client(self) -> genai.Client:
@@ -214,8 +194,7 @@ class GeminiModel:
         try:
             for response in responses:
                 if cancel.is_set():
-                    state.turn.stop_reason = "cancelled"
-                    return state.turn
+                    return state.fold.build("cancelled")
                 yield from state.handle(response)
         except errors.APIError as exc:
             raise VendorFailure(exc.code, str(exc.message or exc), _retry_after(exc)) from exc
@@ -227,12 +206,11 @@ class GeminiModel:
                 close()
         if state.finish_reason is None:
             raise VendorFailure(None, "the stream ended without a finish reason (connection cut)")
-        yield from state.finish()
-        return state.turn
+        return (yield from state.finish())
 
 
 def api_key() -> str | None:
-    return os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+    return os.environ.get(KEY_ENV) or os.environ.get("GOOGLE_API_KEY")
 
 
 def create(model: str) -> GeminiModel:
@@ -241,3 +219,7 @@ def create(model: str) -> GeminiModel:
 
 def is_configured() -> bool:
     return bool(api_key())
+
+
+VENDOR_INFO = VendorInfo(VENDOR, create, is_configured, KEY_ENV, example="gemini:gemini-2.5-pro",
+                         default_model="gemini:gemini-2.5-pro")

@@ -1,59 +1,44 @@
-"""`openai-compat:MODEL@BASE_URL`: any OpenAI-compatible Chat Completions server (Ollama, vLLM, llama.cpp).
+"""`openai-compat:MODEL[@ENDPOINT]`: any OpenAI-compatible Chat Completions server (Ollama, vLLM, llama.cpp).
 
-Streams through the official SDK pointed at BASE_URL. Tool-call fragments are keyed by `index`
+The endpoint is one the server's operator allowed (compat_endpoints.py: a name, an allowed URL, or the
+default); the SDK streams from it. Its error text is logged, not echoed to the client. Tool-call fragments are keyed by `index`
 (the id and name come only in the first fragment); a server that sends each call whole in one
 chunk (Ollama) takes the same path. Reasoning arrives outside the official schema, as
 `delta.reasoning` (Ollama, vLLM) or `delta.reasoning_content` (llama.cpp). Tool messages carry
 text only, so images from tool results follow in a user message. Nothing vendor-specific needs to
 go back to these servers, so this adapter keeps no vendor_state beyond a malformed call's raw text.
+Chunks become TurnAssembler events (cloud/vendors/assembler.py).
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import uuid
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 
 from cloud.chunks import Chunk
 from cloud.transcript import Entry
-from cloud.vendors import images, tool_schemas
-from cloud.vendors.base import ModelTurn, TurnRequest, Usage
-from cloud.vendors.openai_responses import (
-    data_url,
-    failure_from_sdk,
-    open_event_stream,
-    parse_arguments,
-    tool_call_chunk,
-)
+from cloud.vendors import compat_endpoints, images, tool_schemas
+from cloud.vendors.assembler import TurnAssembler, decline, wording
+from cloud.vendors.base import ModelTurn, TurnRequest, Usage, VendorInfo
+from cloud.vendors.openai_wire import data_url, failure_from_sdk, open_event_stream
 from cloud.vendors.profiles import model_profile
-from cloud.vendors.registry import ModelSpecError
 from cloud.vendors.retry import DEFAULT_POLICY, RetryPolicy, VendorFailure, stream_with_retries
 
 VENDOR = "openai-compat"
 API_KEY_ENV = "OPENAI_COMPAT_API_KEY"
-BASE_URL_ENV = "OPENAI_COMPAT_BASE_URL"
+LOG = logging.getLogger(__name__)
+LOGGED_CHARS = 500
 CONTEXT_WINDOW_ENV = "OPENAI_COMPAT_CONTEXT_WINDOW"
 # Local servers ignore the key, but the SDK insists on one.
 PLACEHOLDER_KEY = "not-needed"
 REASONING_FIELDS = ("reasoning", "reasoning_content")
 STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}
-
-
-def split_model(model: str) -> tuple[str, str]:
-    """`MODEL@BASE_URL` -> (MODEL, BASE_URL); without `@`, the base URL comes from OPENAI_COMPAT_BASE_URL."""
-    name, sep, base_url = model.rpartition("@")
-    if not sep:
-        name, base_url = model, os.environ.get(BASE_URL_ENV, "")
-    if not name or not base_url.startswith(("http://", "https://")):
-        raise ModelSpecError(
-            f"openai-compat model {model!r} must look like MODEL@BASE_URL, "
-            "e.g. openai-compat:qwen3-coder@http://127.0.0.1:11434/v1")
-    return name, base_url
 
 
 # ---------------------------------------------------------------- neutral transcript -> messages
@@ -151,111 +136,74 @@ def normalise_usage(usage: dict[str, Any] | None) -> Usage:
                  output=usage.get("completion_tokens") or 0, reasoning=reasoning)
 
 
-@dataclass
 class ChatStreamReader:
-    """Folds one Chat Completions chunk stream (chunks as JSON objects) into chunks and a ModelTurn."""
+    """Translates one Chat Completions chunk stream (chunks as JSON objects) into TurnAssembler events."""
 
-    turn: ModelTurn = field(default_factory=ModelTurn)
-    by_index: dict[int, dict[str, Any]] = field(default_factory=dict)  # tool-call index -> open call part
-    # Deltas are collected in lists and joined once: `+=` on a dict value copies the whole string each time.
-    raw_arguments: dict[str, list[str]] = field(default_factory=dict)  # call id -> argument pieces
-    open_calls: list[dict[str, Any]] = field(default_factory=list)
-    text: list[str] | None = None
-    thinking: list[str] | None = None
-    finish_reason: str | None = None
+    def __init__(self) -> None:
+        self.fold = TurnAssembler(VENDOR)
+        self.by_index: dict[int, str] = {}  # tool-call index -> the open call's id
+        self.call_ids: list[str] = []  # open calls, in order
+        self.finish_reason: str | None = None
 
     def read(self, chunk: dict[str, Any]) -> list[Chunk]:
         if chunk.get("usage"):
-            self.turn.usage = normalise_usage(chunk["usage"])
+            self.fold.usage = normalise_usage(chunk["usage"])
         out: list[Chunk] = []
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta")
             if delta:
                 for name in REASONING_FIELDS:
                     if delta.get(name):
-                        out.append(self._thinking(delta[name]))
+                        out.append(self.fold.prose("thinking", delta[name]))  # type: ignore[arg-type]
                 if delta.get("content"):
-                    out.append(self._message(delta["content"]))
+                    out.append(self.fold.prose("text", delta["content"]))  # type: ignore[arg-type]
                 for fragment in delta.get("tool_calls") or ():
                     self._tool_fragment(fragment, out)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
-                out.extend(self._close_calls())
+                out.extend(self.fold.close_open_calls())
+                self.by_index, self.call_ids = {}, []
         return out
-
-    def _thinking(self, text: str) -> Chunk:
-        if self.thinking is None:
-            self.thinking = self._text_part("thinking")
-        self.thinking.append(text)
-        return Chunk("Thinking", text)
-
-    def _message(self, text: str) -> Chunk:
-        if self.text is None:
-            self.text = self._text_part("text")
-        self.text.append(text)
-        return Chunk("Message", text)
-
-    def _text_part(self, kind: str) -> list[str]:
-        pieces: list[str] = []
-        self.turn.content.append({"type": kind, "text": pieces})  # joined in finish()
-        return pieces
 
     def _tool_fragment(self, fragment: dict[str, Any], out: list[Chunk]) -> None:
         call_id, index = fragment.get("id"), fragment.get("index")
         if index is None:  # a server that omits it: a new id starts a call, anything else continues the last
-            fresh = call_id and not (self.open_calls and self.open_calls[-1]["id"] == call_id)
-            index = len(self.open_calls) if fresh or not self.open_calls else len(self.open_calls) - 1
-        part = self.by_index.get(index)
+            fresh = call_id and not (self.call_ids and self.call_ids[-1] == call_id)
+            index = len(self.call_ids) if fresh or not self.call_ids else len(self.call_ids) - 1
+        known = self.by_index.get(index)
         # A new id at a known index is a new call (some servers repeat index 0 for every call).
-        if part is None or (call_id and call_id != part["id"]):
-            part = {"type": "tool_call", "id": call_id or f"call_{uuid.uuid4().hex[:24]}", "name": "", "input": {}}
-            self.by_index[index] = part
-            self.raw_arguments[part["id"]] = []
-            self.open_calls.append(part)
-            self.turn.content.append(part)
+        if known is None or (call_id and call_id != known):
+            known = call_id or f"call_{uuid.uuid4().hex[:24]}"
+            self.fold.open_call(known, known, "")
+            self.by_index[index] = known
+            self.call_ids.append(known)
         function = fragment.get("function") or {}
-        if function.get("name") and not part["name"]:
+        part = self.fold.open_call_part(known)
+        if part is not None and function.get("name") and not part["name"]:
             part["name"] = function["name"]
         piece = function.get("arguments") or ""
         if not isinstance(piece, str):  # a few servers send the arguments as an object
             piece = json.dumps(piece)
-        if piece:
-            self.raw_arguments[part["id"]].append(piece)
-            out.append(Chunk("ToolInputDelta", piece, {"tool_call_id": part["id"], "name": part["name"]}))
+        chunk = self.fold.call_piece(known, piece)
+        if chunk is not None:
+            out.append(chunk)
 
-    def _close_calls(self) -> list[Chunk]:
-        chunks = []
-        for part in self.open_calls:
-            raw = "".join(self.raw_arguments[part["id"]])
-            part["input"], error = parse_arguments(raw)
-            if error:
-                part["input_error"] = error
-                part["vendor_state"] = {"vendor": VENDOR, "arguments": raw}
-            chunks.append(tool_call_chunk(part))
-        self.open_calls, self.by_index = [], {}
-        return chunks
-
-    def finish(self) -> ModelTurn:
-        for part in self.turn.content:
-            if isinstance(part.get("text"), list):
-                part["text"] = "".join(part["text"])
-        reason = self.finish_reason
-        if reason in STOP_REASONS:
-            self.turn.stop_reason = STOP_REASONS[reason]
-        else:
-            # Some servers finish a tool-calling turn with "stop": the calls themselves decide.
-            self.turn.stop_reason = "tool_use" if self.turn.tool_calls else "end_turn"
-        return self.turn
+    def finish(self, stop_reason: str | None = None) -> ModelTurn:
+        # Some servers finish a tool-calling turn with "stop": then the calls themselves decide.
+        return self.fold.build(stop_reason or STOP_REASONS.get(self.finish_reason or ""))
 
 
 # ---------------------------------------------------------------- the adapter
 
 class OpenAICompatModel:
     vendor = VENDOR
+    key_env = API_KEY_ENV
+    can_summarise = True
 
     def __init__(self, model: str, client: openai.OpenAI | None = None, policy: RetryPolicy = DEFAULT_POLICY):
-        self.model, self.base_url = split_model(model)
-        self.spec = f"{VENDOR}:{self.model}@{self.base_url}"
+        self.model, target = compat_endpoints.split_model(model)
+        self.endpoint = compat_endpoints.resolve(target)  # refuses (403) what the server does not allow
+        self.spec = f"{VENDOR}:{model}"  # as given: an endpoint's URL (and any credentials in it) stays here
         fallback = model_profile(VENDOR, self.model).get("context_window", 32_768)
         self.context_window = int(os.environ.get(CONTEXT_WINDOW_ENV) or fallback)
         self.image_max_px = images.image_max_px(VENDOR, self.model)
@@ -263,11 +211,16 @@ class OpenAICompatModel:
         self._client = client
 
     @property
+    def configured(self) -> bool:
+        return is_configured()
+
+    @property
     def client(self) -> openai.OpenAI:
         if self._client is None:
+            # The key goes only to an endpoint the server's operator configured, never to a URL typed elsewhere.
+            key = os.environ.get(API_KEY_ENV) if self.endpoint.name else None
             # Retries are stream_with_retries' alone (it emits reset_turn and keeps the bound).
-            self._client = openai.OpenAI(api_key=os.environ.get(API_KEY_ENV) or PLACEHOLDER_KEY,
-                                         base_url=self.base_url, max_retries=0)
+            self._client = openai.OpenAI(api_key=key or PLACEHOLDER_KEY, base_url=self.endpoint.url, max_retries=0)
         return self._client
 
     def request_params(self, request: TurnRequest) -> dict[str, Any]:
@@ -293,14 +246,37 @@ class OpenAICompatModel:
                 for chunk in stream:
                     yield from reader.read(chunk)
                     if cancel.is_set():
-                        turn = reader.finish()
-                        turn.stop_reason = "cancelled"
-                        return turn
+                        return reader.finish("cancelled")
         except openai.OpenAIError as exc:
-            raise failure_from_sdk(exc) from exc
+            raise quiet_failure(failure_from_sdk(exc), self.endpoint) from exc
         if reader.finish_reason is None:
             raise VendorFailure(None, "the stream ended before a finish_reason (truncated)")
-        return reader.finish()
+        turn = reader.finish()
+        if turn.stop_reason == "refusal":
+            for chunk in decline(turn):
+                yield chunk
+        return turn
+
+
+def quiet_failure(failure: VendorFailure, endpoint: compat_endpoints.Endpoint) -> VendorFailure:
+    """The endpoint's own error text goes to the server log, not back to the client.
+
+    Echoing it would turn the server into an oracle for whatever answers at that address; the client
+    learns the status and which endpoint, which is what it needs to act."""
+    LOG.warning("openai-compat endpoint %s failed (status %s): %r", endpoint.label, failure.status,
+                failure.message[:LOGGED_CHARS])
+    texts = wording()["compat_status"]
+    status = failure.status
+    if failure.message.startswith("mid-stream"):
+        kind = "stream"
+    elif status is None:
+        kind = "connection"
+    elif str(status) in texts:
+        kind = str(status)
+    else:
+        kind = "5xx" if status >= 500 else "other"
+    message = texts[kind].format(endpoint=endpoint.label, status=status) + f" ({texts['details']})"
+    return VendorFailure(status, message, failure.retry_after, failure.retryable)
 
 
 def create(model: str) -> OpenAICompatModel:
@@ -308,5 +284,8 @@ def create(model: str) -> OpenAICompatModel:
 
 
 def is_configured() -> bool:
-    """Listed as configured when a default server or a key is set; any MODEL@BASE_URL spec works regardless."""
-    return bool(os.environ.get(BASE_URL_ENV) or os.environ.get(API_KEY_ENV))
+    """Configured when the server lists at least one endpoint (a key alone reaches nothing)."""
+    return bool(compat_endpoints.configured())
+
+
+VENDOR_INFO = VendorInfo(VENDOR, create, is_configured, API_KEY_ENV, example="openai-compat:MODEL@ENDPOINT")

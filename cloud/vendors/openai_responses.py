@@ -4,10 +4,7 @@ The request is stateless (`store=False`): the whole neutral transcript is sent e
 model's reasoning items (with their encrypted content) ride along in `vendor_state` so they can go
 back verbatim on the next OpenAI turn. Another vendor's state is dropped. Tool results go back as
 `function_call_output` items whose output holds text and images side by side.
-
-Also home to the helpers the OpenAI-compatible adapter shares: `open_event_stream` (the SDK's streaming
-POST, events as JSON objects), `failure_from_sdk` (SDK error to the retry helper's VendorFailure) and
-`parse_arguments` (tool-call JSON, malformed or not).
+Stream events are translated into the shared TurnAssembler's events (cloud/vendors/assembler.py).
 """
 from __future__ import annotations
 
@@ -15,7 +12,6 @@ import json
 import os
 import threading
 from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import openai
@@ -23,90 +19,15 @@ import openai
 from cloud.chunks import Chunk
 from cloud.transcript import Entry
 from cloud.vendors import images, tool_schemas
-from cloud.vendors.base import ModelTurn, TurnRequest, Usage
+from cloud.vendors.assembler import TurnAssembler, decline, wording
+from cloud.vendors.base import ModelTurn, TurnRequest, Usage, VendorInfo
+from cloud.vendors.openai_wire import data_url, failure_from_body, failure_from_sdk, open_event_stream
 from cloud.vendors.profiles import model_profile
-from cloud.vendors.retry import (
-    DEFAULT_POLICY,
-    RetryPolicy,
-    VendorFailure,
-    parse_retry_after,
-    stream_with_retries,
-)
+from cloud.vendors.retry import DEFAULT_POLICY, RetryPolicy, VendorFailure, stream_with_retries
 
 VENDOR = "openai"
-# Error codes (in a mid-stream error event or a failed response) worth another try.
-RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "overloaded", "server_is_overloaded",
-                             "internal_error", "service_unavailable", "timeout"})
-CUT_OFF = "the call was cut off by the output limit before its arguments were complete."
+KEY_ENV = "OPENAI_API_KEY"
 STOP_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
-
-
-# ---------------------------------------------------------------- helpers shared with openai_compat
-
-def open_event_stream(client: openai.OpenAI, path: str, body: dict[str, Any]) -> openai.Stream[Any]:
-    """POST `body` and stream the server-sent events back as JSON objects.
-
-    The SDK does the HTTP, auth, SSE decoding, `[DONE]` and mid-stream `{"error": ...}` handling (raising
-    APIError) exactly as for `client.responses.create(stream=True)` / `client.chat.completions.create(...)`;
-    only the per-event pydantic models are skipped (they cost ~80% of the time per event, which
-    capped an adapter near 10,000 chunks/s).
-    """
-    # `object` (not dict[...]) as the event type: the SDK then hands each decoded JSON object over untouched.
-    return client.post(path, body=body, cast_to=object, stream=True, stream_cls=openai.Stream[object])
-
-
-def failure_from_sdk(exc: openai.OpenAIError) -> VendorFailure:
-    """Translate an SDK exception into one attempt's failure (retryable or not)."""
-    if isinstance(exc, openai.APIStatusError):
-        return VendorFailure(exc.status_code, _describe(exc), parse_retry_after(exc.response.headers))
-    if isinstance(exc, openai.APIConnectionError):
-        return VendorFailure(None, f"connection failed: {exc.message}")
-    if isinstance(exc, openai.APIError):
-        # A mid-stream `{"error": {...}}` frame: the HTTP status was 200, the body says what went wrong.
-        return failure_from_body(exc.body, exc.message)
-    return VendorFailure(None, str(exc), retryable=False)
-
-
-def failure_from_body(body: object, fallback_message: str) -> VendorFailure:
-    body = body if isinstance(body, dict) else {}
-    code = body.get("code")
-    message = str(body.get("message") or fallback_message)
-    status = code if isinstance(code, int) else None
-    kind = str(code or body.get("type") or "")
-    retryable = (status is not None and (status == 429 or status >= 500)) or kind in RETRYABLE_CODES \
-        or kind.endswith("server_error")
-    label = f"{kind}: {message}" if kind and kind not in message else message
-    return VendorFailure(status, f"mid-stream error: {label}", retryable=retryable)
-
-
-def _describe(exc: openai.APIStatusError) -> str:
-    body = exc.body if isinstance(exc.body, dict) else {}
-    detail = body["error"] if isinstance(body.get("error"), dict) else body
-    return str(detail.get("message") or exc.message)
-
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """A tool call's arguments: (input, None) when they are a JSON object, else ({}, the problem)."""
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return {}, f"the tool arguments are not valid JSON ({exc}): {raw[:200]!r}"
-    if not isinstance(value, dict):
-        return {}, f"the tool arguments must be a JSON object, got {type(value).__name__}: {raw[:200]!r}"
-    return value, None
-
-
-def data_url(image: dict[str, Any]) -> str:
-    return f"data:{image.get('media_type', 'image/png')};base64,{image['data']}"
-
-
-def tool_call_chunk(part: dict[str, Any]) -> Chunk:
-    meta = {"tool_call_id": part["id"], "name": part["name"], "input": part["input"]}
-    if "input_error" in part:
-        meta["input_error"] = part["input_error"]
-    return Chunk("ToolCall", part["name"], meta)
 
 
 # ---------------------------------------------------------------- neutral transcript -> Responses input
@@ -201,115 +122,87 @@ def normalise_usage(usage: dict[str, Any] | None) -> Usage:
                  cache_write=written, output=usage.get("output_tokens") or 0, reasoning=reasoning)
 
 
-@dataclass
 class ResponsesStreamReader:
-    """Folds one Responses event stream (events as JSON objects) into chunks and a ModelTurn.
+    """Translates one Responses event stream (events as JSON objects) into the shared TurnAssembler's events.
 
     `finished` once a terminal event (completed / incomplete) arrived; failures raise VendorFailure.
+    Parts are keyed by item id: text and reasoning summaries stream into theirs, function-call
+    arguments into the call opened by `output_item.added`.
     """
 
-    turn: ModelTurn = field(default_factory=ModelTurn)
-    parts: dict[int, dict[str, Any]] = field(default_factory=dict)  # output_index -> neutral part
-    calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # item_id -> tool_call part (open)
-    # Deltas are collected in lists and joined once: `+=` on a dict value copies the whole string each time.
-    pieces: dict[str, list[str]] = field(default_factory=dict)  # item_id -> text/summary/arguments so far
-    by_item: dict[str, dict[str, Any]] = field(default_factory=dict)  # item_id -> neutral part
-    summary_index: dict[str, int] = field(default_factory=dict)  # reasoning item_id -> summary part seen last
-    finished: bool = False
+    def __init__(self) -> None:
+        self.fold = TurnAssembler(VENDOR)
+        self.summary_index: dict[str, int] = {}  # reasoning item_id -> summary part seen last
+        self.refused = False
+        self.finished = False
+        self.turn: ModelTurn | None = None
 
     def read(self, event: dict[str, Any]) -> Iterable[Chunk]:
         handler = self.HANDLERS.get(event.get("type"))
         return handler(self, event) if handler else ()
 
     def _text_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
-        pieces = self.pieces.get(event["item_id"]) or self._pieces(event["item_id"], event["output_index"], "text")
-        pieces.append(event["delta"])
-        return (Chunk("Message", event["delta"]),)
+        chunk = self.fold.prose("text", event["delta"], event["item_id"])
+        return (chunk,) if chunk else ()
 
     def _refusal_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
-        self.turn.stop_reason = "refusal"
+        self.refused = True
         return self._text_delta(event)
 
     def _arguments_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
-        part = self.calls.get(event["item_id"])
-        if part is None:
-            return ()
-        self.pieces[event["item_id"]].append(event["delta"])
-        return (Chunk("ToolInputDelta", event["delta"], {"tool_call_id": part["id"], "name": part["name"]}),)
+        chunk = self.fold.call_piece(event["item_id"], event["delta"])
+        return (chunk,) if chunk else ()
 
     def _summary_delta(self, event: dict[str, Any]) -> Iterable[Chunk]:
         item_id, index = event["item_id"], event.get("summary_index", 0)
-        pieces = self.pieces.get(item_id) or self._pieces(item_id, event["output_index"], "thinking")
         if self.summary_index.setdefault(item_id, index) != index:
             self.summary_index[item_id] = index
-            pieces.append("\n\n")
-        pieces.append(event["delta"])
-        return (Chunk("Thinking", event["delta"]),)
-
-    def _part(self, item_id: str, output_index: int, kind: str) -> dict[str, Any]:
-        part = self.by_item.get(item_id)
-        if part is None:
-            part = {"type": kind, "text": ""}
-            self.by_item[item_id] = self.parts[output_index] = part
-            self.pieces[item_id] = []
-        return part
-
-    def _pieces(self, item_id: str, output_index: int, kind: str) -> list[str]:
-        self._part(item_id, output_index, kind)
-        return self.pieces[item_id]
+            self.fold.prose("thinking", "\n\n", item_id, show=False)
+        chunk = self.fold.prose("thinking", event["delta"], item_id)
+        return (chunk,) if chunk else ()
 
     def _item_added(self, event: dict[str, Any]) -> Iterable[Chunk]:
-        item, output_index = event["item"], event["output_index"]
+        item = event["item"]
         if item["type"] == "function_call":
-            part = {"type": "tool_call", "id": item["call_id"], "name": item["name"], "input": {}}
-            self.calls[item["id"]] = self.by_item[item["id"]] = self.parts[output_index] = part
-            self.pieces[item["id"]] = []
+            self.fold.open_call(item["id"], item["call_id"], item["name"])
         elif item["type"] in ("reasoning", "message"):
-            self._part(item["id"], output_index, "thinking" if item["type"] == "reasoning" else "text")
+            self.fold.start_prose("thinking" if item["type"] == "reasoning" else "text", item["id"])
         return ()
 
     def _item_done(self, event: dict[str, Any]) -> Iterable[Chunk]:
-        item, output_index = event["item"], event["output_index"]
+        item = event["item"]
         if item["type"] == "reasoning":
-            part = self._part(item["id"], output_index, "thinking")
             kept = {key: item[key] for key in ("type", "id", "summary", "encrypted_content") if key in item}
-            part["vendor_state"] = {"vendor": VENDOR, "item": kept}
-            if not self.pieces[item["id"]] and item.get("summary"):
-                self.pieces[item["id"]].append("\n\n".join(s.get("text", "") for s in item["summary"]))
+            self.fold.start_prose("thinking", item["id"], {"vendor": VENDOR, "item": kept})
+            if not self.fold.has_prose(item["id"]) and item.get("summary"):
+                self.fold.prose("thinking", "\n\n".join(s.get("text", "") for s in item["summary"]), item["id"],
+                                show=False)
         elif item["type"] == "message":
-            part = self._part(item["id"], output_index, "text")
-            if not self.pieces[item["id"]]:
-                self.pieces[item["id"]].extend(c.get("text") or c.get("refusal") or "" for c in item.get("content", []))
-            if item.get("phase"):
-                part["vendor_state"] = {"vendor": VENDOR, "phase": item["phase"]}
+            self.fold.start_prose("text", item["id"], {"vendor": VENDOR, "phase": item["phase"]}
+                                  if item.get("phase") else None)
+            if not self.fold.has_prose(item["id"]):
+                whole = "".join(c.get("text") or c.get("refusal") or "" for c in item.get("content", []))
+                self.fold.prose("text", whole, item["id"], show=False)
         elif item["type"] == "function_call":
-            if item["id"] not in self.calls:
+            if self.fold.open_call_part(item["id"]) is None:
                 self._item_added(event)
-            cut = CUT_OFF if item.get("status") == "incomplete" else None
-            return (self._close_call(item["id"], item.get("arguments"), problem=cut),)
+            cut = wording()["cut_off"] if item.get("status") == "incomplete" else None
+            chunk = self.fold.close_call(item["id"], item.get("arguments"), problem=cut)
+            return (chunk,) if chunk else ()
         return ()
-
-    def _close_call(self, item_id: str, arguments: str | None = None, problem: str | None = None) -> Chunk:
-        part = self.calls.pop(item_id)
-        raw = arguments if arguments is not None else "".join(self.pieces[item_id])
-        part["input"], error = parse_arguments(raw)
-        if error or problem:
-            part["input_error"] = " ".join(p for p in (problem, error) if p)
-            part["vendor_state"] = {"vendor": VENDOR, "arguments": raw}
-        return tool_call_chunk(part)
 
     def _finish(self, event: dict[str, Any]) -> Iterable[Chunk]:
         response = event.get("response") or {}
         self.finished = True
-        self.turn.usage = normalise_usage(response.get("usage"))
+        self.fold.usage = normalise_usage(response.get("usage"))
         reason = (response.get("incomplete_details") or {}).get("reason")
         # A call cut off by the output limit still reaches the loop, which tells the model what happened.
-        chunks = [self._close_call(item_id, problem=CUT_OFF) for item_id in list(self.calls)]
-        self.turn.content = self.content()
-        if reason:
-            self.turn.stop_reason = STOP_REASONS.get(reason, reason)
-        elif self.turn.stop_reason != "refusal":
-            self.turn.stop_reason = "tool_use" if self.turn.tool_calls else "end_turn"
+        chunks = self.fold.close_open_calls(problem=wording()["cut_off"])
+        if self.refused and not reason:
+            reason = "content_filter"
+        self.turn = self.fold.build(STOP_REASONS.get(reason, reason) if reason else None)
+        if self.turn.stop_reason == "refusal":
+            chunks.extend(decline(self.turn))
         return chunks
 
     def _failed(self, event: dict[str, Any]) -> Iterable[Chunk]:
@@ -317,12 +210,6 @@ class ResponsesStreamReader:
 
     def _error(self, event: dict[str, Any]) -> Iterable[Chunk]:
         raise failure_from_body(event, "stream error")
-
-    def content(self) -> list[dict[str, Any]]:
-        for item_id, part in self.by_item.items():
-            if part["type"] != "tool_call":
-                part["text"] = "".join(self.pieces[item_id])
-        return [self.parts[i] for i in sorted(self.parts)]
 
     HANDLERS: ClassVar[dict[str, Callable[[ResponsesStreamReader, dict[str, Any]], Iterable[Chunk]]]] = {
         "response.output_text.delta": _text_delta,
@@ -342,6 +229,8 @@ class ResponsesStreamReader:
 
 class OpenAIResponsesModel:
     vendor = VENDOR
+    key_env = KEY_ENV
+    can_summarise = True
 
     def __init__(self, model: str, client: openai.OpenAI | None = None, policy: RetryPolicy = DEFAULT_POLICY):
         self.model = model
@@ -352,6 +241,10 @@ class OpenAIResponsesModel:
         self.image_max_px = images.image_max_px(VENDOR, model)
         self.policy = policy
         self._client = client
+
+    @property
+    def configured(self) -> bool:
+        return is_configured()
 
     @property
     def client(self) -> openai.OpenAI:
@@ -388,13 +281,12 @@ class OpenAIResponsesModel:
                 for event in events:
                     yield from reader.read(event)
                     if cancel.is_set() and not reader.finished:
-                        reader.turn.content = reader.content()
-                        reader.turn.stop_reason = "cancelled"
-                        return reader.turn
+                        return reader.fold.build("cancelled")
         except openai.OpenAIError as exc:
             raise failure_from_sdk(exc) from exc
         if not reader.finished:
             raise VendorFailure(None, "the stream ended before response.completed (truncated)")
+        assert reader.turn is not None
         return reader.turn
 
 
@@ -403,4 +295,8 @@ def create(model: str) -> OpenAIResponsesModel:
 
 
 def is_configured() -> bool:
-    return bool(os.environ.get("OPENAI_API_KEY"))
+    return bool(os.environ.get(KEY_ENV))
+
+
+VENDOR_INFO = VendorInfo(VENDOR, create, is_configured, KEY_ENV, example="openai:gpt-5.1",
+                         default_model="openai:gpt-5.1")

@@ -1,7 +1,7 @@
-"""Model specs (`vendor:model`) to adapters. A vendor is added by one module and one line here.
+"""Model specs (`vendor:model`) to adapters. A vendor is added by one module and one line in VENDOR_MODULES.
 
-Each vendor module exposes `create(model: str) -> ModelAdapter` and `is_configured() -> bool`
-(whether its API key is in the environment).
+Each vendor module declares `VENDOR_INFO` (cloud.vendors.base.VendorInfo). Vendors defined elsewhere
+(plugins, tests) are added with `register_vendor(name, "package.module")`.
 """
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ import importlib
 import os
 from pathlib import Path
 
-from cloud.vendors.base import ModelAdapter
+from cloud.vendors import compat_endpoints
+from cloud.vendors.base import ModelAdapter, ModelSpecError, VendorInfo
+
+__all__ = ["ModelSpecError", "VENDOR_MODULES", "check_allowed_for_http", "configured_vendors", "create_model",
+           "default_model_spec", "allow_on_command_line", "register_vendor", "unregister_vendor", "vendor_info", "vendors"]
 
 VENDOR_MODULES = {
     "anthropic": "cloud.vendors.anthropic",
@@ -19,19 +23,38 @@ VENDOR_MODULES = {
     "scripted": "cloud.vendors.scripted",
 }
 
-DEFAULT_MODELS = {
-    "anthropic": "anthropic:claude-sonnet-4-6",
-    "openai": "openai:gpt-5.1",
-    "gemini": "gemini:gemini-2.5-pro",
-}
+
+def register_vendor(name: str, module: str) -> None:
+    """Add (or replace) a vendor: `module` is the dotted path of a module declaring VENDOR_INFO."""
+    if not name or ":" in name:
+        raise ValueError(f"vendor name {name!r} must be non-empty and contain no ':'")
+    VENDOR_MODULES[name] = module
 
 
-class ModelSpecError(ValueError):
-    """A model spec that cannot be used; `status` is the HTTP status to answer with."""
+def unregister_vendor(name: str) -> None:
+    VENDOR_MODULES.pop(name, None)
 
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
+
+def vendor_info(vendor: str) -> VendorInfo:
+    if vendor not in VENDOR_MODULES:
+        raise ModelSpecError(f"unknown vendor {vendor!r} in model spec; known: {', '.join(VENDOR_MODULES)}")
+    try:
+        module = importlib.import_module(VENDOR_MODULES[vendor])
+    except ImportError as exc:
+        raise ModelSpecError(f"vendor {vendor!r} is not available: {exc}") from exc
+    info: VendorInfo = module.VENDOR_INFO
+    return info
+
+
+def vendors() -> list[VendorInfo]:
+    """Every vendor whose module imports, in registry order."""
+    out = []
+    for name in VENDOR_MODULES:
+        try:
+            out.append(vendor_info(name))
+        except ModelSpecError:
+            continue
+    return out
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -49,41 +72,38 @@ def scripted_dirs() -> list[Path]:
 
 
 def check_allowed_for_http(spec: str) -> None:
-    """Refuse, with 403, a scripted model whose file is outside NEXUS_SCRIPTED_DIRS."""
+    """Refuse, with 403, what a client may not make the server read or reach: a scripted model file
+    outside NEXUS_SCRIPTED_DIRS, an openai-compat endpoint the server's configuration does not list."""
     vendor, model = split_spec(spec)
-    if vendor != "scripted":
-        return
-    path = Path(model).resolve()
-    if not any(path.is_relative_to(d) for d in scripted_dirs()):
-        raise ModelSpecError("scripted model files are only served from NEXUS_SCRIPTED_DIRS", status=403)
+    if vendor == "scripted":
+        path = Path(model).resolve()
+        if not any(path.is_relative_to(d) for d in scripted_dirs()):
+            raise ModelSpecError("scripted model files are only served from NEXUS_SCRIPTED_DIRS", status=403)
+    elif vendor == "openai-compat":
+        # The operator's list, plus a URL this very process was given on its command line (`nexus run`).
+        compat_endpoints.resolve(compat_endpoints.split_model(model)[1])
+
+
+def allow_on_command_line(spec: str) -> None:
+    """What a person typed on their own machine's command line (`nexus run --model`) may be used there:
+    an openai-compat URL is reached (without the key). Scripted paths are allowed by the CLI itself."""
+    vendor, model = split_spec(spec)
+    if vendor == "openai-compat":
+        compat_endpoints.allow_command_line_url(model)
 
 
 def create_model(spec: str) -> ModelAdapter:
     vendor, model = split_spec(spec)
-    try:
-        module = importlib.import_module(VENDOR_MODULES[vendor])
-    except ImportError as exc:
-        raise ModelSpecError(f"vendor {vendor!r} is not available: {exc}") from exc
-    return module.create(model)
+    return vendor_info(vendor).create(model)
 
 
 def configured_vendors() -> list[str]:
-    out = []
-    for vendor, module_name in VENDOR_MODULES.items():
-        if vendor == "scripted":
-            continue
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        if module.is_configured():
-            out.append(vendor)
-    return out
+    return [info.name for info in vendors() if info.listed and info.is_configured()]
 
 
 def default_model_spec() -> str | None:
     """The first configured vendor's default model, or None when no key is configured."""
-    for vendor in configured_vendors():
-        if vendor in DEFAULT_MODELS:
-            return DEFAULT_MODELS[vendor]
+    for info in vendors():
+        if info.listed and info.default_model and info.is_configured():
+            return info.default_model
     return None

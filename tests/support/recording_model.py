@@ -12,7 +12,7 @@ from collections.abc import Generator
 from typing import Any
 
 from cloud.chunks import Chunk
-from cloud.vendors.base import ModelTurn, TurnRequest
+from cloud.vendors.base import ModelTurn, TurnRequest, VendorInfo
 from cloud.vendors.scripted import ScriptedModel
 
 REQUESTS: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -36,3 +36,6 @@ def create(model: str) -> RecordingModel:
 
 def is_configured() -> bool:
     return False
+
+
+VENDOR_INFO = VendorInfo("recording", create, is_configured, None, example="recording:PATH", listed=False)

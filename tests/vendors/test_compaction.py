@@ -11,7 +11,7 @@ from cloud.compaction import PROMPT_PATH, choose_cut, maybe_compact
 from cloud.contract import tool_definitions
 from cloud.transcript import model_view, tool_result_part, tool_results, user_text
 from cloud.vendors.anthropic import AnthropicModel
-from cloud.vendors.base import ModelError
+from cloud.vendors.base import ModelError, TurnRequest
 from cloud.vendors.retry import RetryPolicy
 from cloud.vendors.scripted import ScriptedModel
 from tests.vendors.replay.anthropic import AnthropicReplay
@@ -145,9 +145,59 @@ def test_the_scripted_model_is_compacted_without_being_asked(tmp_path):
     chunks, result = compact(transcript, scripted)
     marker = result[len(transcript)]
     assert marker["summary"].startswith("## User goal and context") and marker["usage"]["output"] == 0
-    hidden = marker["replaced"]
-    assert marker["scripted_turns"] == sum(1 for e in transcript[:hidden] if e["role"] == "assistant")
+    assert set(marker) == {"role", "summary", "replaced", "model", "usage", "kept"}  # nothing model-specific
     assert chunks[0].metadata["kind"] == "compaction"
+
+
+def _play(model, transcript):
+    return drain(model.stream(TurnRequest(SYSTEM, model_view(transcript), TOOLS, 8000, "s"), threading.Event()))[1]
+
+
+@pytest.mark.parametrize("user_between", [False, True])
+def test_the_scripted_model_keeps_its_place_across_any_number_of_compactions(user_between):
+    turns = [[{"text": f"turn {i}"}, {"tool_call": {"name": "execute_data_collection", "input": {"code": f"print({i})"}}}]
+             for i in range(14)] + [[{"text": "done"}]]
+    model = ScriptedModel.from_turns(turns, name="long")
+    model.context_window = 3000
+    transcript, played, compactions = [user_text("Renumber the doors.")], [], 0
+    while True:
+        _, compacted = compact(transcript, model)
+        if compacted is not None:
+            transcript, compactions = compacted, compactions + 1
+        turn = _play(model, transcript)
+        played.append(turn.text)
+        transcript.append({"role": "assistant", "model": model.spec, "content": turn.content})
+        if not turn.tool_calls:
+            break
+        call = turn.tool_calls[0]
+        transcript.append(tool_results([tool_result_part(call["id"], call["name"], "D-1\n" * 200)]))
+        if user_between:
+            transcript.append(user_text("Go on."))
+    assert played == [f"turn {i}" for i in range(14)] + ["done"]
+    assert compactions >= 3
+
+
+def _automation(i, arguments):
+    return [{"role": "assistant", "model": "scripted:x", "content": [
+                {"type": "tool_call", "id": f"c{i}", "name": "execute_task_automation", "input": arguments}]},
+            tool_results([tool_result_part(f"c{i}", "execute_task_automation", "ok " + "x" * 4000)])]
+
+
+def test_the_fallback_summary_carries_the_current_script_with_edits_merged_across_compactions():
+    model = ScriptedModel.from_turns([], name="x")
+    model.context_window = 3000
+    original = "doors = model.by_type('IfcDoor')\nfor d in doors:\n    d.Name = 'A'\n"
+    transcript = [user_text("Rename the doors."), *_automation(0, {"code": original}),
+                  user_text("Use B instead."), *_automation(1, {"code": original}), user_text("more")]
+    _, transcript = compact(transcript, model)
+    assert "d.Name = 'A'" in [e for e in transcript if e["role"] == "compaction"][-1]["summary"]
+    transcript += [*_automation(2, {"edits": [{"old": "    d.Name = 'A'", "new": "    d.Name = 'B'"}]}),
+                   user_text("and C"), *_automation(3, {"edits": [{"old": "'B'", "new": "'C'"}]}), user_text("ok")]
+    _, twice = compact(transcript, model)
+    marker = [e for e in twice if e["role"] == "compaction"][-1]
+    assert "d.Name = 'C'" in marker["summary"] and "d.Name = 'A'" not in marker["summary"]
+    _, told = compact(transcript, model, current_script="print('from the session')")
+    assert "print('from the session')" in [e for e in told if e["role"] == "compaction"][-1]["summary"]
 
 
 def test_a_failed_summarisation_call_is_reported(server, model):

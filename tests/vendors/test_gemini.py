@@ -14,7 +14,7 @@ from PIL import Image
 from cloud.contract import tool_definitions
 from cloud.transcript import tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelError, TurnRequest
-from cloud.vendors.gemini import GeminiModel, malformed_call_part
+from cloud.vendors.gemini import GeminiModel, malformed_call_note
 from cloud.vendors.pricing import estimate_cost
 from cloud.vendors.retry import RetryPolicy
 from tests.vendors.replay.base import HttpError, Turn, drain, image_part
@@ -194,9 +194,9 @@ def test_a_malformed_function_call_becomes_a_call_with_input_error(server, model
 
 
 def test_the_malformed_call_names_the_tool_its_finish_message_mentions():
-    part = malformed_call_part("Malformed function call: print(default_api.execute_data_collection(code=x'))",
-                               [t["name"] for t in TOOLS])
-    assert part["name"] == COLLECT and "execute_data_collection(code=x')" in part["input_error"]
+    name, note = malformed_call_note("Malformed function call: print(default_api.execute_data_collection(code=x'))",
+                                     [t["name"] for t in TOOLS])
+    assert name == COLLECT and "execute_data_collection(code=x')" in note
 
 
 def test_max_tokens_and_safety_stops_are_mapped(server, model):

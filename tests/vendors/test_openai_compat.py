@@ -13,9 +13,10 @@ from PIL import Image
 from cloud.chunks import Chunk
 from cloud.contract import tool_definitions
 from cloud.transcript import tool_result_part, tool_results, user_text
-from cloud.vendors import registry
+from cloud.vendors import compat_endpoints, registry
 from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
-from cloud.vendors.openai_compat import OpenAICompatModel, split_model
+from cloud.vendors.compat_endpoints import ENDPOINTS_ENV, split_model
+from cloud.vendors.openai_compat import OpenAICompatModel
 from cloud.vendors.openai_responses import OpenAIResponsesModel
 from cloud.vendors.retry import RetryPolicy
 from tests.vendors.replay.base import HttpError, Turn, drain, image_part, tokens_of
@@ -29,14 +30,28 @@ CAPTURE = {"name": "capture_view", "input": {"view": "Level 2", "element_ids": [
 
 
 @pytest.fixture
-def server():
+def allow(monkeypatch):
+    """Add a replay server to the server's allow-list of endpoints, under `name`."""
+    allowed: dict[str, str] = {}
+
+    def add(server, name: str = "replay") -> str:
+        allowed[name] = f"{server.url}/v1"
+        monkeypatch.setenv(ENDPOINTS_ENV, ",".join(f"{k}={v}" for k, v in allowed.items()))
+        return name
+    monkeypatch.delenv("OPENAI_COMPAT_BASE_URL", raising=False)
+    return add
+
+
+@pytest.fixture
+def server(allow):
     with ChatCompletionsReplay() as replay:
+        allow(replay)
         yield replay
 
 
 @pytest.fixture
 def model(server):
-    return OpenAICompatModel(f"qwen3-coder@{server.url}/v1", policy=RetryPolicy.fast())
+    return OpenAICompatModel("qwen3-coder@replay", policy=RetryPolicy.fast())
 
 
 def run(model, transcript, max_tokens=2000, tools=None) -> tuple[list[Chunk], ModelTurn]:
@@ -57,13 +72,14 @@ def kinds(chunks: list[Chunk]) -> list[str]:
     return [c.type for c in chunks]
 
 
-def test_spec_names_model_and_base_url():
+def test_spec_names_model_and_an_endpoint_by_name_or_url():
     assert split_model("qwen3-coder@http://127.0.0.1:11434/v1") == ("qwen3-coder", "http://127.0.0.1:11434/v1")
     assert split_model("org/model:7b@https://vllm.internal/v1") == ("org/model:7b", "https://vllm.internal/v1")
+    assert split_model("m@https://user:pw@vllm.internal/v1") == ("m", "https://user:pw@vllm.internal/v1")
+    assert split_model("qwen3-coder@local") == ("qwen3-coder", "local")
+    assert split_model("qwen3-coder") == ("qwen3-coder", None)
     with pytest.raises(registry.ModelSpecError):
-        split_model("qwen3-coder")
-    with pytest.raises(registry.ModelSpecError):
-        split_model("qwen3-coder@localhost:11434")
+        split_model("@local")
 
 
 def test_multi_turn_tool_run_with_streamed_fragments(server, model):
@@ -108,9 +124,9 @@ def test_multi_turn_tool_run_with_streamed_fragments(server, model):
     assert result_b == {"role": "tool", "tool_call_id": "call_b", "content": "rendered"}
 
 
-def test_ollama_style_whole_calls_still_produce_deltas_and_calls():
+def test_ollama_style_whole_calls_still_produce_deltas_and_calls(allow):
     with ChatCompletionsReplay(whole_tool_calls=True) as server:
-        model = OpenAICompatModel(f"llama3.1@{server.url}/v1", policy=RetryPolicy.fast())
+        model = OpenAICompatModel(f"llama3.1@{allow(server, 'ollama')}", policy=RetryPolicy.fast())
         server.enqueue(Turn([{"tool_call": LOOK, "id": "call_1"}, {"tool_call": CAPTURE, "id": "call_2"}]))
         chunks, turn = run(model, [user_text("go")])
     assert kinds(chunks) == ["ToolInputDelta", "ToolInputDelta", "ToolCall", "ToolCall"]
@@ -118,9 +134,9 @@ def test_ollama_style_whole_calls_still_produce_deltas_and_calls():
     assert [c["input"] for c in turn.tool_calls] == [LOOK["input"], CAPTURE["input"]]
 
 
-def test_calls_repeating_index_zero_with_new_ids_stay_separate():
+def test_calls_repeating_index_zero_with_new_ids_stay_separate(allow):
     with ChatCompletionsReplay(whole_tool_calls=True) as server:
-        model = OpenAICompatModel(f"m@{server.url}/v1", policy=RetryPolicy.fast())
+        model = OpenAICompatModel(f"m@{allow(server, 'vllm')}", policy=RetryPolicy.fast())
 
         def every_call_at_index_zero(request):
             reply = server.render_turn(request, Turn([{"tool_call": LOOK, "id": "c1"}, {"tool_call": CAPTURE, "id": "c2"}]))
@@ -133,9 +149,9 @@ def test_calls_repeating_index_zero_with_new_ids_stay_separate():
 
 
 @pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
-def test_reasoning_from_either_extra_field_becomes_thinking(field):
+def test_reasoning_from_either_extra_field_becomes_thinking(field, allow):
     with ChatCompletionsReplay(reasoning_field=field) as server:
-        model = OpenAICompatModel(f"m@{server.url}/v1", policy=RetryPolicy.fast())
+        model = OpenAICompatModel(f"m@{allow(server, 'llamacpp')}", policy=RetryPolicy.fast())
         server.enqueue(Turn([{"thinking": "Considering the storeys."}, {"text": "Two storeys."}]))
         chunks, turn = run(model, [user_text("go")])
     assert "".join(c.content for c in chunks if c.type == "Thinking") == "Considering the storeys."
@@ -236,7 +252,15 @@ def test_exhausted_retries_name_vendor_status_and_retry_after(server, model):
     with pytest.raises(ModelError) as caught:
         run(model, [user_text("hi")])
     assert (caught.value.vendor, caught.value.status, caught.value.retry_after) == ("openai-compat", 503, 0.02)
-    assert "model is loading" in str(caught.value)
+    assert "'replay'" in str(caught.value) and "server error" in str(caught.value)
+
+
+def test_the_endpoints_own_error_text_is_logged_not_returned(server, model, caplog):
+    server.enqueue(HttpError(404, "no such model; internal admin panel at 10.0.0.7"))
+    with pytest.raises(ModelError) as caught:
+        run(model, [user_text("hi")])
+    assert "10.0.0.7" not in str(caught.value) and "HTTP 404" in str(caught.value)
+    assert "10.0.0.7" in caplog.text
 
 
 @pytest.mark.parametrize("fault", ["error_event", "truncate", "end_early"])
@@ -257,7 +281,8 @@ def test_a_non_retryable_mid_stream_error_fails_at_once(server, model):
     server.enqueue(Turn([{"text": "partial"}], fault="error_event", fault_after=1))
     with pytest.raises(ModelError) as caught:
         run(model, [user_text("hi")])
-    assert "tool grammar not supported" in str(caught.value) and len(server.requests) == 1
+    assert len(server.requests) == 1 and "during the stream" in str(caught.value)
+    assert "tool grammar not supported" not in str(caught.value)
 
 
 def test_malformed_tool_json_is_a_call_with_input_error_sent_back_verbatim(server, model):
@@ -273,17 +298,53 @@ def test_malformed_tool_json_is_a_call_with_input_error_sent_back_verbatim(serve
     assert server.requests[1].json["messages"][2]["tool_calls"][0]["function"]["arguments"] == bad
 
 
-def test_key_from_the_environment_or_a_placeholder(server, monkeypatch):
+def test_the_key_goes_to_configured_endpoints_only(server, allow, monkeypatch):
     monkeypatch.delenv("OPENAI_COMPAT_API_KEY", raising=False)
     server.default = Turn([{"text": "hi"}])
-    run(registry.create_model(f"openai-compat:m@{server.url}/v1"), [user_text("a")])
+    run(registry.create_model("openai-compat:m@replay"), [user_text("a")])
     monkeypatch.setenv("OPENAI_COMPAT_API_KEY", "local-secret")
-    adapter = registry.create_model(f"openai-compat:m@{server.url}/v1")
+    adapter = registry.create_model("openai-compat:m@replay")
     run(adapter, [user_text("b")])
+    by_url = registry.create_model(f"openai-compat:m@{server.url}/v1/")
+    run(by_url, [user_text("c")])
     assert server.requests[0].headers["authorization"] == "Bearer not-needed"
     assert server.requests[1].headers["authorization"] == "Bearer local-secret"
-    assert adapter.spec == f"openai-compat:m@{server.url}/v1" and adapter.vendor == "openai-compat"
+    assert server.requests[2].headers["authorization"] == "Bearer local-secret"
+    assert adapter.spec == "openai-compat:m@replay" and adapter.vendor == "openai-compat"
     assert "openai-compat" in registry.configured_vendors()
+
+
+def test_a_url_from_the_command_line_is_reached_without_the_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_COMPAT_API_KEY", "local-secret")
+    monkeypatch.setattr(compat_endpoints, "_command_line_urls", set())
+    with ChatCompletionsReplay() as other:
+        other.default = Turn([{"text": "hi"}])
+        spec = f"openai-compat:m@{other.url}/v1"
+        with pytest.raises(registry.ModelSpecError) as refused:
+            registry.create_model(spec)
+        assert refused.value.status == 403
+        compat_endpoints.allow_command_line_url(spec.partition(":")[2])
+        run(registry.create_model(spec), [user_text("a")])
+    assert other.requests[0].headers["authorization"] == "Bearer not-needed"
+
+
+def test_endpoints_come_from_the_servers_configuration(monkeypatch):
+    monkeypatch.setenv(ENDPOINTS_ENV, "local=http://127.0.0.1:11434/v1, vllm=http://gpu:8000/v1,bad=ftp://x,=http://y")
+    monkeypatch.setenv("OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:8080/v1")
+    assert compat_endpoints.configured() == {"local": "http://127.0.0.1:11434/v1", "vllm": "http://gpu:8000/v1",
+                                             "default": "http://127.0.0.1:8080/v1"}
+    assert compat_endpoints.resolve(None) == compat_endpoints.Endpoint("http://127.0.0.1:8080/v1", "default")
+    assert compat_endpoints.resolve("vllm").url == "http://gpu:8000/v1"
+    assert compat_endpoints.resolve("HTTP://GPU:8000/v1/").name == "vllm"
+    for target in ("http://169.254.169.254/latest", "http://gpu:8000/v2", "nowhere"):
+        with pytest.raises(registry.ModelSpecError) as refused:
+            compat_endpoints.resolve(target)
+        assert refused.value.status == 403 and "local, vllm" in str(refused.value)
+    monkeypatch.delenv("OPENAI_COMPAT_BASE_URL")
+    with pytest.raises(registry.ModelSpecError, match="name an endpoint"):
+        compat_endpoints.resolve(None)
+    monkeypatch.setenv(ENDPOINTS_ENV, "")
+    assert not registry.vendor_info("openai-compat").is_configured()
 
 
 def test_cancel_stops_the_stream_with_the_text_so_far(server, model):

@@ -294,7 +294,7 @@ def test_incomplete_at_max_output_tokens_stops_with_max_tokens_and_flags_the_cut
                         stop="max_output_tokens"))
     _, turn = run(model, [user_text("hi")], max_tokens=30)
     assert turn.stop_reason == "max_tokens"
-    assert turn.tool_calls[0]["input_error"].startswith("the call was cut off")
+    assert turn.tool_calls[0]["input_error"].startswith("The call was cut off")
     assert server.requests[0].json["max_output_tokens"] == 30
 
 

@@ -47,11 +47,6 @@ def load_session(store: Store, row: dict[str, Any]) -> Session:
                    SessionState.from_json(row["state"]), store.transcript(row["id"]))
 
 
-def image_max_px(model: ModelAdapter, settings: Settings) -> int:
-    """The longest image side worth rendering for this model (its vendor scales anything larger down)."""
-    return int(getattr(model, "image_max_px", None) or settings.image_max_px)
-
-
 def image_fit(model: ModelAdapter) -> Callable[[int, int], tuple[int, int]]:
     """The size an image reaches this model at, after its vendor's scaling (the vendor's vision limits)."""
     return vision_limits(model.vendor, model.spec.split(":", 1)[-1]).fit
@@ -84,7 +79,7 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
     try:
         append(_user_turn(host, user_message, cancel))
         tools = ToolContext(store=store, host=host, settings=settings, session=session, cancel=cancel,
-                            image_max_px=image_max_px(model, settings), save_state=save_state,
+                            image_max_px=model.image_max_px, save_state=save_state,
                             image_fit=image_fit(model))
         context = RunContext(tools, model, system_prompt(host), append, record_usage)
         for chunk in run_agentic_loop(context):

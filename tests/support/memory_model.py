@@ -1,4 +1,4 @@
-"""A scripted model fed from an in-memory list of turns (same format and behaviour as `scripted:PATH`).
+"""The scripted model playing an in-memory list of turns (`ScriptedModel.from_turns`), recording requests.
 
 It also records each request's output budget and transcript size in `requests`, so tests can pin the
 budget of every phase without a vendor.
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator
-from pathlib import Path
 from typing import Any
 
 from cloud.chunks import Chunk
@@ -17,9 +16,7 @@ from cloud.vendors.scripted import ScriptedModel
 
 class MemoryModel(ScriptedModel):
     def __init__(self, turns: list[list[dict[str, Any]]], name: str = "memory") -> None:
-        self.path = Path(name)
-        self.spec = f"scripted:{name}"
-        self.turns = turns
+        self.__dict__.update(vars(ScriptedModel.from_turns(turns, name)))
         self.requests: list[dict[str, Any]] = []
 
     def stream(self, request: TurnRequest, cancel: threading.Event) -> Generator[Chunk, None, ModelTurn]:

@@ -180,7 +180,10 @@ def test_the_image_of_a_geometric_change_is_attached_and_served(server, alice, h
     assert png.status_code == 200 and png.headers["Content-Type"] == "image/png"
     assert Image.open(io.BytesIO(png.content)).size == (image["width"], image["height"])
     export = next(m for m in host.received if m["type"] == "export_view")
-    assert export["max_px"] > 0 and export["element_ids"]
+    from cloud.vendors.scripted import ScriptedModel  # the session's model: it declares its image ceiling
+
+    assert export["max_px"] == ScriptedModel.image_max_px and export["element_ids"]
+    assert max(image["width"], image["height"]) == export["max_px"]  # rendered at the ceiling, not above
     messages = session(alice, session_id)["messages"]
     (tool_part,) = messages[2]["content"]
     assert [p["type"] for p in tool_part["content"]] == ["text", "image"]

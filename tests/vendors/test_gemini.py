@@ -17,7 +17,7 @@ from cloud.vendors.base import ModelError, TurnRequest
 from cloud.vendors.gemini import GeminiModel, malformed_call_note
 from cloud.vendors.pricing import estimate_cost
 from cloud.vendors.retry import RetryPolicy
-from tests.vendors.replay.base import HttpError, Turn, drain, image_part
+from tests.vendors.replay.base import Turn, drain, image_part
 from tests.vendors.replay.gemini import GeminiReplay
 
 SYSTEM = "You automate BIM authoring tools. " * 40
@@ -205,45 +205,6 @@ def test_max_tokens_and_safety_stops_are_mapped(server, model):
     assert turn.stop_reason == "max_tokens"
     chunks, turn = run(model, [user_text("hi")])
     assert turn.stop_reason == "refusal" and turn.text and chunks[-1].type == "Message"
-
-
-@pytest.mark.parametrize("faults", [
-    [HttpError(429, "quota", retry_after=0)],
-    [HttpError(503, "unavailable"), HttpError(503, "unavailable")],
-    [HttpError(500, "internal")],
-])
-def test_http_failures_before_the_stream_are_retried(server, model, faults):
-    server.enqueue(*faults, Turn([{"text": "recovered"}]))
-    chunks, turn = run(model, [user_text("hi")])
-    assert turn.text == "recovered" and len(server.requests) == len(faults) + 1
-    assert not [c for c in chunks if c.type == "Metadata"]
-
-
-@pytest.mark.parametrize("fault", ["error_event", "truncate"])
-def test_a_failure_after_partial_output_resets_the_turn_then_retries(server, model, fault):
-    items = [{"text": "This answer is cut halfway"}, {"tool_call": {"name": COLLECT, "input": {"code": "x"}}}]
-    server.enqueue(Turn(items, fault=fault, fault_after=2), Turn(items))
-    chunks, turn = run(model, [user_text("hi")])
-    kinds = [c.type for c in chunks]
-    reset = kinds.index("Metadata")
-    assert chunks[reset].metadata["kind"] == "reset_turn" and reset == 2
-    assert turn.text == items[0]["text"] and len(turn.tool_calls) == 1 and len(server.requests) == 2
-
-
-def test_exhausted_retries_name_vendor_status_and_retry_after(server, model):
-    server.enqueue(*[HttpError(429, "quota exhausted", retry_after=0.01)] * 4)
-    with pytest.raises(ModelError) as caught:
-        run(model, [user_text("hi")])
-    error = caught.value
-    assert (error.vendor, error.status, error.retry_after) == ("gemini", 429, 0.01)
-    assert "quota exhausted" in str(error) and len(server.requests) == 4
-
-
-def test_a_bad_request_is_not_retried(server, model):
-    server.enqueue(HttpError(400, "function response turn comes immediately after a function call turn"))
-    with pytest.raises(ModelError) as caught:
-        run(model, [user_text("hi")])
-    assert caught.value.status == 400 and len(server.requests) == 1
 
 
 def test_the_request_carries_system_tools_budget_and_thinking(server, model):

@@ -1,86 +1,30 @@
-"""Validation against shared_contract/: every inbound host message and every tool call's arguments."""
+"""The orchestrator's side of the wire contract: shared_contract's validation, plus what only the
+orchestrator knows (which host applications have a capability provider here)."""
 from __future__ import annotations
 
-import json
-from functools import cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from shared_contract import SCHEMA_DIR
-
-HOST_MESSAGE_TYPES = (
-    "hello", "welcome", "execute", "execute_result", "export_view", "export_view_result",
-    "decide", "decided", "ping", "pong", "error", "context", "context_result",
+from cloud.hosts.registry import known_host_apps
+from shared_contract.validate import (
+    HOST_MESSAGE_TYPES,
+    ContractError,
+    content_hash,
+    tool_definitions,
+    validate_chunk,
+    validate_tool_input,
 )
+from shared_contract.validate import validate_host_message as validate_wire_message
 
-
-class ContractError(ValueError):
-    """A message or tool input that does not match its schema; the message names the offending field."""
-
-
-@cache
-def _validator(relative_path: str) -> Draft202012Validator:
-    schema = json.loads((SCHEMA_DIR / relative_path).read_text())
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
-
-
-@cache
-def tool_definitions() -> tuple[dict[str, Any], ...]:
-    """The canonical tool definitions {name, description, input_schema}, in a stable order."""
-    out = []
-    for path in sorted((SCHEMA_DIR / "tools").glob("*.json")):
-        data = json.loads(path.read_text())
-        out.append({"name": data["name"], "description": data["description"], "input_schema": data["input_schema"]})
-    return tuple(out)
-
-
-@cache
-def _tool_validators() -> dict[str, Draft202012Validator]:
-    return {t["name"]: Draft202012Validator(t["input_schema"]) for t in tool_definitions()}
-
-
-def _describe(errors: list) -> str:
-    parts = []
-    for err in sorted(errors, key=lambda e: list(e.absolute_path)):
-        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        parts.append(f"{where}: {err.message}")
-    return "; ".join(parts)
-
-
-def _check(relative_path: str, value: Any, what: str) -> None:
-    errors = list(_validator(relative_path).iter_errors(value))
-    if errors:
-        raise ContractError(f"invalid {what}: {_describe(errors)}")
+__all__ = [
+    "HOST_MESSAGE_TYPES", "ContractError", "content_hash", "tool_definitions", "validate_chunk",
+    "validate_host_message", "validate_tool_input",
+]
 
 
 def validate_host_message(message: Any) -> dict[str, Any]:
-    """Return the message if it is a valid host-protocol message, else raise ContractError."""
-    if not isinstance(message, dict):
-        raise ContractError("invalid host message: expected a JSON object")
-    kind = message.get("type")
-    if kind not in HOST_MESSAGE_TYPES:
-        raise ContractError(f"invalid host message: type: unknown message type {kind!r}")
-    _check(f"host/{kind}.json", message, f"{kind} message")
+    """A valid host-protocol message; a hello must also name a host application this server serves."""
+    validate_wire_message(message)
+    if message["type"] == "hello" and message["host_app"] not in known_host_apps():
+        raise ContractError(f"invalid hello message: host_app: no capability provider for {message['host_app']!r} "
+                            f"on this server (known: {', '.join(known_host_apps())})")
     return message
-
-
-def validate_tool_input(name: str, arguments: Any) -> dict[str, Any]:
-    validators = _tool_validators()
-    if name not in validators:
-        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(validators))}")
-    if not isinstance(arguments, dict):
-        raise ContractError(f"invalid input for {name}: expected a JSON object")
-    errors = list(validators[name].iter_errors(arguments))
-    if errors:
-        raise ContractError(f"invalid input for {name}: {_describe(errors)}")
-    if name == "execute_task_automation" and ("code" in arguments) == ("edits" in arguments):
-        # Kept out of the schema itself: vendors reject oneOf at the top of a tool's parameters.
-        raise ContractError(f"invalid input for {name}: give exactly one of `code` (a full script) or `edits`")
-    return arguments
-
-
-def validate_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
-    _check("stream_chunk.json", chunk, "stream chunk")
-    return chunk

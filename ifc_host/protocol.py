@@ -11,7 +11,7 @@ from typing import Any
 
 import ifcopenshell
 
-from cloud.contract import ContractError, validate_host_message
+from shared_contract.validate import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
 HOST_APP = "ifc"

@@ -10,9 +10,33 @@ from tests.support.client import Client
 from tests.support.server import RunningServer, running_server
 from tests.support.test_host import TestHost, TestProvider
 
+# The test host is served only because the tests register its provider (it is not in the product).
 register_provider(TestProvider())
 
 FAST = {"keepalive_s": 0.2, "tool_timeout_s": 5.0, "detach_grace_s": 2.0}
+
+# Set by .ci/run: in CI a skipped test is a failure (a missing browser, stub package or project module
+# must never pass as a skip).
+FAIL_ON_SKIP = os.environ.get("NEXUS_FAIL_ON_SKIP") == "1"
+
+
+def _skip_fails(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if FAIL_ON_SKIP and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped, and skips fail in CI (NEXUS_FAIL_ON_SKIP=1): {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _skip_fails(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _skip_fails(outcome.get_result())
 
 
 @pytest.fixture

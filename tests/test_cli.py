@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -12,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from ifc_host.sample import write_sample_model
 from tests.support.client import Client, write_script
 from tests.support.server import running_server
 from tests.support.spine import automate, collect, say
-
-HAS_IFC_HOST = importlib.util.find_spec("ifc_host.runtime") is not None
 
 
 def _nexus(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -44,10 +42,6 @@ def test_token_create_prints_the_token_alone_on_the_last_line_and_it_works(tmp_p
 
 @pytest.fixture(scope="module")
 def sample_ifc(tmp_path_factory) -> Path:
-    if not HAS_IFC_HOST:
-        pytest.skip("the IFC host (ifc_host.runtime) is not importable yet")
-    from ifc_host.sample import write_sample_model
-
     path = tmp_path_factory.mktemp("ifc") / "sample.ifc"
     write_sample_model(path, storeys=2)
     return path
@@ -57,7 +51,6 @@ RENAME_FIRST_DOOR = "door = sorted(model.by_type('IfcDoor'), key=lambda d: d.id(
                     "print('renamed', door.id())\n"
 
 
-@pytest.mark.skipif(not HAS_IFC_HOST, reason="the IFC host (ifc_host.runtime) is not importable yet")
 def test_run_with_a_scripted_model_streams_json_and_saves_commits_to_out(tmp_path, sample_ifc):
     model = tmp_path / "model.ifc"
     shutil.copy(sample_ifc, model)
@@ -80,7 +73,6 @@ def test_run_with_a_scripted_model_streams_json_and_saves_commits_to_out(tmp_pat
     assert "NEXUS-CLI-TEST" in out.read_text()
 
 
-@pytest.mark.skipif(not HAS_IFC_HOST, reason="the IFC host (ifc_host.runtime) is not importable yet")
 def test_run_exits_non_zero_when_the_run_cannot_complete(tmp_path, sample_ifc):
     broken = tmp_path / "broken.json"
     broken.write_text('{"turns": [[{"speech": "x"}]]}')

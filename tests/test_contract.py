@@ -46,7 +46,8 @@ VALID_HOST_MESSAGES = {
 
 # (message type, change to a valid example, the field the error must name)
 INVALID_HOST_MESSAGES = [
-    ("hello", {"host_app": "archicad"}, "host_app"),
+    ("hello", {"host_app": "archicad"}, "host_app"),  # well-formed, but no provider on this server
+    ("hello", {"host_app": "Revit 2026"}, "host_app"),
     ("hello", {"document": {}}, "title"),
     ("hello", {"python_version": ""}, "python_version"),
     ("hello", {"surprise": 1}, "surprise"),
@@ -130,9 +131,9 @@ def test_messages_that_are_not_host_messages_at_all(message, problem):
     assert problem in str(refused.value)
 
 
-def test_the_three_canonical_tools_are_defined_with_descriptions():
+def test_the_four_canonical_tools_are_defined_with_descriptions():
     tools = {t["name"]: t for t in tool_definitions()}
-    assert {"execute_data_collection", "execute_task_automation", "capture_view"} <= set(tools)
+    assert list(tools) == ["capture_view", "execute_data_collection", "execute_task_automation", "lookup_api"]
     for tool in tools.values():
         assert len(tool["description"]) > 40 and tool["input_schema"]["type"] == "object"
         Draft202012Validator.check_schema(tool["input_schema"])
@@ -201,7 +202,7 @@ def test_unknown_tools_and_non_object_arguments_are_refused():
     {"type": "Error", "content": "cancelled", "metadata": {"cancelled": True}},
 ])
 def test_valid_stream_chunks_pass(chunk):
-    validate_chunk(chunk)
+    assert validate_chunk(chunk) == chunk
 
 
 @pytest.mark.parametrize("chunk, named", [
@@ -216,3 +217,26 @@ def test_invalid_stream_chunks_are_refused_naming_the_field(chunk, named):
     with pytest.raises(ContractError) as refused:
         validate_chunk(chunk)
     assert named in str(refused.value)
+
+
+def test_the_production_contract_lists_no_host_apps_and_the_orchestrator_accepts_only_those_it_serves(monkeypatch):
+    from cloud.hosts import registry
+    from shared_contract.validate import validate_host_message as validate_wire_message
+
+    schema = json.loads((SCHEMA_DIR / "host" / "hello.json").read_text())
+    assert "enum" not in schema["properties"]["host_app"]
+    test_hello = {**VALID_HOST_MESSAGES["hello"], "host_app": "test"}
+    assert validate_wire_message(test_hello) == test_hello
+    assert validate_host_message(test_hello) == test_hello  # the test suite registered its provider
+    monkeypatch.delitem(registry._registered, "test")
+    with pytest.raises(ContractError, match="host_app: no capability provider for 'test' on this server"):
+        validate_host_message(test_hello)
+
+
+def test_the_content_hash_is_the_sha256_of_the_utf8_text():
+    import hashlib
+
+    from cloud.contract import content_hash
+
+    code = "print('Tür')\n"
+    assert content_hash(code) == hashlib.sha256(code.encode("utf-8")).hexdigest()

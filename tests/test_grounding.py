@@ -1,8 +1,6 @@
 """Grounding (issue 8): lookup_api over the hosts' real APIs, and the context block in the user turn."""
 from __future__ import annotations
 
-import importlib.metadata
-
 import pytest
 
 from cloud.grounding.ifc_api import build_ifc_index
@@ -49,16 +47,8 @@ def test_no_match_says_so(ifc_index):
     assert ifc_index.answer("zzqqxx").startswith("No match")
 
 
-def _stubs_installed() -> bool:
-    try:
-        importlib.metadata.distribution("pyrevit-stubs-26")
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
-
-@pytest.mark.skipif(not _stubs_installed(), reason="pyrevit-stubs-26 is not installed (pip install 'nexusai[revit-stubs]')")
 def test_revit_lookup_reads_the_installed_stubs():
+    # pyrevit-stubs-26 is a test extra: without it this fails (CI installs it), it never skips.
     from cloud.grounding.revit_api import build_revit_index
 
     index = build_revit_index(26)
@@ -68,13 +58,44 @@ def test_revit_lookup_reads_the_installed_stubs():
     assert of_category.startswith("method Autodesk.Revit.DB.FilteredElementCollector.OfCategory(")
 
 
-def test_lookup_api_tool_answers_without_touching_the_host(server, alice, host, scripts_dir):
+def _hello(host_app: str, **fields) -> dict:
+    return {"type": "hello", "host_app": host_app, "host_version": "1", "runtime_version": "1",
+            "python_version": "3.11.7", "document": {"title": "T"}, **fields}
+
+
+def test_each_provider_says_which_api_index_answers_for_its_hosts():
+    from cloud.hosts.registry import get_provider
+
+    revit = get_provider("revit")
+    assert revit.api_index_source(_hello("revit", host_version="2025 (25.0.2)")).key == "revit:25"
+    assert revit.api_index_source(_hello("revit", host_version="unknown")).key == "revit:26"
+    ifc = get_provider("ifc")
+    assert ifc.api_index_source(_hello("ifc", document={"title": "T", "schema": "ifc2x3"})).key == "ifc:IFC2X3"
+    assert ifc.api_index_source(_hello("ifc")).key == "ifc:IFC4"
+
+
+def test_lookup_api_answers_from_the_hosts_own_index_without_touching_the_host(server, alice, host, scripts_dir):
+    # The test host is defined only under tests/: its provider's index is what the model is given.
+    spec = write_script(scripts_dir / "lookup.json", [
+        [{"tool_call": {"name": "lookup_api", "input": {"query": "by_class"}}}], [{"text": "ok"}]])
+    sid = alice.new_session(host.host_id, spec)
+    stream = alice.run(sid, "look it up")
+    answer = stream.of("Metadata", "tool_result")[0]["content"]
+    assert answer.splitlines()[1].startswith("method Document.by_class(cls: str) -> list[int]"), answer
+    assert not [m for m in host.received if m["type"] == "execute"]
+
+
+def test_a_host_without_an_api_reference_gets_a_clear_tool_result(server, alice, host, scripts_dir, monkeypatch):
+    from cloud.hosts.registry import get_provider
+
+    monkeypatch.setattr(get_provider("test"), "api_index_source", lambda hello: None)
     spec = write_script(scripts_dir / "lookup.json", [
         [{"tool_call": {"name": "lookup_api", "input": {"query": "Transaction"}}}], [{"text": "ok"}]])
     sid = alice.new_session(host.host_id, spec)
     stream = alice.run(sid, "look it up")
-    # The test host has no API index: the model gets a clear, normal tool result instead.
-    assert "no API reference" in stream.of("Metadata", "tool_result")[0]["content"]
+    result = stream.of("Metadata", "tool_result")[0]
+    assert result["content"] == "no API reference is available for 'test' hosts"
+    assert result["metadata"]["ok"] is False
     assert not [m for m in host.received if m["type"] == "execute"]
 
 
@@ -145,5 +166,5 @@ def test_a_run_that_looks_up_inspects_and_acts_completes_on_the_ifc_host(tmp_pat
 def test_the_runtime_helpers_are_indexed_beside_the_host_api():
     from cloud.grounding.registry import api_index
 
-    answer = api_index("ifc", {"document": {"schema": "IFC4"}}).answer("nexus_deleted_info")
+    answer = api_index("ifc", _hello("ifc", document={"title": "T", "schema": "IFC4"})).answer("nexus_deleted_info")
     assert answer.splitlines()[1].startswith("function nexus_deleted_info() -> dict[int, dict]")

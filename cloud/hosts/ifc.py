@@ -1,17 +1,24 @@
-"""The IFC capability provider: what the model must know about IFC scripts, the change-report epilogue,
-and which view to capture after an automation. Prompt and epilogue are data files."""
+"""The IFC capability provider: what the model must know about IFC scripts, the views it can capture, the
+change-report epilogue, which view to capture after an automation, and the API index of the installed
+ifcopenshell. Prompt, views and epilogue are data files."""
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cloud.hosts.base import ViewRequest, directed_view
+from cloud.hosts.base import PYTHON3, ApiIndexSource, ScriptDialect, ViewRequest, directed_view
+from cloud.hosts.hello import Hello
 from cloud.prompts import text
+
+if TYPE_CHECKING:
+    from cloud.grounding.index import ApiIndex
 
 EPILOGUE_PATH = Path(__file__).resolve().parent / "epilogues" / "ifc_epilogue.py"
 PROMPT_NAME = "hosts/ifc.md"
+VIEWS_NAME = "hosts/ifc_views.md"
+DEFAULT_SCHEMA = "IFC4"
 MAX_VIEW_ELEMENT_IDS = 200
 MAX_STOREYS_NAMED = 30
 
@@ -19,9 +26,15 @@ MAX_STOREYS_NAMED = 30
 class IfcProvider:
     host_app = "ifc"
     capability_version = "ifc-1.0.0"
+    display_name = "IFC"
+    referred_to_as = "the IFC host"
 
-    def system_prompt_fragment(self, hello: dict[str, Any]) -> str:
-        document = hello.get("document") or {}
+    def script_dialect(self, hello: Hello) -> ScriptDialect:
+        return PYTHON3  # the host runs scripts in its own CPython 3
+
+    def system_prompt_fragment(self, hello: Hello) -> str:
+        hello = Hello.parse(hello)  # a plain hello dict is accepted too
+        document = hello.document
         storeys = [str(s) for s in document.get("storeys") or []]
         storey_line = ""
         if storeys:
@@ -29,13 +42,27 @@ class IfcProvider:
             more = f" and {len(storeys) - MAX_STOREYS_NAMED} more" if len(storeys) > MAX_STOREYS_NAMED else ""
             storey_line = f", with storeys (views) {shown}{more} when the host connected"
         values = {
-            "host_version": str(hello.get("host_version") or "(version unknown)"),
-            "python_version": str(hello.get("python_version") or "3"),
+            "host_version": hello.host_version,
+            "python_version": hello.python_version,
             "title": str(document.get("title") or "untitled"),
             "schema": str(document.get("schema") or "unknown"),
             "storey_line": storey_line,
         }
         return Template(text(PROMPT_NAME)).safe_substitute(values).strip()
+
+    def views_description(self, hello: Hello) -> str:
+        return text(VIEWS_NAME).strip()
+
+    def api_index_source(self, hello: Hello) -> ApiIndexSource:
+        hello = Hello.parse(hello)  # a plain hello dict is accepted too
+        schema = str(hello.document.get("schema") or DEFAULT_SCHEMA).upper()
+
+        def build() -> ApiIndex:
+            from cloud.grounding.ifc_api import build_ifc_index
+
+            return build_ifc_index(schema)
+
+        return ApiIndexSource(f"ifc:{schema}", build)
 
     def build_task_automation_epilogue(self) -> str:
         return _epilogue_source()

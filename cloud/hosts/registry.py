@@ -1,17 +1,29 @@
-"""Host app id -> capability provider, and provenance stamping of the scripts sent to hosts."""
+"""Host app id -> capability provider, what the orchestrator derives from a provider (labels, the tool
+definitions a host's model sees), and provenance stamping of the scripts sent to hosts."""
 from __future__ import annotations
 
-import hashlib
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from cloud.hosts.base import HostCapabilityProvider
+from cloud.hosts.hello import Hello
+from shared_contract.validate import content_hash, tool_definitions
 
-# A provider is added by one module exposing PROVIDER, and one line here.
+__all__ = [
+    "CapabilityScript", "UnknownHostApp", "content_hash", "get_provider", "host_labels", "host_tool_definitions",
+    "known_host_apps", "known_providers", "register_provider", "stamped_epilogue", "unregister_provider",
+]
+
+# A host is added by one module exposing PROVIDER, and one line here.
 PROVIDER_MODULES = {
     "ifc": "cloud.hosts.ifc",
     "revit": "cloud.hosts.revit",
 }
+
+CAPTURE_VIEW = "capture_view"
 
 _registered: dict[str, HostCapabilityProvider] = {}
 
@@ -21,7 +33,12 @@ class UnknownHostApp(LookupError):
 
 
 def register_provider(provider: HostCapabilityProvider) -> None:
+    """Serve a host app from a provider defined elsewhere (tests and embedders register theirs)."""
     _registered[provider.host_app] = provider
+
+
+def unregister_provider(host_app: str) -> None:
+    _registered.pop(host_app, None)
 
 
 def get_provider(host_app: str) -> HostCapabilityProvider:
@@ -37,6 +54,11 @@ def get_provider(host_app: str) -> HostCapabilityProvider:
     return _registered[host_app]
 
 
+def known_host_apps() -> list[str]:
+    """Every host app this server can serve: the built-in modules and whatever was registered."""
+    return sorted(set(PROVIDER_MODULES) | set(_registered))
+
+
 def known_providers() -> list[HostCapabilityProvider]:
     for host_app in PROVIDER_MODULES:
         try:
@@ -46,8 +68,36 @@ def known_providers() -> list[HostCapabilityProvider]:
     return list(_registered.values())
 
 
-def content_hash(code: str) -> str:
-    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+def host_labels(host_app: str) -> dict[str, str]:
+    """How people are shown a host app: {"display_name", "referred_to_as"} (the id itself when unknown)."""
+    try:
+        provider = get_provider(host_app)
+    except UnknownHostApp:
+        return {"display_name": host_app, "referred_to_as": host_app}
+    return {"display_name": provider.display_name, "referred_to_as": provider.referred_to_as}
+
+
+def host_tool_definitions(hello: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
+    """The canonical tool definitions as a model working on this host sees them: `capture_view` lists
+    the views the host offers. Without a host (or one with no provider), the canonical definitions."""
+    if hello is None:
+        return tool_definitions()
+    hello = Hello.parse(hello)
+    try:
+        provider = get_provider(hello.host_app)
+    except UnknownHostApp:
+        return tool_definitions()
+    return _with_views(provider.views_description(hello).strip())
+
+
+@lru_cache(maxsize=32)
+def _with_views(views: str) -> tuple[dict[str, Any], ...]:
+    out = []
+    for tool in tool_definitions():
+        if tool["name"] == CAPTURE_VIEW and views:
+            tool = {**tool, "description": f"{tool['description']}\n\n{views}"}
+        out.append(tool)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

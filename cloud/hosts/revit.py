@@ -1,22 +1,31 @@
-"""The Revit capability provider: what the model must know about Revit scripts, the change-report
-epilogue, and which view to capture after an automation. Prompt and epilogue are data files."""
+"""The Revit capability provider: what the model must know about Revit scripts (IronPython 2.7 or
+CPython 3 under pyRevit), the views it can capture, the change-report epilogue, which view to capture
+after an automation, and the API index read from the Revit API stubs. Prompt, views and epilogue are
+data files."""
 from __future__ import annotations
 
 import re
 from functools import cache
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cloud.hosts.base import ViewRequest, directed_view
+from cloud.hosts.base import IRONPYTHON2, PYTHON3, ApiIndexSource, ScriptDialect, ViewRequest, directed_view
+from cloud.hosts.hello import Hello
 from cloud.prompts import text
+
+if TYPE_CHECKING:
+    from cloud.grounding.index import ApiIndex
 
 EPILOGUE_PATH = Path(__file__).resolve().parent / "epilogues" / "revit_epilogue.py"
 PROMPT_NAME = "hosts/revit.md"
+VIEWS_NAME = "hosts/revit_views.md"
+DEFAULT_REVIT_YEAR = 2026  # the API index used when the host's version names no year
 MAX_VIEW_ELEMENT_IDS = 50
 
 _DIALECT_MARKER = re.compile(r"^<!-- dialect: (\w+) -->\s*$", re.MULTILINE)
 _PYTHON_MAJOR = re.compile(r"^\s*(\d+)\.")
+_DIGITS = re.compile(r"\d+")
 
 
 @cache
@@ -38,15 +47,36 @@ def python_major(python_version: str | None) -> int:
 class RevitProvider:
     host_app = "revit"
     capability_version = "1.0.0"
+    display_name = "Revit"
+    referred_to_as = "Revit"
 
-    def system_prompt_fragment(self, hello: dict[str, Any]) -> str:
+    def script_dialect(self, hello: Hello) -> ScriptDialect:
+        hello = Hello.parse(hello)  # a plain hello dict is accepted too
+        return PYTHON3 if python_major(hello.python_version) >= 3 else IRONPYTHON2
+
+    def system_prompt_fragment(self, hello: Hello) -> str:
+        hello = Hello.parse(hello)  # a plain hello dict is accepted too
         main, dialects = _prompt_parts()
-        python_version = str(hello.get("python_version") or "unknown")
-        values = {"host_version": str(hello.get("host_version") or "(version unknown)"),
-                  "python_version": python_version.split(" (")[0]}
-        dialect = dialects["python3" if python_major(python_version) >= 3 else "python2"]
+        values = {"host_version": hello.host_version, "python_version": hello.python_version.split(" (")[0]}
+        dialect = dialects["python3" if self.script_dialect(hello).python_major >= 3 else "python2"]
         values["dialect"] = Template(dialect).safe_substitute(values)
         return Template(main).safe_substitute(values)
+
+    def views_description(self, hello: Hello) -> str:
+        return text(VIEWS_NAME).strip()
+
+    def api_index_source(self, hello: Hello) -> ApiIndexSource:
+        hello = Hello.parse(hello)  # a plain hello dict is accepted too
+        digits = _DIGITS.findall(hello.host_version)
+        year = int(digits[0]) if digits else DEFAULT_REVIT_YEAR
+        version = year - 2000 if year > 2000 else year
+
+        def build() -> ApiIndex:
+            from cloud.grounding.revit_api import build_revit_index
+
+            return build_revit_index(version)
+
+        return ApiIndexSource(f"revit:{version}", build)
 
     def build_task_automation_epilogue(self) -> str:
         return _epilogue_source()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api
 
 from tests.conftest import FAST
 from tests.support.server import RunningServer, running_server
@@ -16,11 +17,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
-if not CHROMIUM.exists():
-    pytest.skip(f"browser tests need Debian's Chromium at {CHROMIUM} (apt-get install chromium)",
-                allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 
 # Records, on every DOM change, how much of each streaming script is shown and the card's state; this
 # is how a test sees the script grow while it is being written.
@@ -64,6 +60,10 @@ class BrowserPage:
 
 @pytest.fixture(scope="session")
 def playwright_driver() -> Iterator[Any]:
+    # scripts/test installs Chromium (CI runs it): a missing browser fails every browser test, never skips.
+    if not CHROMIUM.exists():
+        pytest.fail(f"browser tests need Debian's Chromium at {CHROMIUM}: run scripts/test, or apt-get install "
+                    "chromium", pytrace=False)
     with sync_api.sync_playwright() as driver:
         yield driver
 

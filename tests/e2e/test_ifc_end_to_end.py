@@ -5,13 +5,10 @@ import hashlib
 import time
 from pathlib import Path
 
-import pytest
+import ifcopenshell
 
+from ifc_host import runtime, sample
 from tests.support.client import write_script
-
-runtime = pytest.importorskip("ifc_host.runtime", reason="the IFC host runtime is not available")
-sample = pytest.importorskip("ifc_host.sample", reason="the sample building generator is not available")
-ifcopenshell = pytest.importorskip("ifcopenshell")
 
 RENUMBER_AND_MOVE = '''import ifcopenshell.api
 import ifcopenshell.util.element as element

@@ -56,7 +56,7 @@ def test_the_prompt_fragment_says_how_ifc_differs_from_revit():
                  "regenerates", "print"):
         assert fact in fragment, fact
     assert "$" not in fragment
-    bare = PROVIDER.system_prompt_fragment({"host_app": "ifc", "document": {"title": "x"}})
+    bare = PROVIDER.system_prompt_fragment({**HELLO, "document": {"title": "x"}})
     assert "storeys (views)" not in bare and "$" not in bare
 
 

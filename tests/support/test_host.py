@@ -22,7 +22,16 @@ from typing import Any
 import websocket
 from PIL import Image, ImageDraw
 
-from cloud.hosts.base import DIRECTIVE_PREFIX, ViewRequest, split_epilogue_output
+from cloud.grounding.index import ApiEntry, ApiIndex
+from cloud.hosts.base import (
+    DIRECTIVE_PREFIX,
+    PYTHON3,
+    ApiIndexSource,
+    ScriptDialect,
+    ViewRequest,
+    split_epilogue_output,
+)
+from cloud.hosts.hello import Hello
 
 
 class Document:
@@ -241,15 +250,29 @@ print({DIRECTIVE_PREFIX!r} + _json.dumps({{"geometry_changed": bool(changes["add
 
 
 class TestProvider:
-    """The capability provider for the test host (host_app "test")."""
+    """The capability provider for the test host (host_app "test"), registered only from tests/: a host
+    is one module like this plus one registration, and the production contract knows nothing of it."""
 
     __test__ = False
 
     host_app = "test"
     capability_version = "test-1.0"
+    display_name = "Test host"
+    referred_to_as = "the test host"
 
-    def system_prompt_fragment(self, hello: dict[str, Any]) -> str:
-        return "Scripts see `doc`, an in-memory test document (doc.add, doc.delete, doc.by_class, doc.elements)."
+    def script_dialect(self, hello: Hello) -> ScriptDialect:
+        return PYTHON3
+
+    def system_prompt_fragment(self, hello: Hello) -> str:
+        hello = Hello.parse(hello)
+        return (f"Scripts see `doc`, an in-memory test document \"{hello.title}\" "
+                "(doc.add, doc.delete, doc.by_class, doc.elements).")
+
+    def views_description(self, hello: Hello) -> str:
+        return f"Views on the test host: {', '.join(repr(v) for v in TEST_VIEWS)} (any other name is drawn as well)."
+
+    def api_index_source(self, hello: Hello) -> ApiIndexSource:
+        return ApiIndexSource("test:1", lambda: ApiIndex(list(TEST_API), "test document API"))
 
     def build_task_automation_epilogue(self) -> str:
         return TEST_EPILOGUE
@@ -259,3 +282,13 @@ class TestProvider:
         if not directives.get("geometry_changed"):
             return None
         return ViewRequest("Level 1", directives.get("element_ids", []))
+
+
+TEST_VIEWS = ("Level 1", "Level 2")
+TEST_API = (
+    ApiEntry("Document.add", "method", "(cls: str, name: str, level: str = 'Level 1') -> int",
+             "Add an element and return its new id."),
+    ApiEntry("Document.delete", "method", "(element_id: int) -> None", "Delete an element by id."),
+    ApiEntry("Document.by_class", "method", "(cls: str) -> list[int]", "The ids of a class's elements, sorted."),
+    ApiEntry("Document.elements", "property", ": dict[int, dict]", "Elements by id: {class, name, level}."),
+)

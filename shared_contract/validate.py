@@ -1,0 +1,98 @@
+"""Validation against the schemas in this package, and the content hash that stamps scripts.
+
+Importable by every party to the wire contract (the orchestrator and the host runtimes) without
+importing any of them: this module needs only the standard library and jsonschema.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from shared_contract import SCHEMA_DIR
+
+HOST_MESSAGE_TYPES = (
+    "hello", "welcome", "execute", "execute_result", "export_view", "export_view_result",
+    "decide", "decided", "ping", "pong", "error", "context", "context_result",
+)
+
+
+class ContractError(ValueError):
+    """A message or tool input that does not match its schema; the message names the offending field."""
+
+
+def content_hash(code: str) -> str:
+    """The sha256 (hex) that stamps a script sent to a host; the host recomputes it before running."""
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+@cache
+def _validator(relative_path: str) -> Draft202012Validator:
+    schema = json.loads((SCHEMA_DIR / relative_path).read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+@cache
+def tool_definitions() -> tuple[dict[str, Any], ...]:
+    """The canonical tool definitions {name, description, input_schema}, in a stable order."""
+    out = []
+    for path in sorted((SCHEMA_DIR / "tools").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out.append({"name": data["name"], "description": data["description"], "input_schema": data["input_schema"]})
+    return tuple(out)
+
+
+@cache
+def _tool_validators() -> dict[str, Draft202012Validator]:
+    return {t["name"]: Draft202012Validator(t["input_schema"]) for t in tool_definitions()}
+
+
+def describe_errors(errors: list) -> str:
+    """'path/to/field: what is wrong; ...' for jsonschema errors, in a stable order."""
+    parts = []
+    for err in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        parts.append(f"{where}: {err.message}")
+    return "; ".join(parts)
+
+
+def check(relative_path: str, value: Any, what: str) -> None:
+    """Raise ContractError naming every offending field when `value` does not match the schema."""
+    errors = list(_validator(relative_path).iter_errors(value))
+    if errors:
+        raise ContractError(f"invalid {what}: {describe_errors(errors)}")
+
+
+def validate_host_message(message: Any) -> dict[str, Any]:
+    """Return the message if it is a valid host-protocol message, else raise ContractError."""
+    if not isinstance(message, dict):
+        raise ContractError("invalid host message: expected a JSON object")
+    kind = message.get("type")
+    if kind not in HOST_MESSAGE_TYPES:
+        raise ContractError(f"invalid host message: type: unknown message type {kind!r}")
+    check(f"host/{kind}.json", message, f"{kind} message")
+    return message
+
+
+def validate_tool_input(name: str, arguments: Any) -> dict[str, Any]:
+    validators = _tool_validators()
+    if name not in validators:
+        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(validators))}")
+    if not isinstance(arguments, dict):
+        raise ContractError(f"invalid input for {name}: expected a JSON object")
+    errors = list(validators[name].iter_errors(arguments))
+    if errors:
+        raise ContractError(f"invalid input for {name}: {describe_errors(errors)}")
+    if name == "execute_task_automation" and ("code" in arguments) == ("edits" in arguments):
+        # Kept out of the schema itself: vendors reject oneOf at the top of a tool's parameters.
+        raise ContractError(f"invalid input for {name}: give exactly one of `code` (a full script) or `edits`")
+    return arguments
+
+
+def validate_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
+    check("stream_chunk.json", chunk, "stream chunk")
+    return chunk

@@ -1,0 +1,168 @@
+"""Host capability providers: one module per host owns everything host-specific; the runtimes and the
+wire contract stand alone."""
+from __future__ import annotations
+
+import ast
+import configparser
+import fnmatch
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cloud.contract import ContractError
+from cloud.hosts.hello import Hello
+from cloud.hosts.registry import PROVIDER_MODULES, get_provider, host_labels, host_tool_definitions
+from shared_contract import SCHEMA_DIR
+from shared_contract.validate import tool_definitions
+from tests.support.client import write_script
+
+ROOT = Path(__file__).resolve().parents[1]
+IRONPYTHON = "2.7.12 (IronPython 2.7.12 (2.7.12.1000) on .NET 4.0.30319.42000 (64-bit))"
+
+
+def hello_of(host_app: str, **fields) -> dict:
+    return {"type": "hello", "host_app": host_app, "host_version": "2026 (26.0.4.409)", "runtime_version": "1.0",
+            "python_version": "3.11.7", "document": {"title": "Tower A", "schema": "IFC4"},
+            "capabilities": ["hold", "context"], **fields}
+
+
+def test_hello_is_parsed_once_into_a_typed_value():
+    message = hello_of("revit", python_version=IRONPYTHON, host_id="h_1")
+    hello = Hello.parse(message)
+    assert (hello.host_app, hello.host_version, hello.runtime_version) == ("revit", "2026 (26.0.4.409)", "1.0")
+    assert hello.python_version == IRONPYTHON and hello.python_major == 2
+    assert hello.title == "Tower A" and hello.document["schema"] == "IFC4" and hello.host_id == "h_1"
+    assert hello.has("hold") and hello.has("context") and not hello.has("review")
+    # It still reads as the message it came from, for code that wants the wire form.
+    assert hello.raw == message and hello.as_message() == message and hello["host_app"] == "revit"
+    assert hello.get("capabilities") == ["hold", "context"] and dict(hello) == message
+    assert Hello.parse(hello) is hello
+    assert Hello.parse(hello_of("ifc", python_version="unknown")).python_major is None
+    assert not Hello.parse({k: v for k, v in message.items() if k != "capabilities"}).has("hold")
+
+
+def test_a_malformed_hello_is_refused_naming_the_field():
+    with pytest.raises(ContractError, match="invalid hello message: python_version"):
+        Hello.parse(hello_of("ifc", python_version=""))
+    with pytest.raises(ContractError, match="'document' is a required property"):
+        Hello.parse({k: v for k, v in hello_of("ifc").items() if k != "document"})
+
+
+@pytest.mark.parametrize("host_app", ["ifc", "revit", "test"])
+def test_every_provider_owns_everything_host_specific(host_app):
+    provider = get_provider(host_app)
+    hello = Hello.parse(hello_of(host_app))
+    assert provider.host_app == host_app and provider.capability_version
+    assert host_labels(host_app) == {"display_name": provider.display_name, "referred_to_as": provider.referred_to_as}
+    assert provider.display_name and provider.referred_to_as
+    assert provider.script_dialect(hello).python_major in (2, 3)
+    fragment = provider.system_prompt_fragment(hello)
+    assert "Tower A" in fragment or "2026" in fragment
+    assert "$" not in fragment
+    assert len(provider.views_description(hello)) > 40
+    assert provider.build_task_automation_epilogue().strip()
+    source = provider.api_index_source(hello)
+    assert source is not None and source.key.startswith(f"{host_app}:")
+
+
+def test_the_script_dialect_comes_from_the_provider():
+    revit, ifc = get_provider("revit"), get_provider("ifc")
+    ironpython = revit.script_dialect(Hello.parse(hello_of("revit", python_version=IRONPYTHON)))
+    assert ironpython.name == "ironpython2" and not ironpython.compiles_here
+    # pyRevit's default engine is IronPython 2.7: a version the provider cannot read counts as that.
+    assert revit.script_dialect(Hello.parse(hello_of("revit", python_version="unknown"))) == ironpython
+    cpython = revit.script_dialect(Hello.parse(hello_of("revit", python_version="3.12.3 (CPython)")))
+    assert cpython.name == "python3" and cpython.compiles_here
+    assert ifc.script_dialect(Hello.parse(hello_of("ifc", python_version="garbage"))).compiles_here
+
+
+def _capture_description(hello: dict | None) -> str:
+    return {t["name"]: t for t in host_tool_definitions(hello)}["capture_view"]["description"]
+
+
+def test_capture_view_lists_every_kind_of_view_each_host_offers():
+    canonical = {t["name"]: t for t in tool_definitions()}
+    ifc = _capture_description(hello_of("ifc"))
+    for kind in ("storey's `Name`", "`#<id>`", "`3D`", "`3D: <storey>`", "orange"):
+        assert kind in ifc, kind
+    revit = _capture_description(hello_of("revit"))
+    for kind in ("Project Browser", "Floor Plan: Level 1", "3D View: {3D}", "sections", "elevations",
+                 "schedules and view templates cannot", "active view"):
+        assert kind in revit, kind
+    assert ifc.startswith(canonical["capture_view"]["description"]) and "Revit" not in ifc
+    assert "IFC" not in revit and "storey" not in revit
+    # Without a host the model gets the canonical definitions; the other tools never change.
+    assert host_tool_definitions(None) == tool_definitions()
+    for hello in (hello_of("ifc"), hello_of("revit"), hello_of("test")):
+        tools = host_tool_definitions(hello)
+        assert [t["name"] for t in tools] == [t["name"] for t in tool_definitions()]
+        assert [t for t in tools if t["name"] != "capture_view"] == \
+            [t for t in tool_definitions() if t["name"] != "capture_view"]
+        assert host_tool_definitions(hello) is tools  # cached: the same prefix turn after turn
+
+
+def test_the_test_host_exists_only_because_the_tests_registered_it():
+    assert "test" not in PROVIDER_MODULES
+    sources = [p for p in (ROOT / "cloud").rglob("*.py")] + list(SCHEMA_DIR.rglob("*.json"))
+    for path in sources:
+        assert "tests.support" not in path.read_text(encoding="utf-8"), path
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+STANDALONE = {
+    "ifc_host": "ifc_host.runtime, ifc_host.protocol, ifc_host.executor, ifc_host.render, ifc_host.sample",
+    "shared_contract": "shared_contract.validate",
+}
+
+
+@pytest.mark.parametrize("package", sorted(STANDALONE))
+def test_runtimes_and_the_contract_import_nothing_from_the_orchestrator(package):
+    files = sorted((ROOT / package).rglob("*.py"))
+    assert files
+    for path in files:
+        assert not {n for n in _imports(path) if n == "cloud" or n.startswith("cloud.")}, path
+    script = f"import sys, {STANDALONE[package]}\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'cloud'))"
+    loaded = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_the_contract_package_ships_its_schemas_and_validation():
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    assert "shared_contract" in config["options.packages.find"]["include"].split()
+    patterns = [p.strip() for p in config["options.package_data"]["shared_contract"].split(",")]
+    for path in SCHEMA_DIR.rglob("*.json"):
+        relative = path.relative_to(SCHEMA_DIR).as_posix()
+        assert any(fnmatch.fnmatch(relative, p) and relative.count("/") == p.count("/") for p in patterns), relative
+    assert (SCHEMA_DIR / "validate.py").exists()
+
+
+def test_a_host_added_by_one_module_reaches_the_model_and_the_person(server, alice, host, scripts_dir, monkeypatch):
+    from cloud.vendors import scripted
+
+    seen = []
+    original = scripted.ScriptedModel.stream
+
+    def recording(self, request, cancel):
+        seen.append(request)
+        return (yield from original(self, request, cancel))
+
+    monkeypatch.setattr(scripted.ScriptedModel, "stream", recording)
+    spec = write_script(scripts_dir / "views.json", [
+        [{"tool_call": {"name": "capture_view", "input": {"view": "Level 2"}}}], [{"text": "seen"}]])
+    stream = alice.run(alice.new_session(host.host_id, spec), "show me level 2")
+    assert stream.last["type"] == "Complete"
+    assert 'an in-memory test document "Test document"' in seen[0].system
+    assert [m["view"] for m in host.received if m["type"] == "export_view"] == ["Level 2"]

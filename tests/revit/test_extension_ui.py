@@ -209,3 +209,22 @@ def test_the_extension_follows_pyrevit_s_layout():
             for variant in ("", ".dark"):
                 with Image.open(bundle / f"{icon}{variant}.png") as image:
                     assert image.format == "PNG" and image.size == (96, 96)
+
+
+def test_open_in_browser_goes_through_the_shell_on_net8(started):
+    """Issue 16, item 3: on Revit 2025+ (.NET 8) Process.Start(url) throws; the click must not."""
+    revit, _runtime = started({"server_url": "http://127.0.0.1:9", "token": "t", "auto_connect": False})
+    panel = pane_of(revit)._data.FrameworkElement
+    revit.run_on_main(panel.open_browser_button.click)
+    assert revit.opened_urls == ["http://127.0.0.1:9/"]
+
+
+def test_webview2_starts_when_the_pane_is_loaded_not_during_startup(started):
+    """Issue 16, item 5: no synchronization context during OnStartup; the pane's Loaded event has one."""
+    revit, _runtime = started()
+    assert revit.webviews == []  # nothing was tried while Revit started up
+    press(revit, "Chat")
+    wait_for(lambda: revit.webviews and revit.webviews[0].environment is not None)
+    folder = revit.webviews[0].environment.UserDataFolder
+    assert folder.endswith("Revit 2026") and "localappdata" in folder
+    assert "could not start" not in pane_of(revit)._data.FrameworkElement.browser_note.Text

@@ -149,6 +149,8 @@ class FakeMainThread:
     def raise_event(self) -> str:
         self.raise_calls += 1
         status = self.responses.pop(0) if self.responses else "Accepted"
+        if status == "throw":
+            raise RuntimeError("the event could not be raised")
         if status == "Accepted":
             self.raised.set()
         return status
@@ -172,11 +174,11 @@ def make_dispatcher(ran: list[str], sleeps: list[float] | None = None) -> Dispat
     return Dispatcher(run_job, sleep=sleep)
 
 
-def test_denied_raises_are_retried_with_backoff_until_accepted():
+def test_a_raise_that_throws_is_retried_with_backoff_until_accepted():
     ran: list[str] = []
     sleeps: list[float] = []
     dispatcher = make_dispatcher(ran, sleeps)
-    main = FakeMainThread(dispatcher, ["Denied", "Denied", "Denied"])
+    main = FakeMainThread(dispatcher, ["throw", "throw", "throw"])
     dispatcher.attach_event(main.raise_event)
     worker = threading.Thread(target=main.run_when_idle)
     worker.start()
@@ -187,7 +189,25 @@ def test_denied_raises_are_retried_with_backoff_until_accepted():
     assert reply["ok"] is True and ran == ["r1"]
     assert main.raise_calls == 4
     assert len(sleeps) == 3 and sleeps[0] < sleeps[-1]  # backing off
-    assert dispatcher.raise_results[-4:] == ["Denied", "Denied", "Denied", "Accepted"]
+    assert dispatcher.raise_results[-1] == "Accepted"
+    assert all(r.startswith("Failed: ") for r in dispatcher.raise_results[-4:-1])
+
+
+def test_denied_is_not_retried_the_job_is_refused_at_once_with_what_to_do():
+    """Revit denies the event of a handler that failed, for good (issue 16, item 10)."""
+    ran: list[str] = []
+    sleeps: list[float] = []
+    dispatcher = make_dispatcher(ran, sleeps)
+    main = FakeMainThread(dispatcher, ["Denied", "Denied"])
+    dispatcher.attach_event(main.raise_event)
+
+    first = dispatcher.serve({"type": "execute", "request_id": "r1"}, pickup_timeout_s=30)
+    second = dispatcher.serve({"type": "execute", "request_id": "r2"}, pickup_timeout_s=30)
+    assert first["ok"] is False and first["error"]["type"] == "RevitDenied"
+    assert "Reload pyRevit" in first["error"]["message"] and second["error"]["type"] == "RevitDenied"
+    assert main.raise_calls == 2 and sleeps == [] and dispatcher.denied is True
+    dispatcher.drain("uiapp")  # a handler that runs after all never runs a refused job
+    assert ran == []
 
 
 def test_a_job_not_picked_up_in_time_is_answered_busy_and_never_runs_later():

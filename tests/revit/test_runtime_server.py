@@ -77,12 +77,17 @@ def test_a_job_behind_a_modal_dialog_is_answered_busy_and_never_applied_later(se
     assert run(server, host, REVIT_SCRIPTS["count_elements"])["ok"] is True
 
 
-def test_denied_raises_are_retried_until_revit_accepts(server, launch):
+def test_a_denied_event_is_reported_at_once_and_asks_for_a_reload(server, launch):
+    """Issue 16, item 10: Denied is permanent; the person is told to reload, not 'busy' after 20 s."""
     host, _ = launch()
-    host.session.deny_next_raises(3)
+    before = host.document_bytes()
+    host.session.fail_event_handlers()
     reply = run(server, host, REVIT_SCRIPTS["add_element"], mode="automate")
-    assert reply["committed"] is True
-    assert host.runtime.dispatcher.raise_results[-4:] == ["Denied", "Denied", "Denied", "Accepted"]
+    assert reply["ok"] is False and reply["error"]["type"] == "RevitDenied"  # not "busy"
+    assert "Reload pyRevit" in reply["error"]["message"] and not reply.get("timed_out")
+    assert host.runtime.dispatcher.raise_results[-1] == "Denied"
+    assert "reload pyRevit" in host.runtime.status()["summary"]
+    assert host.document_bytes() == before
 
 
 def test_a_result_made_while_the_link_is_down_is_delivered_after_reconnecting(server, launch):
@@ -153,7 +158,10 @@ def test_a_whole_agent_run_uses_the_revit_provider_epilogue_and_view(server, lau
     assert "=== CHANGE REPORT ===" in report and "@@nexus" not in report
     assert report.count("Walls | Basic Wall : Generic - 200mm | Level: Level 2") == 2
     assert automation["directives"]["view"] == "Level 2" and automation["directives"]["geometry_changed"]
-    assert automation["image"] is not None
+    image = automation["image"]  # {"error": ...} when the export failed
+    assert "error" not in image and image["view"] == "Level 2" and image["width"] > 0 < image["height"]
+    png = alice.call("GET", f"/api/sessions/{session_id}/images/{image['image_id']}")
+    assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
     messages = alice.call("GET", f"/api/sessions/{session_id}").json()["messages"]
     assert "Walls | Basic Wall : Generic - 200mm" in tool_result_texts(messages)[1]
     first_turn = str(messages[0]["content"])

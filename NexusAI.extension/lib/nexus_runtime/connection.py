@@ -4,12 +4,20 @@ Nothing on this thread touches the Revit API or WPF: what the hello says comes f
 kept by the main thread, and commands are handed to a router that queues them for the main thread.
 Replies that cannot be sent because the link is down are kept (bounded) and sent after the next
 welcome; the hello then carries the previous host_id so the cloud keeps routing to this Revit.
+
+Two locks: `_send_lock` lets one sender at a time onto the socket; `_state_lock` guards which transport
+is current. Dropping the link (Disconnect, new settings, a pyRevit reload: Revit's UI thread) takes only
+the state lock and aborts the socket outside any lock, so a send stuck in a stalled network never
+freezes Revit; the abort is what unblocks that send. A heartbeat pings the server every `heartbeat_s`;
+a link that brings nothing back for DEAD_AFTER_HEARTBEATS of them is half-open and is dropped.
 """
+import itertools
 import threading
 from collections import deque
 
 from nexus_runtime import protocol
 from nexus_runtime.backoff import Backoff
+from nexus_runtime.jobs import monotonic
 from nexus_runtime.settings import websocket_url
 from nexus_runtime.transport import TransportClosed
 
@@ -20,6 +28,7 @@ CONNECTED = "connected"
 STOPPED = "stopped"
 
 _KEPT_FOR_LATER = ("execute_result", "export_view_result")
+DEAD_AFTER_HEARTBEATS = 3
 
 
 class HelloRefused(Exception):
@@ -37,7 +46,11 @@ class HostConnection(object):
         self._connect_timeout_s = connect_timeout_s
         self._on_message = None
         self._send_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._transport = None
+        self._last_inbound = monotonic()
+        self._dead_link = None
+        self._nonces = itertools.count(1)
         self._outbox = deque(maxlen=max_outbox)
         self._stop = threading.Event()
         self._stop.set()  # not started yet
@@ -78,9 +91,10 @@ class HostConnection(object):
         """Send one message (one sender at a time). Results are kept for later if the link is down."""
         text = protocol.encode(message)
         with self._send_lock:
-            if self._transport is not None and self.state == CONNECTED:
+            transport = self._transport
+            if transport is not None and self.state == CONNECTED:
                 try:
-                    self._transport.send_text(text)
+                    transport.send_text(text)
                     return True
                 except Exception as exc:
                     self._log.write("send failed: {0}".format(exc))
@@ -104,6 +118,8 @@ class HostConnection(object):
                 self.last_error = str(exc) or exc.__class__.__name__
             finally:
                 self._drop_transport(transport)
+            if self._dead_link:  # the heartbeat dropped the link: say why, not how the receive ended
+                self.last_error, self._dead_link = self._dead_link, None
             if stop.is_set():
                 break
             delay = self._backoff.next_delay()
@@ -111,13 +127,18 @@ class HostConnection(object):
             self._wait(delay)
 
     def _serve_once(self, settings, transport, stop):
-        with self._send_lock:
+        with self._state_lock:
             if stop.is_set():
                 return
             self._transport = transport
             self.state = CONNECTING
         transport.connect(websocket_url(settings.server_url),
                           {"Authorization": "Bearer " + settings.token}, self._connect_timeout_s)
+        self._last_inbound = monotonic()
+        heartbeat = threading.Thread(target=self._heartbeat, args=(transport, stop, float(settings.heartbeat_s)),
+                                     name="NexusAI heartbeat")
+        heartbeat.daemon = True
+        heartbeat.start()
         info = self._host_info.snapshot()
         hello = protocol.hello(info["host_version"], info["python_version"], info["document_title"], self.host_id)
         with self._send_lock:
@@ -128,15 +149,36 @@ class HostConnection(object):
         self.connected_count += 1
         self._log.write("connected as host {0}".format(self.host_id))
         while not stop.is_set():
-            self._deliver(transport.receive_text())
+            self._deliver(self._receive(transport))
+
+    def _receive(self, transport):
+        text = transport.receive_text()
+        self._last_inbound = monotonic()
+        return text
+
+    def _heartbeat(self, transport, stop, interval_s):
+        """Ping the server (once welcomed); drop the link when nothing at all came back for
+        DEAD_AFTER_HEARTBEATS heartbeats, the handshake included."""
+        while self._transport is transport and not stop.wait(interval_s):
+            if self._transport is not transport:
+                return
+            silent_s = monotonic() - self._last_inbound
+            if silent_s > DEAD_AFTER_HEARTBEATS * interval_s:
+                self._dead_link = "the server went silent for {0:.1f} s (a half-open connection)".format(silent_s)
+                self._log.write(self._dead_link + "; reconnecting")
+                self._drop_transport(transport)
+                return
+            if self.state == CONNECTED:
+                self.send(protocol.ping("hb{0}".format(next(self._nonces))))
 
     def _await_welcome(self, transport, stop):
         while True:
-            message = protocol.decode(transport.receive_text())
+            message = protocol.decode(self._receive(transport))
             if message["type"] == "welcome":
                 with self._send_lock:
-                    self.host_id = message.get("host_id") or self.host_id
-                    self._set_state(stop, CONNECTED)
+                    with self._state_lock:
+                        self.host_id = message.get("host_id") or self.host_id
+                        self._set_state(stop, CONNECTED)
                     while self._outbox:
                         transport.send_text(self._outbox[0])
                         self._outbox.popleft()
@@ -155,8 +197,9 @@ class HostConnection(object):
             self._log.write("message handler failed: {0}".format(exc))
 
     def _drop_transport(self, transport):
-        """Close `transport` (None: whichever is current) and forget it if it is the current one."""
-        with self._send_lock:
+        """Close `transport` (None: whichever is current) and forget it if it is the current one. Never
+        waits for a sender: the close (an abort) happens outside every lock and ends a stuck send."""
+        with self._state_lock:
             if transport is None:
                 transport = self._transport
             if transport is not None and transport is self._transport:

@@ -6,10 +6,15 @@ Two mechanisms share one deadline:
   block and function body. A bare `except:` catches the first ScriptTimeout (it is a BaseException), and
   CPython drops a trace hook whose exception escaped it, so a stubborn loop would run on untraced; the
   checks raise again at its next iteration, handler or call, until the script ends.
-A script whose syntax tree this interpreter cannot compile back runs with the trace hook alone.
+The checks are inserted into the source text, on the lines where the parse puts those statements, and
+the text is compiled: compiling a rewritten syntax tree would lose every source position under
+IronPython 2.7 (its `_ast` round trip builds nodes without spans), so tracebacks would name wrong lines
+and trace "line" events would never fire. Line numbers stay exactly those of the script. A script whose
+rewritten text does not compile runs with the trace hook alone.
 Plain Python (IronPython 2.7 and CPython 3).
 """
 import ast
+import sys
 
 CHECK_NAME = "__nexus_deadline__"
 
@@ -47,63 +52,105 @@ class Deadline(object):
         return self.local_trace
 
 
-def _check_statement(anchor):
-    call = ast.Call(func=ast.Name(id=CHECK_NAME, ctx=ast.Load()), args=[], keywords=[])
-    if "starargs" in ast.Call._fields:  # Python 2.7's Call node
-        call.starargs = None
-        call.kwargs = None
-    return ast.copy_location(ast.Expr(value=call), anchor)
-
-
 try:
     STRING_TYPES = (str, unicode)  # noqa: F821 (IronPython 2.7)
 except NameError:
     STRING_TYPES = (str,)
 
+STATEMENT_CHECK = CHECK_NAME + "(); "
+EXPRESSION_CHECK = CHECK_NAME + "() or "  # the check returns None, so `None or x` is x
+_COMPOUND = ("For", "While", "If", "With", "Try", "TryExcept", "TryFinally", "TryStar", "FunctionDef", "ClassDef",
+             "AsyncFunctionDef", "AsyncFor", "AsyncWith", "Match")
+_DEFINITIONS = ("FunctionDef", "ClassDef", "AsyncFunctionDef")
+_LOOSE_EXPRESSIONS = ("IfExp", "Lambda")  # bind more loosely than `or`: a prefix would change their meaning
+_COLUMNS_ARE_CHARACTERS = sys.platform == "cli"  # IronPython parses text; CPython reports UTF-8 byte offsets
+
+
+def _kind(node):
+    return node.__class__.__name__
+
 
 def _is_docstring(statement):
     if not isinstance(statement, ast.Expr):
         return False
-    if hasattr(ast, "Constant"):
-        return isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, STRING_TYPES)
-    return isinstance(statement.value, ast.Str)  # Python 2.7
+    if hasattr(ast, "Constant") and isinstance(statement.value, ast.Constant):
+        return isinstance(statement.value.value, STRING_TYPES)
+    return _kind(statement.value) == "Str"  # Python 2.7
 
 
-def _with_check(body, anchor):
-    if not body:
-        return body
-    start = 1 if _is_docstring(body[0]) else 0  # a function's docstring stays first
-    return body[:start] + [_check_statement(body[start] if start < len(body) else anchor)] + body[start:]
+def _check_site(body, skip_docstring=False):
+    """Where a check runs each time `body` starts: ("statement", node) before a simple statement, or
+    ("expression", node) before the header expression of a compound one; None where no place is safe."""
+    statements = list(body)
+    if skip_docstring and statements and _is_docstring(statements[0]):
+        statements = statements[1:]
+    for statement in statements:
+        kind = _kind(statement)
+        if kind not in _COMPOUND:
+            return "statement", statement
+        if kind in _DEFINITIONS:
+            continue  # a definition runs nothing: the next statement is the head of the body's work
+        if kind in ("If", "While"):
+            expression = statement.test
+        elif kind == "For":
+            expression = statement.iter
+        elif kind == "With":
+            expression = statement.items[0].context_expr if hasattr(statement, "items") else statement.context_expr
+        elif kind in ("Try", "TryExcept", "TryFinally", "TryStar"):
+            return _check_site(statement.body)
+        else:
+            return None
+        if _kind(expression) in _LOOSE_EXPRESSIONS:
+            return None
+        return "expression", expression
+    return None
 
 
-class _CheckInserter(ast.NodeTransformer):
-    def _body(self, node):
-        self.generic_visit(node)
-        node.body = _with_check(node.body, node)
-        return node
-
-    visit_For = _body
-    visit_While = _body
-    visit_FunctionDef = _body
-    visit_ExceptHandler = _body
-
-    def _finally(self, node):
-        self.generic_visit(node)
+def _bodies(tree):
+    """Every statement list that must start with a check: loop, function, handler and finally bodies."""
+    for node in ast.walk(tree):
+        kind = _kind(node)
+        if kind in ("For", "While", "AsyncFor"):
+            yield node.body, False
+        elif kind in ("FunctionDef", "AsyncFunctionDef"):
+            yield node.body, True
+        elif kind == "ExceptHandler":
+            yield node.body, False
         if getattr(node, "finalbody", None):
-            node.finalbody = _with_check(node.finalbody, node.finalbody[0])
-        return node
+            yield node.finalbody, False
 
-    visit_Try = _finally  # Python 3
-    visit_TryFinally = _finally  # Python 2.7
+
+def _column(line, col_offset):
+    if _COLUMNS_ARE_CHARACTERS:
+        return col_offset
+    try:
+        return len(line.encode("utf-8")[:col_offset].decode("utf-8"))
+    except UnicodeError:
+        return col_offset
+
+
+def insert_checks(code, tree):
+    """The script's text with a check call at every site, on the same lines (columns shift, lines do not)."""
+    sites = set()
+    for body, skip_docstring in _bodies(tree):
+        site = _check_site(body, skip_docstring)
+        if site is not None:
+            kind, node = site
+            sites.add((node.lineno, node.col_offset, STATEMENT_CHECK if kind == "statement" else EXPRESSION_CHECK))
+    lines = code.split("\n")
+    for lineno, col_offset, text in sorted(sites, reverse=True):
+        line = lines[lineno - 1]
+        column = _column(line, col_offset)
+        lines[lineno - 1] = line[:column] + text + line[column:]
+    return "\n".join(lines)
 
 
 def compile_with_checks(code, filename):
     """Compiled code with deadline checks inserted; SyntaxError as plain compile() raises it."""
+    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST, True)
     try:
-        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST, True)
-        tree = ast.fix_missing_locations(_CheckInserter().visit(tree))
-        return compile(tree, filename, "exec", 0, True)
-    except SyntaxError:
-        raise
-    except Exception:  # an interpreter that cannot compile a syntax tree: the trace hook alone
-        return compile(code, filename, "exec", 0, True)
+        checked = insert_checks(code, tree)
+        return compile(checked, filename, "exec", 0, True)
+    except Exception:  # a site this rewrite cannot handle, a parse without positions: the trace hook alone
+        pass
+    return compile(code, filename, "exec", 0, True)

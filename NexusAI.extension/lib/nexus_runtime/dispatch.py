@@ -1,9 +1,12 @@
 """Getting a job onto Revit's main thread: one queue, one ExternalEvent, one job at a time.
 
-Background threads call `serve(message)`: it queues the job, raises the event (retrying a Denied or
-failed Raise with a short backoff) and waits. The main-thread handler calls `drain(context)`, which runs
-queued jobs one after another and skips any that were abandoned. Nothing here touches the Revit API:
-`raise_event` and `run_job` are supplied by the Revit-facing layer.
+Background threads call `serve(message)`: it queues the job, raises the event, wakes Revit (while the
+person is away Revit raises no Idling, so a raised event would wait), and waits. A Raise() that throws is
+retried with a short backoff; `Denied` is not: Revit denies the event of a handler that failed, for good,
+so the job is answered at once with what to do (reload), and so is every later one. The main-thread
+handler calls `drain(context)`, which runs queued jobs one after another and skips any that were
+abandoned. Nothing here touches the Revit API: `raise_event`, `wake` and `run_job` are supplied by the
+Revit-facing layer.
 """
 import sys
 import time
@@ -14,6 +17,9 @@ from nexus_runtime.backoff import Backoff
 from nexus_runtime.jobs import Job, JobQueue, monotonic
 
 RAISE_OK = ("Accepted", "Pending")  # Pending: already raised, the handler will drain this job too
+DENIED = "Denied"
+DENIED_MESSAGE = ("Revit refuses to run NexusAI's requests (ExternalEvent.Raise returned Denied: its handler "
+                  "failed earlier). Reload pyRevit (pyRevit tab > Reload) or restart Revit, then retry.")
 
 
 class Dispatcher(object):
@@ -25,13 +31,17 @@ class Dispatcher(object):
         self._sleep = sleep
         self._raise_backoff = raise_backoff or (lambda: Backoff(0.05, 1.0, jitter=0.1))
         self._raise_event = None
+        self._wake = None
+        self.denied = False  # Revit denied the event: nothing runs until a reload
         self.queue = JobQueue()
         self.default_pickup_timeout_s = float(default_pickup_timeout_s)
         self.raise_results = []  # the last few Raise() outcomes, for the status line and tests
 
-    def attach_event(self, raise_event):
-        """`raise_event()` raises the ExternalEvent and returns the ExternalEventRequest name."""
+    def attach_event(self, raise_event, wake=None):
+        """`raise_event()` raises the ExternalEvent and returns the ExternalEventRequest name; `wake()`
+        nudges Revit's main thread so it idles and picks the event up."""
         self._raise_event = raise_event
+        self._wake = wake
 
     def serve(self, message, pickup_timeout_s=None):
         """Background thread: run `message` on the main thread and return its reply (never raises)."""
@@ -43,7 +53,10 @@ class Dispatcher(object):
         created = self._clock()
         job = Job(message, created + timeout, created)
         self.queue.put(job)
-        self._request_pickup(job)
+        if self._request_pickup(job) == DENIED:
+            self.denied = True
+            if job.refuse(protocol.failed_reply_for(message, "RevitDenied", DENIED_MESSAGE)):
+                self._note("job {0} refused: ExternalEvent.Raise() returned Denied".format(job.request_id))
         return job
 
     def wait_for_reply(self, job):
@@ -58,6 +71,10 @@ class Dispatcher(object):
         while True:
             status = self._raise_once()
             if status in RAISE_OK:
+                self.denied = False
+                self._wake_revit()
+                return status
+            if status == DENIED:
                 return status
             remaining = job.deadline - self._clock()
             if remaining <= 0:
@@ -75,6 +92,14 @@ class Dispatcher(object):
                 status = "Failed: " + str(exc)
         self.raise_results = (self.raise_results + [status])[-20:]
         return status
+
+    def _wake_revit(self):
+        if self._wake is None:
+            return
+        try:
+            self._wake()
+        except Exception as exc:
+            self._note("could not wake Revit: {0}".format(exc))
 
     def drain(self, context, kinds=None):
         """Main thread (inside the ExternalEvent handler): run every queued job that is still wanted (only

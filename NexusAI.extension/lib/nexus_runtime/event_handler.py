@@ -18,9 +18,10 @@ class JobEventHandler(IExternalEventHandler):
         return "NexusAI runtime"
 
 
-def create_job_event(dispatcher, log):
-    """Must run on the main thread (startup): Revit only creates external events in an API context."""
+def create_job_event(dispatcher, log, wake=None):
+    """Must run on the main thread (startup): Revit only creates external events in an API context.
+    `wake()` (main_window.py) is called after each accepted Raise()."""
     handler = JobEventHandler(dispatcher, log)
     event = ExternalEvent.Create(handler)
-    dispatcher.attach_event(event.Raise)
+    dispatcher.attach_event(event.Raise, wake)
     return handler, event

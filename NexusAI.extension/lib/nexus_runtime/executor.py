@@ -212,7 +212,9 @@ def _run_transaction(uiapp, uidoc, doc, state, guard_log, log):
                 else:
                     status = transaction.Commit()
                     state.committed = status == DB.TransactionStatus.Committed
-                    if not state.committed:
+                    if status == DB.TransactionStatus.Pending:
+                        state.error = _pending_commit(state.failures)
+                    elif not state.committed:
                         state.error = _rejected_commit(status, state.failures)
             finally:
                 if transaction.GetStatus() == DB.TransactionStatus.Started:
@@ -264,6 +266,16 @@ def _rejected_commit(status, failures):
     if detail:
         text += " Errors: " + detail
     return protocol.error_info("TransactionRolledBack", text)
+
+
+def _pending_commit(failures):
+    detail = failures.summary()
+    text = ("Revit has not finished this run: it is settling the failures of its commit with the person "
+            "(Commit returned Pending), so the change may still be kept or undone there. Re-inspect the model "
+            "before the next run.")
+    if detail:
+        text += " Errors: " + detail
+    return protocol.error_info("TransactionPending", text)
 
 
 def _message_of(exc):

@@ -1,5 +1,10 @@
 """The transaction's IFailuresPreprocessor: record every warning and error, delete the warnings so no
-dialog blocks the commit, and roll back when there is an error. Revit-facing."""
+dialog blocks the commit, and roll back when there is an error. Revit-facing.
+
+Failure handling stays modal (forced): with modeless handling Revit may end Commit() with `Pending` and
+settle the failures with the person after the handler returned, while a held run's TransactionGroup
+must end inside it. Our preprocessor resolves every failure, so no failures dialog appears; one posted
+later by another add-in goes to Revit's dialog, which the run guard answers (Cancel: roll back)."""
 from Autodesk.Revit import DB
 
 from nexus_runtime.ids import element_id_values
@@ -24,11 +29,22 @@ class RecordingFailuresPreprocessor(DB.IFailuresPreprocessor):
                     self._failure_log.record("error", text, ids)
                     has_error = True
             if has_error:
-                return DB.FailureProcessingResult.ProceedWithRollBack
+                return _roll_back(failuresAccessor)
             return DB.FailureProcessingResult.Continue
         except Exception as exc:
             self._failure_log.record("error", "NexusAI could not process Revit's failure messages: " + str(exc))
-            return DB.FailureProcessingResult.ProceedWithRollBack
+            return _roll_back(failuresAccessor)
+
+
+def _roll_back(failures_accessor):
+    """ProceedWithRollBack, with the failures cleared so Revit shows no dialog for them afterwards."""
+    try:
+        options = failures_accessor.GetFailureHandlingOptions()
+        options.SetClearAfterRollback(True)
+        failures_accessor.SetFailureHandlingOptions(options)
+    except Exception:
+        pass  # the transaction's own options already ask for it
+    return DB.FailureProcessingResult.ProceedWithRollBack
 
 
 def configure_failure_handling(transaction, preprocessor):
@@ -36,5 +52,5 @@ def configure_failure_handling(transaction, preprocessor):
     options = transaction.GetFailureHandlingOptions()
     options.SetFailuresPreprocessor(preprocessor)
     options.SetClearAfterRollback(True)
-    options.SetForcedModalHandling(False)
+    options.SetForcedModalHandling(True)
     transaction.SetFailureHandlingOptions(options)

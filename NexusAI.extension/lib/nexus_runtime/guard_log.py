@@ -17,7 +17,14 @@ _MESSAGE_BOX_ANSWERS = {
     5: (IDCANCEL, IDRETRY),  # Retry / Cancel
     6: (IDCANCEL,),  # Cancel / Try again / Continue
 }
-_TASK_DIALOG_ANSWERS = (IDCANCEL, IDCLOSE, IDNO, IDOK)
+# A TaskDialog with only custom buttons (command links) answers none of the standard codes: its buttons
+# are 1001, 1002... in the order shown. The last one tried first: Revit lists the way out last ("Cancel",
+# "Do not ...") and the action it proposes first. Whatever the button does inside a run is undone if the
+# run fails; the answer is reported to the model either way.
+FIRST_CUSTOM_BUTTON = 1001
+CUSTOM_BUTTONS_TRIED = 10
+CUSTOM_BUTTON_ANSWERS = tuple(range(FIRST_CUSTOM_BUTTON + CUSTOM_BUTTONS_TRIED - 1, FIRST_CUSTOM_BUTTON - 1, -1))
+_TASK_DIALOG_ANSWERS = (IDCANCEL, IDCLOSE, IDNO, IDOK) + CUSTOM_BUTTON_ANSWERS
 _OTHER_DIALOG_ANSWERS = (IDCANCEL, IDCLOSE, IDOK)
 
 OPERATION_LABELS = {
@@ -59,9 +66,12 @@ class GuardLog(object):
             if label not in self._blocked:
                 self._blocked.append(label)
 
-    def dialog(self, message, dismissed):
+    def dialog(self, message, dismissed, code=None):
+        text = message or "(a dialog without text)"
+        if code is not None and code >= FIRST_CUSTOM_BUTTON:
+            text += " [answered with its button {0}: it had only custom buttons]".format(code - FIRST_CUSTOM_BUTTON + 1)
         with self._lock:
-            self._dialogs.append({"message": message or "(a dialog without text)", "dismissed": bool(dismissed)})
+            self._dialogs.append({"message": text, "dismissed": bool(dismissed)})
 
     def other_document_changed(self, document_title):
         with self._lock:

@@ -150,11 +150,11 @@ class RunGuard(object):
             message = getattr(args, "Message", None)
             dialog_type = getattr(args, "DialogType", None)
             codes = dismissal_codes(dialog_type, is_task_dialog=message is not None and dialog_type is None)
-            dismissed = False
+            answered = None
             for code in codes:
                 if args.OverrideResult(code):
-                    dismissed = True
+                    answered = code
                     break
-            self._record.dialog(message or "Revit dialog {0}".format(args.DialogId), dismissed)
+            self._record.dialog(message or "Revit dialog {0}".format(args.DialogId), answered is not None, answered)
         except Exception as exc:
             self._log.write("dialog guard failed: {0}".format(exc))

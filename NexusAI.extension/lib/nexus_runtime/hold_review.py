@@ -5,14 +5,15 @@ modal window is up, so the wait happens here, on the main thread: first quietly 
 export_view and answering nothing else), then, when nothing has come for a moment, in the review window
 with the changed elements selected and isolated. See holds.py for who may decide and when.
 """
-import time
-
 from nexus_runtime import protocol, review_text
 from nexus_runtime.holds import BY_CLOUD, ReviewPacing
+from nexus_runtime.jobs import monotonic
+from nexus_runtime.message_pump import MessagePump
 from nexus_runtime.review_view import ReviewHighlight
 from nexus_runtime.review_window import ReviewWindow
 
 QUIET_POLL_S = 0.05
+NO_WINDOW_HOLD_S = 60.0  # without the review window only the chat page can decide: do not hold Revit long
 
 
 def wait_for_decision(uiapp, run, held_result, services, guard, log, review=False):
@@ -36,8 +37,9 @@ def _wait(uiapp, run, held_result, services, guard, log, pacing):
         with guard.allowing_own_export():
             return services.pump(uiapp)
 
+    pump = MessagePump()
     services.send(held_result)
-    if _wait_quietly(pacing, serve, until_window=True) == ReviewPacing.DONE:
+    if _wait_quietly(pacing, serve, pump, until_window=True) == ReviewPacing.DONE:
         return
     changes = held_result["changes"]
     highlight = ReviewHighlight(uiapp.ActiveUIDocument, changes["added"] + changes["modified"], log).apply()
@@ -47,15 +49,16 @@ def _wait(uiapp, run, held_result, services, guard, log, pacing):
                                                       held_result.get("stdout")),
                               review_text.highlight_note(highlight.selected, highlight.isolated), log)
         window.wait_for_decision()
-    except Exception as exc:  # no window: the chat page and the timeout can still decide
+    except Exception as exc:  # no window: the chat page and a short timeout can still decide
         log.write("the review window could not be shown: {0}".format(exc))
         pacing.window_shown = True
-        _wait_quietly(pacing, serve, until_window=False)
+        run.shorten(monotonic() + NO_WINDOW_HOLD_S)
+        _wait_quietly(pacing, serve, pump, until_window=False)
     finally:
         highlight.restore()
 
 
-def _wait_quietly(pacing, serve, until_window):
+def _wait_quietly(pacing, serve, pump, until_window):
     while True:
         step = pacing.next_step()
         if step == ReviewPacing.DONE or (until_window and step == ReviewPacing.SHOW_WINDOW):
@@ -63,4 +66,4 @@ def _wait_quietly(pacing, serve, until_window):
         if serve():
             pacing.note_activity()
         else:
-            time.sleep(QUIET_POLL_S)
+            pump.wait(QUIET_POLL_S)

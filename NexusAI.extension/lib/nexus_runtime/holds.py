@@ -67,6 +67,11 @@ class HeldRun(object):
             self.state = DECIDED
         return True
 
+    def shorten(self, deadline):
+        """Bring the hold timeout forward to `deadline` (never later than it was)."""
+        with self._lock:
+            self.deadline = min(self.deadline, deadline)
+
     def expire(self, now):
         """Main thread: past the hold deadline with no decision, discard."""
         with self._lock:

@@ -51,6 +51,17 @@ class Job(object):
             self._abandon_locked(now)
             return True
 
+    def refuse(self, reply):
+        """Waiting side: the job can never run (Revit refuses the event); answer `reply`. False if running."""
+        with self._lock:
+            if self.state != PENDING:
+                return False
+            self.state = ABANDONED
+            self.reply = reply
+            self._settled.set()
+            self._done.set()
+            return True
+
     def _abandon_locked(self, now):
         self.state = ABANDONED
         self.reply = protocol.busy_reply_for(self.message, (now - self.created) * 1000.0)

@@ -19,6 +19,9 @@ except NameError:
     STRING_TYPES = (str,)
 
 
+ELEMENT_ID_MIN, ELEMENT_ID_MAX = -2 ** 63, 2 ** 63 - 1  # ElementId(Int64); DB.ElementId refuses the rest
+
+
 class ProtocolError(ValueError):
     """A message that cannot be served; the text names the offending field."""
 
@@ -51,6 +54,13 @@ def hello(host_version, python_version, document_title, host_id=None):
     }
     if host_id:
         message["host_id"] = host_id
+    return message
+
+
+def ping(nonce=None):
+    message = {"type": "ping"}
+    if nonce:
+        message["nonce"] = nonce
     return message
 
 
@@ -199,4 +209,7 @@ def check_export_view(message):
         if not isinstance(element_ids, list) or not all(
                 isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in element_ids):
             raise ProtocolError("element_ids: must be a list of integers")
+        if not all(ELEMENT_ID_MIN <= i <= ELEMENT_ID_MAX for i in element_ids):
+            raise ProtocolError("element_ids: Revit element ids are 64-bit integers; {0} is out of range".format(
+                next(i for i in element_ids if not ELEMENT_ID_MIN <= i <= ELEMENT_ID_MAX)))
     return message

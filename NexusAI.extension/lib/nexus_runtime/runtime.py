@@ -17,6 +17,7 @@ from nexus_runtime.external_tracking import ExternalChangeTracker
 from nexus_runtime.holds import SERVED_WHILE_HELD
 from nexus_runtime.host_info import HostInfo
 from nexus_runtime.log import RuntimeLog
+from nexus_runtime.main_window import main_window_waker
 from nexus_runtime.revit_jobs import make_job_runner
 from nexus_runtime.router import CommandRouter
 from nexus_runtime.run_services import RunServices
@@ -29,6 +30,7 @@ class NexusRuntime(object):
         self.log = log
         self.settings_store = settings_store
         self.settings = settings_store.load()
+        self.revit_version = str(uiapp.Application.VersionNumber)
         self.host_info = HostInfo(host_version=host_version(uiapp.Application))
         self.refresh_host_info(uiapp)
         self.connection = HostConnection(transport_factory, self._current_settings, self.host_info, log)
@@ -37,7 +39,7 @@ class NexusRuntime(object):
         self.dispatcher = Dispatcher(make_job_runner(log, self.services), log=log,
                                      default_pickup_timeout_s=self.settings.busy_after_s)
         self.services.attach_pump(lambda context: self.dispatcher.drain(context, SERVED_WHILE_HELD))
-        self.handler, self.event = create_job_event(self.dispatcher, log)
+        self.handler, self.event = create_job_event(self.dispatcher, log, main_window_waker(uiapp, log))
         self.router = CommandRouter(self.dispatcher, self.connection.send, log, self._busy_after_s,
                                     self.services.holds)
         self.connection.set_message_handler(self.router.handle)
@@ -111,6 +113,8 @@ class NexusRuntime(object):
             summary = "Connecting to {0}... {1}".format(self.settings.server_url, connection.last_error or "")
         else:
             summary = "Disconnected."
+        if self.dispatcher.denied:
+            summary = "Revit refuses NexusAI's requests (its event handler failed): reload pyRevit or restart Revit."
         holding = self.services.holds.waiting()
         if holding:
             summary += " A change is held: keep or discard it in Revit's review window or in the chat."

@@ -1,10 +1,14 @@
-"""Run one script with its stdout captured (capped) and its failure described by script line.
+"""Run one script with its stdout and stderr captured (capped, in the order written) and its failure
+described by script line. Both streams are replaced for the run: pyRevit shuts down an engine's own
+streams when another engine of the same type starts, and what a script writes to stderr
+(`traceback.print_exc()`, warnings) is part of what it has to say.
 
 Plain Python: the executor gives it a namespace (doc, uidoc, DB, UI, nexus_changes) and a name such as
 "<nexus-script>"; tracebacks are trimmed to the frames of that script so the model sees its own lines.
 """
 import sys
 import traceback
+import warnings
 
 from nexus_runtime import protocol
 from nexus_runtime.deadline import CHECK_NAME, Deadline, ScriptTimeout, compile_with_checks
@@ -68,8 +72,11 @@ def run_script(code, namespace, filename=SCRIPT_FILENAME, stdout_limit=DEFAULT_S
                clock=monotonic):
     writer = CappedWriter(stdout_limit)
     deadline = Deadline(filename, timeout_s, clock) if timeout_s else None
-    saved_stdout, saved_trace = sys.stdout, sys.gettrace()
+    saved_stdout, saved_stderr, saved_trace = sys.stdout, sys.stderr, sys.gettrace()
+    saved_showwarning = warnings.showwarning
     sys.stdout = writer
+    sys.stderr = writer
+    warnings.showwarning = _warning_writer(writer)
     error = None
     try:
         # dont_inherit: the script gets its own dialect, not this module's __future__ flags.
@@ -91,10 +98,18 @@ def run_script(code, namespace, filename=SCRIPT_FILENAME, stdout_limit=DEFAULT_S
     finally:
         sys.settrace(saved_trace)
         sys.stdout = saved_stdout
+        sys.stderr = saved_stderr
+        warnings.showwarning = saved_showwarning
     timed_out = deadline is not None and deadline.fired
     if timed_out and error is None:
         error = protocol.error_info("ScriptTimeout", "the script ran longer than its {0:g} s limit".format(timeout_s))
     return ScriptOutcome(error is None, writer.getvalue(), error, writer.truncated, timed_out)
+
+
+def _warning_writer(writer):
+    def show(message, category, filename, lineno, file=None, line=None):
+        writer.write(warnings.formatwarning(message, category, filename, lineno, line))
+    return show
 
 
 def describe_syntax_error(exc):

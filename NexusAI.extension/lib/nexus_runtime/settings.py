@@ -14,6 +14,7 @@ DEFAULTS = {
     "busy_after_s": 20.0,  # how long a command may wait for Revit to become idle
     "hold_timeout_s": 900.0,  # how long a held change waits for Keep or Discard; then it is discarded
     "review_window_after_s": 1.5,  # quiet time after a held result before the review window opens
+    "heartbeat_s": 15.0,  # ping the server this often; silent for 3 heartbeats = a dead link, reconnect
 }
 
 

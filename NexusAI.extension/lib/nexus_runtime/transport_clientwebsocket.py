@@ -2,7 +2,9 @@
 
 Implements the interface in transport.py. ReceiveAsync may hand a message over in several fragments:
 they are collected in a MemoryStream until EndOfMessage, then decoded as UTF-8 once (a fragment can end
-in the middle of a multi-byte character).
+in the middle of a multi-byte character). The connection goes through the system proxy with the
+signed-in user's credentials (corporate networks). A send that does not finish within `send_timeout_s`
+(a stalled network) aborts the socket, so no thread waits on it for ever.
 """
 import clr
 
@@ -13,6 +15,7 @@ except Exception:
 
 from System import Array, ArraySegment, Byte, TimeSpan, Uri  # noqa: E402
 from System.IO import MemoryStream  # noqa: E402
+from System.Net import CredentialCache, WebRequest  # noqa: E402
 from System.Net.WebSockets import ClientWebSocket, WebSocketCloseStatus, WebSocketMessageType  # noqa: E402
 from System.Text import Encoding  # noqa: E402
 from System.Threading import CancellationTokenSource  # noqa: E402
@@ -23,9 +26,10 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 class ClientWebSocketTransport(object):
-    def __init__(self, buffer_size=16384, keepalive_s=20):
+    def __init__(self, buffer_size=16384, keepalive_s=20, send_timeout_s=15.0):
         self._buffer = Array.CreateInstance(Byte, buffer_size)
         self._keepalive_s = keepalive_s
+        self._send_timeout_s = send_timeout_s
         self._socket = None
         self._cancel = None
 
@@ -35,6 +39,7 @@ class ClientWebSocketTransport(object):
         for name, value in headers.items():
             socket.Options.SetRequestHeader(name, value)
         socket.Options.KeepAliveInterval = TimeSpan.FromSeconds(self._keepalive_s)
+        socket.Options.Proxy = system_proxy()
         self._socket = socket
         try:
             finished = socket.ConnectAsync(Uri(url), self._cancel.Token).Wait(TimeSpan.FromSeconds(timeout_s))
@@ -46,11 +51,17 @@ class ClientWebSocketTransport(object):
 
     def send_text(self, text):
         data = Encoding.UTF8.GetBytes(text)
+        socket = self._socket
+        if socket is None:
+            raise TransportError("send failed: the connection is closed")
         try:
-            self._socket.SendAsync(ArraySegment[Byte](data), WebSocketMessageType.Text, True,
-                                   self._cancel.Token).Wait()
+            finished = socket.SendAsync(ArraySegment[Byte](data), WebSocketMessageType.Text, True,
+                                        self._cancel.Token).Wait(TimeSpan.FromSeconds(self._send_timeout_s))
         except Exception as exc:
             raise TransportError("send failed: " + _reason(exc))
+        if not finished:
+            socket.Abort()  # the pending send then fails; the connection thread reconnects
+            raise TransportError("send failed: no progress for {0:g} s".format(self._send_timeout_s))
 
     def receive_text(self):
         stream = MemoryStream()
@@ -83,6 +94,17 @@ class ClientWebSocketTransport(object):
         socket.Dispose()
         if self._cancel is not None:
             self._cancel.Cancel()
+
+
+def system_proxy():
+    """The proxy Windows is configured with, authenticating as the signed-in user (None when unavailable:
+    the connection then goes direct)."""
+    try:
+        proxy = WebRequest.GetSystemWebProxy()
+        proxy.Credentials = CredentialCache.DefaultCredentials
+        return proxy
+    except Exception:
+        return None
 
 
 def _reason(exc):

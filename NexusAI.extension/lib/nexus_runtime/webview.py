@@ -33,21 +33,30 @@ def decide(settings):
     return embedded_browser_decision(settings.embedded_browser, loaded, version, settings.webview2_min_major)
 
 
-def user_data_folder():
+def user_data_folder(revit_version):
+    """One folder per Revit version: two Revit versions open at once cannot share a WebView2 user-data
+    folder created with different environment options."""
     root = os.environ.get("LOCALAPPDATA") or tempfile.gettempdir()
-    return os.path.join(root, "NexusAI", "WebView2")
+    return os.path.join(root, "NexusAI", "WebView2", "Revit {0}".format(revit_version))
 
 
 class EmbeddedChat(object):
-    """A WebView2 inside `host_panel` (a WPF panel with Children), navigated once it is initialised."""
+    """A WebView2 inside `host_panel` (a WPF panel with Children), navigated once it is initialised.
+    `start()` must run inside dispatcher work on the UI thread (it needs the synchronization context)."""
 
-    def __init__(self, host_panel, log):
+    def __init__(self, host_panel, log, data_folder):
         from Microsoft.Web.WebView2.Wpf import WebView2
         self._log = log
+        self._data_folder = data_folder
+        self._host_panel = host_panel
         self._view = WebView2()
         self._ready = False
         self._pending_url = None
         host_panel.Children.Add(self._view)
+
+    def remove(self):
+        self._host_panel.Children.Remove(self._view)
+        self._view.Dispose()
 
     def start(self):
         from Microsoft.Web.WebView2.Core import CoreWebView2Environment, CoreWebView2EnvironmentOptions
@@ -56,7 +65,7 @@ class EmbeddedChat(object):
         options = CoreWebView2EnvironmentOptions()
         options.AdditionalBrowserArguments = UNIQUE_WINDOW_CLASS_ARGUMENT
         ui_thread = TaskScheduler.FromCurrentSynchronizationContext()
-        creating = CoreWebView2Environment.CreateAsync(None, user_data_folder(), options)
+        creating = CoreWebView2Environment.CreateAsync(None, self._data_folder, options)
         creating.ContinueWith(Action[Task](self._environment_created), ui_thread)
 
     def _environment_created(self, task):

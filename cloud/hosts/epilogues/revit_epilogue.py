@@ -277,7 +277,9 @@ def _nx_change_report():
         "counts": {"added": len(added_ids), "modified": len(modified_ids), "deleted": len(deleted_ids),
                    "modified_model": len(modified_model)},
     }
-    print("@@nexus " + json.dumps(directive, sort_keys=True))
+    # ensure_ascii=False: IronPython 2.7's encoder decodes .NET strings byte by byte when escaping and
+    # raises UnicodeDecodeError on any character U+0080-U+00FF (a view named "Ansicht Süd").
+    print("@@nexus " + json.dumps(directive, sort_keys=True, ensure_ascii=False))
 
 
 _nx_change_report()

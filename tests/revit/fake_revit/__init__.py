@@ -1,15 +1,18 @@
 """A FAKE of the Revit API (and of the bits of .NET, WPF and pyRevit the NexusAI extension uses).
 
 This is not Revit. It is a small model of the behaviour the runtime depends on, written from the API
-documentation, the Revit 2026 stubs and the notes in /work/shared/notes/pyrevit.md, so the extension's
-code can run under CPython in tests:
+documentation, the Revit 2026 stubs, pyRevit's and IronPython 2.7's sources, so the extension's code can
+run under CPython in tests:
 - one "Revit main thread" that runs ExternalEvent handlers only when idle (never while a modal dialog
   is open), and API objects that refuse calls from any other thread;
 - modal WPF windows (ShowDialog) run a nested loop on that thread: DispatcherTimers tick and UI
   actions posted with run_on_main (a click) are processed, external events are not;
 - several open documents (Application.Documents), cancellable pre-events, DialogBoxShowing;
 - transactions, failure processing, DocumentChanged, image export: see fake_revit/db.py;
-- ExternalEvent.Raise() returning Accepted / Pending / Denied: see fake_revit/ui.py;
+- ExternalEvent.Raise() returning Accepted / Pending / Denied (Denied for good once the handler failed); a
+  user who is away (`user_idle`): raised events then wait until a message reaches the main window;
+- a synchronization context only inside dispatcher work (not during startup), Dispatcher.PushFrame;
+- a network that can stall, black-hole (half-open) or require the system proxy;
 - ClientWebSocket on a real socket, WPF/XAML loading, WebView2: see fake_revit/dotnet.py and pyrevit_fake.py.
 
 `FakeRevit(...)` builds a session with a sample project; `install(session)` puts the fake modules into
@@ -18,6 +21,7 @@ restores whatever was there (the pyrevit-stubs-26 package installs empty `Autode
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import queue
 import sys
@@ -61,10 +65,17 @@ class FakeRevit:
         self.handler_crashes: list[str] = []
         self.handler_runs = 0
         self.startup_complete = False
+        self.network = "ok"  # "stalled": sends never complete; "black hole": a half-open link
+        self.proxy_required = False  # only the system proxy with the user's default credentials gets out
+        self.user_idle = False  # Revit gets no Idling while the user is away: external events wait
+        self.main_window_messages: list[int] = []  # messages posted to Revit's main window
+        self.failures_after_preprocessing: list[str] = []  # errors another add-in posts after ours ran
+        self.windows_fail = False  # a WPF window that cannot be created (a XAML or theme problem)
+        self._ui_depth = 0
+        self._window_messages = 0
         self._read_only_reason: str | None = None
         self._modal = False
         self._modal_windows = 0
-        self._deny = 0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._calls: queue.Queue = queue.Queue()
@@ -182,16 +193,15 @@ class FakeRevit:
             self._modal = False
             self._wake.notify_all()
 
-    def deny_next_raises(self, count: int) -> None:
+    def fail_event_handlers(self) -> None:
+        """Like a handler that threw inside Revit: every external event is Denied from now on."""
         with self._wake:
-            self._deny = count
+            for event in self.external_events:
+                event._denied = True
 
     def _raise(self, event: ui.ExternalEvent) -> Any:
         with self._wake:
-            if event._disposed:
-                return ui.ExternalEventRequest.Denied
-            if self._deny > 0:
-                self._deny -= 1
+            if event._disposed or event._denied:
                 return ui.ExternalEventRequest.Denied
             if event._pending:
                 return ui.ExternalEventRequest.Pending
@@ -199,6 +209,61 @@ class FakeRevit:
             self._raised.append(event)
             self._wake.notify_all()
             return ui.ExternalEventRequest.Accepted
+
+    def post_window_message(self, handle: int, message: int) -> bool:
+        """user32 PostMessage to Revit's main window: its message loop wakes and then idles."""
+        if handle != self.main_window_handle:
+            return False
+        with self._wake:
+            self.main_window_messages.append(message)
+            self._window_messages += 1
+            self._wake.notify_all()
+        return True
+
+    main_window_handle = 0x2A0F1C
+
+    # --- the UI thread's dispatcher -------------------------------------------------------------------
+
+    def has_synchronization_context(self) -> bool:
+        return self._ui_depth > 0
+
+    def post_ui(self, callback: Any, *args: Any) -> None:
+        """Dispatcher.BeginInvoke: runs later on the main thread, inside dispatcher work."""
+        def call() -> None:
+            self._ui_depth += 1
+            try:
+                callback(*args)
+            finally:
+                self._ui_depth -= 1
+        with self._wake:
+            self._calls.put(call)
+            self._wake.notify_all()
+
+    def run_frame(self, frame: Any) -> None:
+        """Dispatcher.PushFrame: a nested message loop on the main thread until frame.Continue is False."""
+        Session.check_api_context("Dispatcher.PushFrame")
+        self._nested_loop(lambda: not frame.Continue)
+
+    def answer_failures_dialog(self, texts: list[str]) -> bool:
+        """Revit's modal failures dialog (forced modal handling): DialogBoxShowing may answer it (Cancel
+        rolls back). False when nobody did: the dialog would wait for the person."""
+        args = events.DialogBoxShowingEventArgs("Dialog_Revit_DocWarnDialog", (1, 2))
+        self.uiapp.DialogBoxShowing.fire(self.uiapp, args)
+        if args._overridden is None:
+            return False
+        self.dismissed_dialogs.append(("; ".join(texts), args._overridden))
+        return True
+
+    def show_task_dialog(self, message: str, buttons: tuple[int, ...]) -> int:
+        """Revit showing one of its own TaskDialogs (main thread); `buttons` are its result codes (custom
+        command links from 1001 up)."""
+        args = events.TaskDialogShowingEventArgs("TaskDialog_Revit", message, tuple(buttons))
+        self.uiapp.DialogBoxShowing.fire(self.uiapp, args)
+        if args._overridden is None:
+            self.task_dialogs.append(("task dialog", message))  # would block Revit until someone clicks
+            return buttons[0]
+        self.dismissed_dialogs.append((message, args._overridden))
+        return args._overridden
 
     def run_modal(self, window: Any) -> None:
         """A modal window's nested loop (on the main thread, inside whatever showed it): timers tick and
@@ -208,7 +273,16 @@ class FakeRevit:
             self._modal_windows += 1
         self.windows.append(window)
         try:
-            while not window._closed and not self._stopped:
+            self._nested_loop(lambda: window._closed)
+        finally:
+            with self._wake:
+                self._modal_windows -= 1
+                self._wake.notify_all()
+
+    def _nested_loop(self, done: Any) -> None:
+        self._ui_depth += 1
+        try:
+            while not done() and not self._stopped:
                 call = None
                 with self._wake:
                     if not self._calls.empty():
@@ -222,25 +296,25 @@ class FakeRevit:
                         timer._due = now + timer.Interval.TotalSeconds
                         timer.Tick.fire(timer, None)
                 with self._wake:
-                    if self._calls.empty() and not window._closed:
+                    if self._calls.empty() and not done():
                         self._wake.wait(0.01)
         finally:
-            with self._wake:
-                self._modal_windows -= 1
-                self._wake.notify_all()
+            self._ui_depth -= 1
 
     def _main_loop(self) -> None:
         while True:
             with self._wake:
-                while not self._stopped and self._calls.empty() and (self._modal or not self._raised):
+                while not self._stopped and self._calls.empty() and not self._idles():
                     self._wake.wait(0.5)
                 if self._stopped:
                     return
                 call = None if self._calls.empty() else self._calls.get()
                 event = None
-                if call is None and not self._modal and self._raised:
+                if call is None and self._idles():
                     event = self._raised.pop(0)
                     event._pending = False
+                    if self.user_idle:
+                        self._window_messages -= 1
             if call is not None:
                 call()
             elif event is not None:
@@ -249,6 +323,16 @@ class FakeRevit:
                     event._handler.Execute(self.uiapp)
                 except BaseException as error:  # noqa: BLE001 - in Revit this could take the session down
                     self.handler_crashes.append(repr(error))
+                    event._denied = True  # Revit denies a failed handler's event from then on
+                for doc in list(self.documents):
+                    doc._finish_pending()
+
+    def _idles(self) -> bool:
+        """Revit runs raised external events when it idles: no modal dialog, and (while the user is away)
+        only once a message woke its main window's loop."""
+        if self._modal or not self._raised:
+            return False
+        return not self.user_idle or self._window_messages > 0
 
     # --- services used by the fake API -------------------------------------------------------------
 
@@ -309,7 +393,7 @@ def _module(name: str, **attributes: Any) -> types.ModuleType:
 def _fake_modules(session: FakeRevit) -> dict[str, Any]:
     d = dotnet
     system = _module("System", EventHandler=d.EventHandler, Action=d.Action, Func=d.Func, Array=d.Array,
-                     ArraySegment=d.ArraySegment, Byte=d.Byte, Int64=d.Int64, Guid=d.Guid, Uri=d.Uri,
+                     ArraySegment=d.ArraySegment, Byte=d.Byte, Int64=d.Int64, Guid=d.Guid, Uri=d.Uri, IntPtr=d.IntPtr,
                      TimeSpan=d.TimeSpan, AppDomain=d.AppDomain, AggregateException=d.AggregateException)
     modules: dict[str, Any] = {
         "clr": d.ClrModule(),
@@ -317,20 +401,21 @@ def _fake_modules(session: FakeRevit) -> dict[str, Any]:
         "System": system,
         "System.Collections": _module("System.Collections"),
         "System.Collections.Generic": _module("System.Collections.Generic", List=d.List),
-        "System.Diagnostics": _module("System.Diagnostics", Process=d.Process),
+        "System.Diagnostics": _module("System.Diagnostics", Process=d.Process, ProcessStartInfo=d.ProcessStartInfo),
+        "System.ComponentModel": _module("System.ComponentModel", Win32Exception=d.Win32Exception),
         "System.Text": _module("System.Text", Encoding=d.Encoding),
         "System.IO": _module("System.IO", MemoryStream=d.MemoryStream),
         "System.Threading": _module("System.Threading", CancellationTokenSource=d.CancellationTokenSource,
                                     CancellationToken=d.CancellationToken),
         "System.Threading.Tasks": _module("System.Threading.Tasks", Task=d.Task, TaskScheduler=d.TaskScheduler),
-        "System.Net": _module("System.Net"),
+        "System.Net": _module("System.Net", WebRequest=d.WebRequest, CredentialCache=d.CredentialCache),
         "System.Net.WebSockets": _module(
             "System.Net.WebSockets", ClientWebSocket=d.ClientWebSocket, WebSocketMessageType=d.WebSocketMessageType,
             WebSocketState=d.WebSocketState, WebSocketCloseStatus=d.WebSocketCloseStatus,
             WebSocketException=d.WebSocketException),
         "System.Windows": _module("System.Windows", Visibility=d.Visibility),
         "System.Windows.Threading": _module("System.Windows.Threading", DispatcherTimer=d.DispatcherTimer,
-                                            Dispatcher=d.Dispatcher),
+                                            Dispatcher=d.Dispatcher, DispatcherFrame=d.DispatcherFrame),
         "Autodesk": _module("Autodesk"),
         "Autodesk.Revit": _module("Autodesk.Revit"),
         "Autodesk.Revit.DB": db,
@@ -366,6 +451,27 @@ def _fake_modules(session: FakeRevit) -> dict[str, Any]:
     return modules
 
 
+class _PostMessageW:
+    argtypes: Any = None
+    restype: Any = None
+
+    def __call__(self, handle: Any, message: int, wparam: Any, lparam: Any) -> int:
+        value = getattr(handle, "value", handle)
+        return int(Session.world.post_window_message(int(value or 0), int(message)))
+
+
+class _User32:
+    def __init__(self) -> None:
+        self.PostMessageW = _PostMessageW()
+
+
+class FakeWindll:
+    """ctypes.windll on Windows: only user32.PostMessageW, delivered to the fake Revit's main window."""
+
+    def __init__(self) -> None:
+        self.user32 = _User32()
+
+
 _saved: dict[str, Any] | None = None
 
 
@@ -377,12 +483,15 @@ def install(session: FakeRevit) -> FakeRevit:
     for key in [k for k in sys.modules if k.split(".")[0] in _FAKED_ROOTS]:
         del sys.modules[key]
     sys.modules.update(_fake_modules(session))
+    ctypes.windll = FakeWindll()  # type: ignore[attr-defined]  # Windows' DLLs, as IronPython's ctypes has them
     Session.world = session
     return session
 
 
 def uninstall() -> None:
     global _saved
+    if isinstance(getattr(ctypes, "windll", None), FakeWindll):
+        del ctypes.windll
     for key in [k for k in sys.modules if k.split(".")[0] in _FAKED_ROOTS]:
         del sys.modules[key]
     if _saved is not None:

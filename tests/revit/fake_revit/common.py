@@ -81,5 +81,11 @@ class NetList(list):
     def Add(self, item: Any) -> None:
         self.append(item)
 
+    def Remove(self, item: Any) -> bool:
+        if item in self:
+            self.remove(item)
+            return True
+        return False
+
     def Contains(self, item: Any) -> bool:
         return item in self

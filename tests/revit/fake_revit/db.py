@@ -82,10 +82,19 @@ def _version() -> int:
 # --- ids, geometry -----------------------------------------------------------------------------
 
 class ElementId:
+    """Constructed like Revit's: from an Int64 (Int32 before 2024), a BuiltInCategory or a BuiltInParameter.
+    IronPython refuses a bool, a float (even 12.0), a string or another ElementId for these overloads."""
+
     def __init__(self, value: Any) -> None:
-        if isinstance(value, ElementId):
-            value = value._value
-        self._value = int(value)
+        if isinstance(value, EnumValue):
+            value = int(value)
+        elif not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"expected Int64, got {type(value).__name__}")
+        limit = 2 ** 63 if _version() >= 2024 else 2 ** 31
+        if not -limit <= value < limit:
+            bits = 64 if _version() >= 2024 else 32
+            raise OverflowError(f"Value was either too large or too small for an Int{bits}.")
+        self._value = value
 
     @property
     def Value(self) -> int:
@@ -646,7 +655,9 @@ class FailureMessageAccessor:
 
 
 class FailuresAccessor:
-    def __init__(self, document: Document, messages: list[FailureMessage], transaction_name: str) -> None:
+    def __init__(self, document: Document, messages: list[FailureMessage], transaction_name: str,
+                 options: FailureHandlingOptions | None = None) -> None:
+        self._options = options or FailureHandlingOptions()
         self._document = document
         self._messages = list(messages)
         self._transaction_name = transaction_name
@@ -661,6 +672,14 @@ class FailuresAccessor:
 
     def GetTransactionName(self) -> str:
         return self._transaction_name
+
+    def GetFailureHandlingOptions(self) -> FailureHandlingOptions:
+        self._check()
+        return self._options._copy()
+
+    def SetFailureHandlingOptions(self, options: FailureHandlingOptions) -> None:
+        self._check()
+        self._options = options._copy()
 
     def GetFailureMessages(self, severity: EnumValue | None = None) -> NetList:
         self._check()
@@ -716,6 +735,12 @@ class FailureHandlingOptions:
 
     def GetFailuresPreprocessor(self) -> Any:
         return self._preprocessor
+
+    def _copy(self) -> FailureHandlingOptions:
+        copy = FailureHandlingOptions()
+        copy._forced_modal, copy._clear_after_rollback = self._forced_modal, self._clear_after_rollback
+        copy._preprocessor = self._preprocessor
+        return copy
 
 
 # --- transactions ------------------------------------------------------------------------------
@@ -990,6 +1015,7 @@ class Document:
         self._deleted: set[int] = set()
         self._removed: dict[int, Element] = {}
         self._posted: list[FailureMessage] = []
+        self._pending: tuple[Transaction, list[str]] | None = None
         self._marks_changed = False
         self._default_wall_type: Any = None
         self._groups: list[TransactionGroup] = []
@@ -1189,6 +1215,17 @@ class Document:
         self._posted = []
         self._marks_changed = False
 
+    def _finish_pending(self) -> None:
+        """Revit idles after the API call: the person resolves the pending failures (here: cancel, so
+        the pending transaction rolls back)."""
+        if self._pending is None:
+            return
+        transaction, texts = self._pending
+        self._pending = None
+        self._world.blocking_dialogs.append(texts)
+        self._rollback()
+        transaction._status = TransactionStatus.RolledBack
+
     def _rollback(self) -> None:
         for undo in reversed(self._journal):
             undo()
@@ -1240,15 +1277,28 @@ class Document:
         if remaining:
             preprocessor = options.GetFailuresPreprocessor()
             if preprocessor is not None:
-                accessor = FailuresAccessor(self, remaining, transaction.GetName())
+                accessor = FailuresAccessor(self, remaining, transaction.GetName(), options._copy())
                 result = preprocessor.PreprocessFailures(accessor)
                 accessor._valid = False
                 remaining = accessor._messages
                 if result == FailureProcessingResult.ProceedWithRollBack:
+                    if not accessor._options.GetClearAfterRollback():
+                        # Without ClearAfterRollback Revit still shows the failures it rolled back for.
+                        self._world.blocking_dialogs.append([FailureMessageAccessor(m).GetDescriptionText()
+                                                             for m in remaining])
                     self._rollback()
                     return TransactionStatus.RolledBack
-            if remaining and options.GetForcedModalHandling():
-                self._world.blocking_dialogs.append([FailureMessageAccessor(m).GetDescriptionText() for m in remaining])
+        # Another add-in's FailuresProcessing handler may post failures after our preprocessor ran.
+        remaining += [FailureMessage(_define(FailureSeverity.Error, text)) for text in
+                      self._world.failures_after_preprocessing]
+        if any(m.GetSeverity() == FailureSeverity.Error for m in remaining) and not options.GetForcedModalHandling():
+            # Modeless failure handling: Revit resolves these with the user after the API call returns.
+            self._pending = (transaction, [FailureMessageAccessor(m).GetDescriptionText() for m in remaining])
+            return TransactionStatus.Pending
+        if remaining:
+            texts = [FailureMessageAccessor(m).GetDescriptionText() for m in remaining]
+            if options.GetForcedModalHandling() and not self._world.answer_failures_dialog(texts):
+                self._world.blocking_dialogs.append(texts)
             if any(m.GetSeverity() == FailureSeverity.Error for m in remaining):
                 self._rollback()
                 return TransactionStatus.RolledBack

@@ -142,10 +142,59 @@ class AppDomain:
     CurrentDomain = _AppDomainData()
 
 
+class Win32Exception(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.Message = message
+
+
+class ProcessStartInfo:
+    def __init__(self, file_name: str = "") -> None:
+        self.FileName = file_name
+        # .NET Framework (Revit 2024 and earlier) defaults to True, .NET 8 (Revit 2025+) to False.
+        self.UseShellExecute = Session.version < 2025
+
+
 class Process:
     @staticmethod
-    def Start(target: str) -> None:
-        Session.world.opened_urls.append(target)
+    def Start(target: Any) -> None:
+        """A URL opens in the default browser only through the shell: on .NET 8 a bare URL (or a
+        ProcessStartInfo without UseShellExecute) is taken for an executable and throws."""
+        info = target if isinstance(target, ProcessStartInfo) else ProcessStartInfo(str(target))
+        if not info.UseShellExecute and "://" in info.FileName:
+            raise Win32Exception(f"An error occurred trying to start process '{info.FileName}' with working "
+                                 "directory. The system cannot find the file specified.")
+        Session.world.opened_urls.append(info.FileName)
+
+
+class IntPtr:
+    def __init__(self, value: int) -> None:
+        self._value = int(value)
+
+    def ToInt64(self) -> int:
+        return self._value
+
+
+# --- System.Net: the system proxy ---------------------------------------------------------------
+
+
+class NetworkCredential:
+    """CredentialCache.DefaultCredentials: the signed-in Windows user's credentials."""
+
+
+class CredentialCache:
+    DefaultCredentials = NetworkCredential()
+
+
+class WebProxy:
+    def __init__(self) -> None:
+        self.Credentials: Any = None
+
+
+class WebRequest:
+    @staticmethod
+    def GetSystemWebProxy() -> WebProxy:
+        return WebProxy()
 
 
 class Encoding:
@@ -189,6 +238,32 @@ class AggregateException(Exception):
         self.Message = str(self)
 
 
+class PendingTask:
+    """A task that has not finished (a send into a stalled network): Wait(timeout) gives up and returns
+    False; Wait() blocks until the task ends, which here only an Abort of its socket does (it then faults)."""
+
+    def __init__(self) -> None:
+        self._ended = threading.Event()
+        self._error: BaseException | None = None
+
+    def fault(self, error: BaseException) -> None:
+        self._error = error
+        self._ended.set()
+
+    @property
+    def IsFaulted(self) -> bool:
+        return self._error is not None
+
+    def Wait(self, timeout: Any = None) -> bool:
+        seconds = None if timeout is None else (timeout.TotalSeconds if isinstance(timeout, TimeSpan)
+                                                else timeout / 1000.0)
+        if not self._ended.wait(seconds):
+            return False
+        if self._error is not None:
+            raise AggregateException(self._error)
+        return True
+
+
 class Task:
     """A task that ran when it was created (enough for .Wait(), .Result and ContinueWith)."""
 
@@ -230,6 +305,12 @@ class Task:
 class TaskScheduler:
     @staticmethod
     def FromCurrentSynchronizationContext() -> TaskScheduler:
+        """Like .NET: only where the UI thread has a synchronization context, i.e. inside dispatcher
+        work (Loaded, BeginInvoke, timer ticks, a modal loop); not during Revit's OnStartup."""
+        world = Session.world
+        if threading.current_thread() is not Session.main_thread or not world.has_synchronization_context():
+            raise Session.world.exceptions.InvalidOperationException(
+                "The current SynchronizationContext may not be used as a TaskScheduler.")
         return TaskScheduler()
 
 
@@ -278,6 +359,7 @@ class ClientWebSocketOptions:
     def __init__(self) -> None:
         self.headers: dict[str, str] = {}
         self.KeepAliveInterval = TimeSpan(30)
+        self.Proxy: Any = None
 
     def SetRequestHeader(self, name: str, value: str) -> None:
         self.headers[name] = value
@@ -301,10 +383,18 @@ class ClientWebSocket:
         self._pending_type: Any = None
         self._send_busy = threading.Lock()
         self._receive_busy = threading.Lock()
+        self._pending_sends: list[PendingTask] = []
+        self._aborted = threading.Event()
 
     def ConnectAsync(self, uri: Uri, token: CancellationToken) -> Task:
         def connect() -> None:
             self.State = WebSocketState.Connecting
+            proxy = self.Options.Proxy
+            if Session.world.proxy_required and (proxy is None or proxy.Credentials is not
+                                                 CredentialCache.DefaultCredentials):
+                self.State = WebSocketState.Closed
+                raise WebSocketException("Unable to connect to the remote server: the corporate proxy answered "
+                                         "407 Proxy Authentication Required")
             try:
                 header = [name + ": " + value for name, value in self.Options.headers.items()]
                 self._socket = websocket.create_connection(uri.OriginalString, header=header, timeout=10)
@@ -316,7 +406,15 @@ class ClientWebSocket:
         return Task(connect)
 
     def SendAsync(self, segment: ArraySegmentOfByte, message_type: Any, end_of_message: bool,
-                  token: CancellationToken) -> Task:
+                  token: CancellationToken) -> Any:
+        network = Session.world.network
+        if network == "stalled":  # the send never completes; only Abort ends it
+            pending = PendingTask()
+            self._pending_sends.append(pending)
+            return pending
+        if network == "black hole":  # a half-open link: the send "succeeds" and goes nowhere
+            return Task(lambda: None)
+
         def send() -> None:
             # .NET allows one outstanding send at a time; a second concurrent one throws.
             if not self._send_busy.acquire(blocking=False):
@@ -361,6 +459,9 @@ class ClientWebSocket:
     def _fill(self) -> None:
         if self._socket is None:
             raise WebSocketException("The WebSocket is not connected.")
+        while Session.world.network == "black hole":  # nothing arrives on a half-open link
+            if self._aborted.wait(0.05):
+                raise WebSocketException("The WebSocket was aborted.")
         try:
             opcode, data = self._socket.recv_data()
         except (websocket.WebSocketException, OSError) as error:
@@ -385,6 +486,9 @@ class ClientWebSocket:
     def Abort(self) -> None:
         """Like .NET: the connection is torn down at once and a pending ReceiveAsync fails."""
         self.State = WebSocketState.Aborted
+        self._aborted.set()
+        for pending in self._pending_sends:
+            pending.fault(WebSocketException("The WebSocket was aborted."))
         if self._socket is not None:
             self._socket.abort()  # wakes a thread blocked in recv
             self._socket.shutdown()  # closes the TCP connection
@@ -449,10 +553,22 @@ class DispatcherTimer:
         self.IsEnabled = False
 
 
+class DispatcherFrame:
+    def __init__(self) -> None:
+        self.Continue = True
+
+
 class Dispatcher:
+    """The UI thread's dispatcher: BeginInvoke posts work to the fake main thread (run later, with a
+    synchronization context); PushFrame runs a nested message loop until the frame's Continue is False."""
+
     @staticmethod
     def BeginInvoke(callback: Any, *args: Any) -> None:
-        callback(*args)
+        Session.world.post_ui(callback, *args)
+
+    @staticmethod
+    def PushFrame(frame: DispatcherFrame) -> None:
+        Session.world.run_frame(frame)
 
 
 # --- WebView2 ------------------------------------------------------------------------------------

@@ -64,6 +64,10 @@ class WPFPanel:
     def __init__(self) -> None:
         if not self.panel_id or not self.panel_source:
             raise PyRevitException('"panel_id" and "panel_source" must be set')
+        from .dotnet import Dispatcher
+        from .events import EventSlot
+        self.Loaded = EventSlot("Loaded")
+        self.Dispatcher = Dispatcher()
         WpfModule.LoadComponent(self, self.panel_source)
 
 
@@ -74,6 +78,8 @@ class WPFWindow:
     def __init__(self, xaml_source: str, literal_string: bool = False, handle_esc: bool = True,
                  set_owner: bool = True) -> None:
         Session.check_api_context("WPFWindow")
+        if Session.world.windows_fail:
+            raise PyRevitException("the window could not be created (XAML parse error)")
         if literal_string:
             raise PyRevitException("the fake loads XAML from files only")
         root = ElementTree.parse(xaml_source).getroot()

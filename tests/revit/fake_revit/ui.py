@@ -1,8 +1,8 @@
 """Fake Autodesk.Revit.UI: UIApplication, UIDocument, ExternalEvent, dockable panes, TaskDialog.
 
-ExternalEvent.Raise() returns Accepted, Pending (already raised, not yet run) or Denied (the fake
-session can be told to deny); the handler's Execute runs later on the fake main thread, and never
-while a modal dialog is open (Revit only runs external events when idle).
+ExternalEvent.Raise() returns Accepted, Pending (already raised, not yet run) or Denied (for good, once
+its handler failed); the handler's Execute runs later on the fake main thread, and never while a modal
+dialog is open (Revit only runs external events when idle).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class ExternalEvent:
         self._handler = handler
         self._pending = False
         self._disposed = False
+        self._denied = False
 
     @staticmethod
     def Create(handler: Any) -> ExternalEvent:
@@ -118,6 +119,10 @@ class DockablePane:
 
     def Show(self) -> None:
         Session.check_api_context("DockablePane.Show")
+        element = self._data.FrameworkElement
+        if not self._shown and hasattr(element, "Loaded"):
+            # WPF raises Loaded once the control joins the visual tree, later, from the dispatcher.
+            Session.world.post_ui(element.Loaded.fire, element, None)
         self._shown = True
 
     def Hide(self) -> None:
@@ -135,6 +140,11 @@ class UIApplication:
     def __init__(self, application: Any, world: Any) -> None:
         self._application = application
         self._world = world
+
+    @property
+    def MainWindowHandle(self) -> Any:
+        from .dotnet import IntPtr
+        return IntPtr(self._world.main_window_handle)
 
     @property
     def Application(self) -> Any:

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,6 @@ class LocalStack:
         self.server.shutdown()
 
 
-HOST_CONNECT_TIMEOUT_S = 60.0
 HOST_STOP_TIMEOUT_S = 30.0
 
 
@@ -80,20 +78,3 @@ class HostProcess:
                 self.process.wait()
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
-
-
-class HostStartFailed(RuntimeError):
-    pass
-
-
-def wait_for_host(hosts: Any, user: str, process: HostProcess, timeout_s: float = HOST_CONNECT_TIMEOUT_S) -> str:
-    """The host id of the child once it has said hello to the orchestrator."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        connected = hosts.for_user(user)
-        if connected:
-            return connected[-1].host_id
-        if not process.alive():
-            raise HostStartFailed(f"the IFC host exited ({process.process.returncode}):\n{process.log_tail()}")
-        time.sleep(0.05)
-    raise HostStartFailed(f"the IFC host did not connect within {timeout_s:g} s:\n{process.log_tail()}")

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 
 from cloud.cli.common import fail, open_store, with_db
-from cloud.cli.local_stack import HostProcess, HostStartFailed, wait_for_host
 from cloud.cli.printer import Printer
 
 CLI_USER = "cli"
@@ -28,13 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from cloud.assembly import run_session
-    from cloud.config import Settings
-    from cloud.hostlink import session_link
-    from cloud.server import start_server
+    from cloud.embedded import EmbeddedCore, HostStartFailed
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError, create_model, default_model_spec
-    from cloud.web.app import create_app
     from ifc_host.model_file import BadModelError, open_checked
 
     spec = args.model or default_model_spec()
@@ -45,21 +39,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         open_checked(args.ifc)
     except (ModelSpecError, ModelError, BadModelError) as exc:
         return fail(str(exc))
-    store = open_store(args)
-    settings = Settings()
-    app = create_app(store, settings)
-    state = app.extensions["nexus"]
-    server = start_server(app, "127.0.0.1", 0)
-    host = HostProcess(args.ifc, server.url, store.create_token(CLI_USER), args.out)
     try:
-        try:
-            host_id = wait_for_host(state.hosts, CLI_USER, host)
-        except HostStartFailed as exc:
-            return fail(str(exc))
-        row = store.get_session(store.create_session(CLI_USER, host_id, spec, {}))
-        link = session_link(state.hosts, state.channel, row)
+        core = EmbeddedCore(open_store(args), args.ifc, args.out, user=CLI_USER)
+    except HostStartFailed as exc:
+        return fail(str(exc))
+    try:
         printer, outcome = Printer(), None
-        for chunk in run_session(store, settings, model, link, row, args.prompt, threading.Event()):
+        for chunk in core.run(core.new_session(spec), model, args.prompt):
             data = chunk.to_json()
             if args.json:
                 print(json.dumps(data), flush=True)
@@ -69,5 +55,4 @@ def cmd_run(args: argparse.Namespace) -> int:
                 outcome = chunk.type
         return 0 if outcome == "Complete" else 1
     finally:
-        host.stop()
-        server.shutdown()
+        core.close()

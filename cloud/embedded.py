@@ -1,0 +1,101 @@
+"""The core on one machine, embedded in a command: a store, the host websocket on 127.0.0.1, an IFC host in
+a child process of its own, and runs driven in this process through the host seam.
+
+`nexus run` uses it; so can any front door that wants the loop without the chat page (an MCP server, the
+evaluator). The HTTP app is started only so the host can reach `/ws/host`: runs never go through HTTP.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from cloud.assembly import run_session
+from cloud.chunks import Chunk
+from cloud.config import Settings
+from cloud.hostlink import WebSocketHostLink, session_link
+from cloud.store import Store
+from cloud.vendors.base import ModelAdapter
+
+HOST_CONNECT_TIMEOUT_S = 60.0
+
+
+class HostStartFailed(RuntimeError):
+    pass
+
+
+class ChildHost(Protocol):
+    def alive(self) -> bool: ...
+
+    def log_tail(self, lines: int = 20) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+class EmbeddedCore:
+    """Start with `EmbeddedCore(store, model_path, out_path)`; then `new_session`, `run`, and `close`."""
+
+    def __init__(self, store: Store, model_path: str, out_path: str | None, settings: Settings | None = None,
+                 user: str = "cli", connect_timeout_s: float = HOST_CONNECT_TIMEOUT_S) -> None:
+        from cloud.server import start_server
+        from cloud.web.app import create_app
+
+        self.store, self.user = store, user
+        self.settings = settings or Settings()
+        app = create_app(store, self.settings)
+        self.state = app.extensions["nexus"]
+        self.server = start_server(app, "127.0.0.1", 0)
+        self.host: ChildHost | None = None
+        try:
+            self.host = start_ifc_host(model_path, self.server.url, store.create_token(user), out_path)
+            self.host_id = self._wait_for_host(connect_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait_for_host(self, timeout_s: float) -> str:
+        assert self.host is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            connected = self.state.hosts.for_user(self.user)
+            if connected:
+                return connected[-1].host_id
+            if not self.host.alive():
+                raise HostStartFailed(f"the IFC host stopped before it connected:\n{self.host.log_tail()}")
+            time.sleep(0.05)
+        raise HostStartFailed(f"the IFC host did not connect within {timeout_s:g} s:\n{self.host.log_tail()}")
+
+    def new_session(self, model_spec: str, policy: str | None = None) -> dict[str, Any]:
+        session_id = self.store.create_session(self.user, self.host_id, model_spec, {})
+        if policy is not None:
+            self.store.update_session(session_id, policy=policy)
+        row = self.store.get_session(session_id)
+        assert row is not None
+        return row
+
+    def link(self, row: dict[str, Any]) -> WebSocketHostLink | None:
+        return session_link(self.state.hosts, self.state.channel, row)
+
+    def run(self, row: dict[str, Any], model: ModelAdapter, text: str,
+            cancel: threading.Event | None = None) -> Iterator[Chunk]:
+        """One run of the session for the person's message, as stream chunks (driven on this thread)."""
+        current = self.store.get_session(row["id"]) or row
+        return run_session(self.store, self.settings, model, self.link(current), current, text,
+                           cancel or threading.Event())
+
+    def close(self) -> None:
+        if self.host is not None:
+            self.host.stop()
+        self.server.shutdown()
+
+
+def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None) -> ChildHost:
+    """The IFC host as a child process, with its token kept off the command line when the host supports it."""
+    try:
+        from ifc_host.launcher import start_host_process
+    except ImportError:  # a host runtime from before the launcher: the token goes on its command line
+        from cloud.cli.local_stack import HostProcess
+
+        return HostProcess(model_path, server_url, token, out_path)
+    return start_host_process(model_path, server_url, token, out_path)

@@ -66,7 +66,7 @@ export class ToolCard {
       this.code.append(editsView(input.edits));
     } else if (Object.keys(input).length) {
       this.code.append(h("dl", { class: "tool-args" },
-        Object.entries(input).map(([key, value]) => [
+        Object.entries(input).flatMap(([key, value]) => [
           h("dt", { text: key }),
           h("dd", { text: typeof value === "string" ? value : JSON.stringify(value) }),
         ])));

@@ -1,8 +1,11 @@
-"""What runs inside the forked child that executes one script against a copy-on-write copy of the model.
+"""What runs inside the process that executes one script against its own copy of the model.
 
-The child runs the script (and, after a successful automation, the epilogue), reports, then obeys the
-keeper: `commit` writes the model to a path and exits, `snapshot` writes it and waits for more (a held
-automation being previewed), `discard` exits. Whatever the script does, the keeper's model is untouched.
+That process is either forked from the keeper (copy-on-write copy of the committed model) or a warm spare
+started with the 'spawn' method that loaded the committed file itself (see isolation.py). Either way it
+confines itself (sandbox.py) before the script runs, runs the script (and, after a successful automation,
+the epilogue), reports, then obeys the keeper: `commit` sends the serialised model and exits, `snapshot`
+sends it and waits for more (a held automation being previewed), `discard` exits. Whatever the script does,
+the keeper's model and the file on disk are untouched.
 """
 from __future__ import annotations
 
@@ -11,39 +14,71 @@ import faulthandler
 import os
 import signal
 import sys
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
 
 import ifcopenshell
 from ifcopenshell.file import Transaction
 
+from ifc_host import sandbox
 from ifc_host.changes import ChangeRecorder, ChangeSet
-from ifc_host.model_file import fsync_file
-from ifc_host.pipes import MessageReader, send_message
+from ifc_host.pipes import MessageReader, send_frame, send_message
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
 
 SCRIPT_FILENAME = "<script>"
 _PR_SET_PDEATHSIG = 1
 EPILOGUE_FILENAME = "<epilogue>"
+_PREIMPORTED_UTILS = (
+    "element", "placement", "selector", "unit", "shape_builder", "representation", "pset", "type", "attribute",
+    "classification", "date", "schema", "shape", "system", "cost", "constraint", "geolocation", "resource",
+)
 
 
 class TransactionsAreManagedByTheHost(RuntimeError):
     pass
 
 
+class Channel(Protocol):
+    """The child's end of its link to the keeper."""
+
+    def send(self, message: dict[str, Any]) -> None: ...
+
+    def send_frame(self, data: bytes) -> None: ...
+
+    def recv(self) -> dict[str, Any] | None: ...
+
+
+class PipeChannel:
+    """Two raw pipes (a forked child)."""
+
+    def __init__(self, to_keeper: int, from_keeper: int) -> None:
+        self.to_keeper = to_keeper
+        self.reader = MessageReader(from_keeper)
+
+    def send(self, message: dict[str, Any]) -> None:
+        send_message(self.to_keeper, message)
+
+    def send_frame(self, data: bytes) -> None:
+        send_frame(self.to_keeper, data)
+
+    def recv(self) -> dict[str, Any] | None:
+        return self.reader.read(None)
+
+
 def child_main(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int]) -> NoReturn:
     """Entry point right after fork(); never returns (os._exit keeps the keeper's cleanup from running here)."""
     code = 70
     try:
-        _die_with_the_keeper()
+        die_with_the_keeper()
         os.setpgid(0, 0)
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
-        faulthandler.enable(file=os.fdopen(os.dup(fds["crash"]), "w"), all_threads=False)
-        os.dup2(fds["stdout"], 1)
-        os.dup2(fds["stdout"], 2)
-        result = _run_job(model, job, fds)
-        send_message(fds["to_keeper"], {"kind": "result", "result": result})
-        _obey_keeper(model, fds)
+        reset_signals()
+        capture_output(fds["stdout"], fds["crash"])
+        report = sandbox.apply(Path(job["scratch"]))
+        channel = PipeChannel(fds["to_keeper"], fds["from_keeper"])
+        if job.get("op") == "probe":
+            channel.send({"kind": "sandbox", "sandbox": report.as_dict()})
+        else:
+            serve_job(model, job, channel, fds["epilogue"])
         code = 0
     except BaseException:  # noqa: B036 - nothing may escape a forked child
         code = 70
@@ -51,19 +86,59 @@ def child_main(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int
         os._exit(code)
 
 
-def _die_with_the_keeper() -> None:
+def serve_job(model: ifcopenshell.file, job: dict[str, Any], channel: Channel, epilogue_fd: int) -> None:
+    """Run the job, report its result, then obey the keeper until it says commit or discard."""
+    result = _run_job(model, job, epilogue_fd)
+    channel.send({"kind": "result", "result": result})
+    _obey_keeper(model, channel)
+
+
+def reset_signals() -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGCHLD", None)):
+        if signum is not None:
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def capture_output(stdout_fd: int, crash_fd: int) -> None:
+    faulthandler.enable(file=os.fdopen(os.dup(crash_fd), "w"), all_threads=False)
+    os.dup2(stdout_fd, 1)
+    os.dup2(stdout_fd, 2)
+
+
+def die_with_the_keeper() -> None:
     """A script must not outlive the keeper that would kill it at its deadline (Linux: PR_SET_PDEATHSIG)."""
     keeper = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return
     if os.getppid() != keeper:  # the keeper died before the call took effect
         os._exit(70)
 
 
-def _run_job(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int]) -> dict[str, Any]:
+def preimport() -> None:
+    """Import the API and utilities once, so no script pays for it."""
+    import importlib
+    import pkgutil
+
+    import ifcopenshell.api
+    import ifcopenshell.util
+
+    for module in pkgutil.iter_modules(ifcopenshell.api.__path__):
+        if module.ispkg:
+            try:
+                importlib.import_module(f"ifcopenshell.api.{module.name}")
+            except Exception:  # an optional API module missing its own dependency stays lazy
+                pass
+    for name in _PREIMPORTED_UTILS:
+        try:
+            importlib.import_module(f"ifcopenshell.util.{name}")
+        except Exception:  # noqa: S110
+            pass
+
+
+def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) -> dict[str, Any]:
     stdout = CappedOutput(1, STDOUT_CAP_BYTES)
     sys.stdout = sys.stderr = stdout
     _forbid_script_transactions()
@@ -91,14 +166,14 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int])
     changes = recorder.finish()
     result["changes"] = changes.as_contract()
     result["geometry_changed"] = changes.geometry
-    if job.get("epilogue_code"):
-        _run_epilogue(model, job["epilogue_code"], changes, fds, result)
+    if job.get("epilogue_code") and result["ok"]:
+        _run_epilogue(model, job["epilogue_code"], changes, epilogue_fd, result)
     return result
 
 
-def _run_epilogue(model: ifcopenshell.file, code: str, changes: ChangeSet, fds: dict[str, int],
+def _run_epilogue(model: ifcopenshell.file, code: str, changes: ChangeSet, epilogue_fd: int,
                   result: dict[str, Any]) -> None:
-    output = CappedOutput(fds["epilogue"], STDOUT_CAP_BYTES)
+    output = CappedOutput(epilogue_fd, STDOUT_CAP_BYTES)
     sys.stdout = sys.stderr = output
     guard = ChangeRecorder(model)
     model.transaction = guard
@@ -185,18 +260,18 @@ def _protect_host_files(paths: list[str]) -> None:
     ifcopenshell.file.write = write
 
 
-def _obey_keeper(model: ifcopenshell.file, fds: dict[str, int]) -> None:
-    reader = MessageReader(fds["from_keeper"])
+def _obey_keeper(model: ifcopenshell.file, channel: Channel) -> None:
     while True:
-        command = reader.read(None)
+        command = channel.recv()
         if command is None or command.get("op") == "discard":
             return
         if command.get("op") in ("commit", "snapshot"):
             try:
-                model.write(command["path"])
-                fsync_file(command["path"])
-                send_message(fds["to_keeper"], {"kind": "written", "ok": True})
+                data = model.to_string().encode("utf-8")
             except Exception as exc:
-                send_message(fds["to_keeper"], {"kind": "written", "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                channel.send({"kind": "written", "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+            else:
+                channel.send({"kind": "written", "ok": True, "bytes": len(data)})
+                channel.send_frame(data)
             if command["op"] == "commit":
                 return

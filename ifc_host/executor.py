@@ -1,8 +1,10 @@
 """Isolated script execution, seen from the runtime: a proxy to the model keeper process.
 
 The keeper is started as a fresh interpreter (`python -m ifc_host.keeper`), never forked from this process,
-which has threads (websocket, and in `nexus run` a whole web server). If the keeper itself dies, the proxy
-starts a new one from the last committed file, so nothing committed is lost and the host keeps serving.
+which has threads (the websocket client). Its environment is scrubbed: only what Python needs to start
+travels (no tokens, no API keys, no server settings), so neither it nor any script process it starts can
+hand a secret to a script. If the keeper itself dies, the proxy starts a new one from the last committed
+file, so nothing committed is lost and the host keeps serving.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import ifc_host
+from ifc_host.isolation import ISOLATIONS, default_isolation
 from ifc_host.keeper import COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
 from ifc_host.model_file import BadModelError
 
@@ -26,6 +29,9 @@ log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 300.0
 DEFAULT_HOLD_TIMEOUT_S = 900.0
+# What the keeper's environment keeps from ours: enough for Python to start, nothing secret.
+_KEEPER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
+                       "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV")
 
 
 class KeeperUnavailable(RuntimeError):
@@ -51,7 +57,10 @@ class IsolatedExecutor:
     """Runs scripts against the model held by a keeper process; thread-safe, one request at a time."""
 
     def __init__(self, model_path: str | os.PathLike[str], save_path: str | os.PathLike[str] | None = None,
-                 hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S) -> None:
+                 hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S, isolation: str | None = None) -> None:
+        self.isolation = isolation or default_isolation()
+        if self.isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {self.isolation!r}")
         self.model_path = Path(model_path).resolve()
         self.save_path = Path(save_path).resolve() if save_path else self.model_path
         if not self.save_path.parent.is_dir():
@@ -62,6 +71,7 @@ class IsolatedExecutor:
         self._held: tuple[str, float] | None = None  # request id, expiry (time.monotonic())
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
+        self.sandbox: dict[str, str] = {}
         self.document = self._start(self.model_path)
         self._disk_signature = _signature(self.model_path)
 
@@ -133,6 +143,9 @@ class IsolatedExecutor:
 
     # --- internals -----------------------------------------------------------------------------------
     def _note(self, result: dict[str, Any], request_id: str) -> None:
+        if result.get("conflict"):  # the keeper adopted the saved file as it is on disk
+            self._committed_here = True
+            self._disk_signature = _signature(self.committed_path)
         if result.get("committed"):
             self._committed_here = True
             self._disk_signature = _signature(self.committed_path)
@@ -170,13 +183,14 @@ class IsolatedExecutor:
 
     def _start(self, path: Path) -> dict[str, Any]:
         ours, theirs = socket.socketpair()
-        env = dict(os.environ)
+        env = {name: os.environ[name] for name in _KEEPER_ENVIRONMENT if name in os.environ}
         package_root = str(Path(ifc_host.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         # The keeper forks: native thread pools (OpenBLAS via numpy) must not exist in it.
         env.update({name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
         command = [sys.executable, "-m", "ifc_host.keeper", "--fd", str(theirs.fileno()),
-                   "--hold-timeout", repr(self.hold_timeout_s), str(path), str(self.save_path)]
+                   "--hold-timeout", repr(self.hold_timeout_s), "--isolation", self.isolation, str(path),
+                   str(self.save_path)]
         try:
             proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env,
                                     start_new_session=True)
@@ -197,6 +211,10 @@ class IsolatedExecutor:
             conn.close()
             raise BadModelError(reply.get("error") or f"{path}: could not be opened")
         self._proc, self._conn = proc, conn
+        if reply.get("sandbox") != self.sandbox:
+            self.sandbox = reply.get("sandbox") or {}
+            log.info("scripts run in %s processes; what they can reach: %s", self.isolation,
+                     "; ".join(f"{k}: {v}" for k, v in self.sandbox.items()))
         return reply["document"]
 
     def _stop_keeper(self) -> None:

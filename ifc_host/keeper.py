@@ -1,9 +1,12 @@
-"""The model keeper: a single-threaded process holding the committed model, forking a child per script.
+"""The model keeper: a single-threaded process holding the committed model, giving each script its own
+process (forked, or a warm spawned spare: see isolation.py).
 
 Started fresh (`python -m ifc_host.keeper`, never forked from the multi-threaded runtime), so forking it is
-safe. A script's failure, hang or native crash only ever ends its own child: rolling back costs a fork and
-a kill, whatever the model's size. A successful automation's child writes the model next to the saved file;
-the keeper re-opens that (checked), renames it over the saved file and adopts it as the committed model.
+safe. A script's failure, hang or native crash only ever ends its own process: rolling back costs a kill,
+whatever the model's size. A successful automation's process sends the serialised model; the keeper writes it
+beside the saved file, re-opens it (checked), and, holding a lock on the folder, renames it over the saved
+file unless that file changed on disk since this keeper last read or wrote it (another host or program
+saved it: the commit is refused rather than silently overwriting their work).
 
 Requests arrive as dicts on a multiprocessing Connection (one at a time) and each gets one reply.
 """
@@ -17,100 +20,55 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import ifcopenshell
 
+from ifc_host.isolation import ISOLATIONS, ForkStrategy, ScriptProcess, SpawnStrategy, default_isolation
 from ifc_host.model_file import (
     BadModelError,
     describe_context,
     describe_document,
+    directory_lock,
+    file_signature,
     open_checked,
     replace_atomically,
-    temp_path_beside,
+    write_beside,
 )
-from ifc_host.pipes import MessageReader, send_message
 from ifc_host.script import STDOUT_CAP_BYTES
 
 COMMIT_TIMEOUT_S = 600.0
 SNAPSHOT_TIMEOUT_S = 300.0
 _CRASH_FRAME = re.compile(r'File "<script>", line (\d+)')
-_PREIMPORTED_UTILS = (
-    "element", "placement", "selector", "unit", "shape_builder", "representation", "pset", "type", "attribute",
-    "classification", "date", "schema", "shape", "system", "cost", "constraint", "geolocation", "resource",
-)
-
-
-@dataclass
-class ChildRun:
-    """One forked script child and the files and pipes that connect it to the keeper."""
-
-    pid: int
-    request_id: str
-    mode: str
-    started: float
-    reader: MessageReader
-    to_child: int
-    files: dict[str, Path]
-    exit_status: int | None = None
-    result: dict[str, Any] = field(default_factory=dict)
-
-    def send(self, message: dict[str, Any]) -> None:
-        send_message(self.to_child, message)
-
-    def kill(self) -> None:
-        if self.exit_status is not None:
-            return
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            os.kill(self.pid, signal.SIGKILL)
-        self.reap()
-
-    def reap(self) -> int:
-        if self.exit_status is None:
-            _, status = os.waitpid(self.pid, 0)
-            self.exit_status = status
-            try:
-                os.killpg(self.pid, signal.SIGKILL)  # anything the script started in its process group
-            except (ProcessLookupError, PermissionError):
-                pass
-        return self.exit_status
-
-    def close(self) -> None:
-        self.kill()
-        for fd in (self.reader.fd, self.to_child):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        for path in self.files.values():
-            path.unlink(missing_ok=True)
 
 
 @dataclass
 class HeldAutomation:
-    run: ChildRun
+    run: ScriptProcess
     result: dict[str, Any]
     expires: float
 
 
 class Keeper:
     def __init__(self, model: ifcopenshell.file, save_path: Path, hold_timeout_s: float,
-                 private_fds: tuple[int, ...] = (), model_path: Path | None = None) -> None:
+                 private_fds: tuple[int, ...] = (), model_path: Path | None = None, isolation: str = "fork") -> None:
         self.model = model
-        self.protected_paths = sorted({str(save_path), str(model_path or save_path)})
-        self.private_fds = private_fds  # the keeper's own channel to the runtime: never left open in a child
+        self.committed_path = model_path or save_path  # the file the committed model was last read from
+        self.protected_paths = sorted({str(save_path), str(self.committed_path)})
         self.save_path = save_path
+        self.disk_signature = file_signature(save_path)  # the saved file as this keeper last read or wrote it
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
         self.expired: dict[str, str] = {}
         self.workdir = Path(tempfile.mkdtemp(prefix="nexus-keeper-"))
+        if isolation == "fork":
+            self.strategy: ForkStrategy | SpawnStrategy = ForkStrategy(self.workdir, private_fds)
+        else:
+            self.strategy = SpawnStrategy(self.workdir, self.committed_path)
+        self.sandbox = self.strategy.probe(model, self.committed_path)
 
     # --- requests -----------------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -132,9 +90,12 @@ class Keeper:
     def execute(self, job: dict[str, Any]) -> dict[str, Any]:
         if self.held is not None:
             return _failure(job, "Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
-        run = self._fork({**job, "protected_paths": self.protected_paths})
         try:
-            message = run.reader.read(run.started + float(job["timeout_s"]))
+            run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
+        except (RuntimeError, OSError) as exc:
+            return _failure(job, "HostCrash", f"{exc}; the model is unchanged and the host keeps running")
+        try:
+            message = run.read(run.started + float(job["timeout_s"]))
         except TimeoutError:
             run.kill()
             outcome = self._collect_output(run, {"ok": False, "timed_out": True, "error": {
@@ -162,6 +123,9 @@ class Keeper:
             self.model = open_checked(path)
         except BadModelError as exc:
             return {"ok": False, "error": str(exc)}
+        self.committed_path = path
+        self.disk_signature = file_signature(self.save_path)
+        self.strategy.after_run(self.committed_path, model_changed=True)
         return {"ok": True}
 
     def decide(self, request_id: str, decision: str) -> dict[str, Any]:
@@ -179,13 +143,14 @@ class Keeper:
         if self.held is None:
             return {"ok": False, "message": "no automation is held"}
         run = self.held.run
-        run.send({"op": "snapshot", "path": str(path)})
+        run.send({"op": "snapshot"})
+        data = _read_model(run, time.monotonic() + SNAPSHOT_TIMEOUT_S)
+        if isinstance(data, str):
+            return {"ok": False, "message": data}
         try:
-            message = run.reader.read(time.monotonic() + SNAPSHOT_TIMEOUT_S)
-        except TimeoutError:
-            message = None
-        if message is None or not message.get("ok"):
-            return {"ok": False, "message": (message or {}).get("error") or "the held model could not be written"}
+            path.write_bytes(data)
+        except OSError as exc:
+            return {"ok": False, "message": f"the held model could not be written to {path}: {exc}"}
         return {"ok": True}
 
     def expire_hold(self) -> None:
@@ -193,6 +158,7 @@ class Keeper:
             request_id = self.held.run.request_id
             self.held.run.close()
             self.held = None
+            self.strategy.after_run(self.committed_path, model_changed=False)
             self.expired[request_id] = (f"no decision arrived within {self.hold_timeout_s:g} s, so the "
                                         "automation was discarded")
 
@@ -203,33 +169,11 @@ class Keeper:
         if self.held is not None:
             self.held.run.close()
             self.held = None
+        self.strategy.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    # --- children -------------------------------------------------------------------------------------
-    def _fork(self, job: dict[str, Any]) -> ChildRun:
-        files = {name: self.workdir / f"{name}-{time.monotonic_ns()}.txt" for name in ("stdout", "epilogue", "crash")}
-        file_fds = {name: os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600) for name, path in files.items()}
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
-        started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            from ifc_host.child import child_main
-
-            for fd in (to_child_w, from_child_r, *self.private_fds):
-                os.close(fd)
-            child_main(self.model, job, {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r})
-        try:
-            os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race harmlessly
-        except (PermissionError, ProcessLookupError):
-            pass
-        os.close(to_child_r)
-        os.close(from_child_w)
-        for fd in file_fds.values():
-            os.close(fd)
-        return ChildRun(pid, job["request_id"], job["mode"], started, MessageReader(from_child_r), to_child_w, files)
-
-    def _collect_output(self, run: ChildRun, result: dict[str, Any]) -> dict[str, Any]:
+    # --- script processes -------------------------------------------------------------------------
+    def _collect_output(self, run: ScriptProcess, result: dict[str, Any]) -> dict[str, Any]:
         stdout, over_cap = _read_capped(run.files["stdout"])
         out = {"failures": [], "changes": {"added": [], "modified": [], "deleted": []}, **result, "stdout": stdout}
         out["stdout_truncated"] = bool(result.get("stdout_truncated")) or over_cap
@@ -238,13 +182,8 @@ class Keeper:
             out["epilogue_stdout"] = epilogue or None
         return out
 
-    def _crashed(self, run: ChildRun) -> dict[str, Any]:
-        status = run.reap()
-        if os.WIFSIGNALED(status):
-            signame = signal.Signals(os.WTERMSIG(status)).name
-            how = f"the script crashed the process running it ({signame})"
-        else:
-            how = f"the script ended the process running it (exit status {os.WEXITSTATUS(status)})"
+    def _crashed(self, run: ScriptProcess) -> dict[str, Any]:
+        how = run.how_it_ended()
         crash_log, _ = _read_capped(run.files["crash"])
         frames = _CRASH_FRAME.findall(crash_log)
         error = {"type": "HostCrash", "message": f"{how}; the model is unchanged and the host keeps running",
@@ -254,36 +193,59 @@ class Keeper:
         run.close()
         return self._finish(run, result, committed=False)
 
-    def _commit(self, run: ChildRun, result: dict[str, Any]) -> dict[str, Any]:
-        temp = temp_path_beside(self.save_path)
+    def _commit(self, run: ScriptProcess, result: dict[str, Any]) -> dict[str, Any]:
+        run.send({"op": "commit"})
+        data = _read_model(run, time.monotonic() + COMMIT_TIMEOUT_S)
+        run.close()
+        if isinstance(data, str):
+            return self._commit_failed(run, result, f"the model could not be written: {data}")
+        target = Path(os.path.realpath(self.save_path))  # a symlinked model path stays a symlink
+        temp: Path | None = None
         try:
-            run.send({"op": "commit", "path": str(temp)})
-            try:
-                written = run.reader.read(time.monotonic() + COMMIT_TIMEOUT_S)
-            except TimeoutError:
-                written = None
-            run.close()
-            if written is None or not written.get("ok"):
-                detail = (written or {}).get("error") or "the process writing the model stopped"
-                return self._commit_failed(run, result, f"the model could not be written: {detail}")
+            temp = write_beside(target, data)
             try:
                 adopted = open_checked(temp)
             except BadModelError as exc:
                 return self._commit_failed(run, result, f"the written model did not read back: {exc}")
-            replace_atomically(temp, self.save_path)
+            with directory_lock(target.parent):
+                if file_signature(target) != self.disk_signature:
+                    return self._conflict(run, result, target)
+                replace_atomically(temp, target)
+                self.disk_signature = file_signature(target)
         except OSError as exc:
             return self._commit_failed(run, result, f"saving to {self.save_path} failed: {exc}")
         finally:
-            temp.unlink(missing_ok=True)
+            if temp is not None:
+                temp.unlink(missing_ok=True)
         self.model = adopted
+        self.committed_path = self.save_path
         return self._finish(run, result, committed=True)
 
-    def _commit_failed(self, run: ChildRun, result: dict[str, Any], message: str) -> dict[str, Any]:
+    def _conflict(self, run: ScriptProcess, result: dict[str, Any], target: Path) -> dict[str, Any]:
+        """The saved file changed on disk since we read or wrote it: keep their work, refuse ours, and adopt
+        theirs so the next script runs against what is on disk."""
+        message = (f"{self.save_path.name} was changed on disk by another program or IFC host since this host last "
+                   "read or saved it; saving now would overwrite those changes, so this automation was NOT saved")
+        try:
+            self.model = open_checked(target)
+            self.committed_path = self.save_path
+            self.disk_signature = file_signature(target)
+            message += ("; the host has reloaded the file as it is on disk now: look at the model again and redo "
+                        "the change on that version")
+        except BadModelError as exc:
+            message += f"; the file on disk could not be read back ({exc}), so the host keeps its own version"
+        failed = {**result, "ok": False, "conflict": True, "error": {
+            "type": "CommitConflict", "message": message, "line": None, "traceback": ""}}
+        return self._finish(run, failed, committed=False)
+
+    def _commit_failed(self, run: ScriptProcess, result: dict[str, Any], message: str) -> dict[str, Any]:
         failed = {**result, "ok": False, "error": {"type": "CommitFailed", "message": message + "; the model is unchanged",
                                                    "line": None, "traceback": ""}}
         return self._finish(run, failed, committed=False)
 
-    def _finish(self, run: ChildRun, result: dict[str, Any], committed: bool) -> dict[str, Any]:
+    def _finish(self, run: ScriptProcess, result: dict[str, Any], committed: bool) -> dict[str, Any]:
+        if self.held is None:
+            self.strategy.after_run(self.committed_path, model_changed=committed or bool(result.get("conflict")))
         return {**result, "committed": committed, "duration_ms": _ms_since(run.started)}
 
 
@@ -307,37 +269,35 @@ def _read_capped(path: Path) -> tuple[str, bool]:
     return data[:STDOUT_CAP_BYTES].decode("utf-8", errors="replace"), over
 
 
-def _preimport() -> None:
-    """Import the API and utilities once here, so no script pays for it after each fork."""
-    import importlib
-    import pkgutil
-
-    import ifcopenshell.api
-    import ifcopenshell.util
-
-    for module in pkgutil.iter_modules(ifcopenshell.api.__path__):
-        if module.ispkg:
-            try:
-                importlib.import_module(f"ifcopenshell.api.{module.name}")
-            except Exception:  # an optional API module missing its own dependency stays lazy
-                pass
-    for name in _PREIMPORTED_UTILS:
-        try:
-            importlib.import_module(f"ifcopenshell.util.{name}")
-        except Exception:  # noqa: S110
-            pass
-    importlib.import_module("ifc_host.child")
+def _read_model(run: ScriptProcess, deadline: float) -> bytes | str:
+    """The serialised model the script's process sends on commit/snapshot, or why it could not."""
+    try:
+        written = run.read(deadline)
+        if written is not None and written.get("ok"):
+            data = run.read_frame(deadline)
+            if data is not None and len(data) == written.get("bytes"):
+                return data
+            written = None
+    except TimeoutError:
+        written = None
+    return (written or {}).get("error") or "the process writing the model stopped"
 
 
-def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeout_s: float) -> int:
+def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeout_s: float,
+          isolation: str = "fork") -> int:
     try:
         model = open_checked(model_path)
     except BadModelError as exc:
         connection.send({"ok": False, "error": str(exc)})
         return 2
-    _preimport()
-    keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path)
-    connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid()})
+    if isolation == "fork":
+        from ifc_host.child import preimport
+
+        preimport()  # once here, inherited by every forked child
+    keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path,
+                    isolation=isolation)
+    connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
+                     "isolation": keeper.strategy.name, "sandbox": keeper.sandbox})
     try:
         while True:
             if not connection.poll(keeper.seconds_until_hold_expires()):
@@ -358,12 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ifc_host.keeper")
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--hold-timeout", type=float, required=True)
+    parser.add_argument("--isolation", choices=ISOLATIONS, default=default_isolation())
     parser.add_argument("model_path")
     parser.add_argument("save_path")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runtime's to handle; it shuts us down
     connection = Connection(args.fd)
-    return serve(connection, Path(args.model_path), Path(args.save_path), args.hold_timeout)
+    return serve(connection, Path(args.model_path), Path(args.save_path), args.hold_timeout, args.isolation)
 
 
 if __name__ == "__main__":

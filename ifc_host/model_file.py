@@ -1,12 +1,22 @@
 """Opening IFC files with a check that they are whole, and saving them atomically.
 
 `ifcopenshell.open` loads a truncated file without raising (it keeps what it could parse), so every open
-goes through the parser's log: an error logged while parsing means the file is damaged.
+goes through the parser's log. Errors that other tools shrug off (a reference to an instance that is not in
+the file, an entity the schema does not know) are recoverable: the file opens, and the problems travel with
+the model as warnings (host log, `hello`, the model's context). Any other parser error, a missing trailer or
+a missing IfcProject means the file is damaged or not IFC, and it is refused.
+
+Saving writes through a symlinked path to its target, keeps the file's permissions, and refuses to replace
+a file that changed on disk since this host last read or wrote it (another host or program saved it).
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +25,11 @@ import ifcopenshell.ifcopenshell_wrapper as wrapper
 
 STEP_TRAILER = b"END-ISO-10303-21;"
 _PARSER_MESSAGES_SHOWN = 3
+WARNINGS_SHOWN = 20
+_RECOVERABLE = (
+    re.compile(r"^Instance reference #\d+ used by instance #\d+ at attribute index \d+ not found"),
+    re.compile(r"^Entity with name '(?!ENDSEC'|END-ISO|HEADER'|DATA')[A-Za-z0-9_]+' not found in schema"),
+)
 
 
 class BadModelError(ValueError):
@@ -22,7 +37,11 @@ class BadModelError(ValueError):
 
 
 def open_checked(path: str | os.PathLike[str]) -> ifcopenshell.file:
-    """Open an IFC-SPF file, refusing empty, garbage, truncated or project-less files with a clear message."""
+    """Open an IFC-SPF file, refusing empty, garbage, truncated or project-less files with a clear message.
+
+    Recoverable parser errors (dangling references, unknown entities) do not refuse the file: they are kept
+    as warnings, read with `open_warnings(model)`.
+    """
     file_path = Path(path)
     if not file_path.is_file():
         raise BadModelError(f"{file_path}: no such file")
@@ -35,16 +54,46 @@ def open_checked(path: str | os.PathLike[str]) -> ifcopenshell.file:
         model = ifcopenshell.open(str(file_path), logger=logger)
     except (ifcopenshell.Error, OSError, RuntimeError) as exc:
         raise BadModelError(f"{file_path}: not a readable IFC file ({exc})") from exc
-    if logger.max_severity() >= wrapper.logger.LOG_ERROR:
-        raise BadModelError(f"{file_path}: the IFC file is damaged or truncated: {_parser_errors(logger)}")
     if not _has_trailer(file_path, size):
         raise BadModelError(f"{file_path}: the IFC file is truncated (it does not end with {STEP_TRAILER.decode()})")
+    errors = [m.message for m in logger.log_messages() if m.severity >= wrapper.logger.LOG_ERROR]
+    if logger.max_severity() >= wrapper.logger.LOG_ERROR and not all(_recoverable(e) for e in errors):
+        raise BadModelError(f"{file_path}: the IFC file is damaged or truncated: {_parser_errors(logger)}")
     if not model.by_type("IfcProject"):
         raise BadModelError(f"{file_path}: the file parses but holds no IfcProject, so it is not an IFC model")
     # The native file keeps logging to this logger for its whole life (e.g. while attributes are set);
     # letting Python free it would leave the file writing into freed memory.
     model._nexus_parse_logger = logger
+    problems = [m.message for m in logger.log_messages() if m.severity >= wrapper.logger.LOG_WARNING]
+    model._nexus_open_warnings = [_readable(message) for message in problems]
     return model
+
+
+def open_warnings(model: ifcopenshell.file) -> list[str]:
+    """The recoverable problems the parser found when the model was opened (empty for a clean file)."""
+    return list(getattr(model, "_nexus_open_warnings", None) or [])
+
+
+def describe_warnings(warnings: list[str]) -> list[str]:
+    """At most WARNINGS_SHOWN lines, the last one saying how many more there were."""
+    if len(warnings) <= WARNINGS_SHOWN:
+        return list(warnings)
+    return [*warnings[:WARNINGS_SHOWN - 1], f"... and {len(warnings) - WARNINGS_SHOWN + 1} more"]
+
+
+def _recoverable(message: str) -> bool:
+    return any(pattern.match(message) for pattern in _RECOVERABLE)
+
+
+_DANGLING = re.compile(r"^Instance reference #(\d+) used by instance #(\d+) at attribute index (\d+) not found")
+
+
+def _readable(message: str) -> str:
+    dangling = _DANGLING.match(message)
+    if dangling:
+        missing, user, index = dangling.groups()
+        return f"#{user} refers to #{missing} (attribute {int(index) + 1}), which is not in the file"
+    return re.sub(r" at offset \d+$", "", message)
 
 
 def _parser_errors(logger: Any) -> str:
@@ -65,13 +114,19 @@ def describe_document(model: ifcopenshell.file, path: str | os.PathLike[str]) ->
     projects = model.by_type("IfcProject")
     title = (projects[0].Name if projects and projects[0].Name else None) or Path(path).stem or "IFC model"
     storeys = sorted(model.by_type("IfcBuildingStorey"), key=lambda s: (_elevation(s), s.id()))
-    return {
+    document: dict[str, Any] = {
         "title": title,
         "schema": model.schema_identifier,
         "path": str(Path(path).resolve()),
         "storeys": [s.Name or f"#{s.id()}" for s in storeys][:100],
         "entities": len(model.entity_names()),
     }
+    warnings = open_warnings(model)
+    if warnings:
+        document["warnings"] = describe_warnings([
+            f"the file opened with {len(warnings)} recoverable problem(s) that IfcOpenShell skipped; "
+            "the elements they affect may lack data", *warnings])
+    return document
 
 
 def describe_context(model: ifcopenshell.file) -> dict[str, Any]:
@@ -106,6 +161,63 @@ def _elevation(storey: ifcopenshell.entity_instance) -> float:
         return 0.0
 
 
+def file_signature(path: str | os.PathLike[str]) -> tuple[int, int, int, int] | None:
+    """Identity and version of the file at `path` (through symlinks): a replaced or rewritten file differs."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+@contextlib.contextmanager
+def directory_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
+    """An exclusive advisory lock on a directory (POSIX flock), held while a commit checks and replaces a file
+    in it, so two hosts saving the same file cannot interleave their check and rename."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: os.replace is atomic; the check-then-replace window stays
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def write_beside(target: str | os.PathLike[str], data: bytes) -> Path:
+    """Write `data` to a fresh file beside `target` (resolved through symlinks) with the target's permissions
+    (or the umask's default for a new file), fsynced, ready for `replace_atomically`."""
+    real = Path(os.path.realpath(target))
+    temp = temp_path_beside(real)
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        _copy_permissions(real, temp)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
+
+
+def _copy_permissions(source: Path, temp: Path) -> None:
+    try:
+        info = source.stat()
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        return
+    os.chmod(temp, stat.S_IMODE(info.st_mode))
+    if hasattr(os, "chown"):
+        with contextlib.suppress(PermissionError):
+            os.chown(temp, info.st_uid, info.st_gid)
+
+
 def temp_path_beside(target: str | os.PathLike[str]) -> Path:
     """A fresh temporary file in the target's directory, so that os.replace onto the target is atomic."""
     target_path = Path(target)
@@ -123,9 +235,11 @@ def fsync_file(path: str | os.PathLike[str]) -> None:
 
 
 def replace_atomically(written: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
-    """Move a fully written (and fsynced) file onto the target, then make the rename itself durable."""
-    os.replace(written, target)
-    directory = os.open(Path(target).parent, os.O_RDONLY)
+    """Move a fully written (and fsynced) file onto the target (through a symlink, which stays a symlink),
+    then make the rename itself durable."""
+    real = os.path.realpath(target)
+    os.replace(written, real)
+    directory = os.open(Path(real).parent, os.O_RDONLY)
     try:
         os.fsync(directory)
     finally:
@@ -134,10 +248,11 @@ def replace_atomically(written: str | os.PathLike[str], target: str | os.PathLik
 
 def save_atomically(model: ifcopenshell.file, target: str | os.PathLike[str]) -> None:
     """Write the model to a temporary file beside the target, fsync it, then rename it over the target."""
-    temp = temp_path_beside(target)
+    temp = temp_path_beside(os.path.realpath(target))
     try:
         model.write(str(temp))
         fsync_file(temp)
+        _copy_permissions(Path(os.path.realpath(target)), temp)
         replace_atomically(temp, target)
     finally:
         temp.unlink(missing_ok=True)

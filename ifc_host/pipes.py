@@ -1,4 +1,4 @@
-"""Length-prefixed JSON messages over a raw pipe, read against a deadline (keeper <-> script child)."""
+"""Length-prefixed JSON messages (and raw frames) over a raw pipe, read against a deadline (keeper <-> script child)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,11 @@ _HEADER = struct.Struct("!Q")
 
 
 def send_message(fd: int, message: dict[str, Any]) -> None:
-    data = json.dumps(message).encode("utf-8")
+    send_frame(fd, json.dumps(message).encode("utf-8"))
+
+
+def send_frame(fd: int, data: bytes) -> None:
+    """One length-prefixed frame of raw bytes (a serialised model travels this way, not as JSON)."""
     view = memoryview(_HEADER.pack(len(data)) + data)
     while view:
         written = os.write(fd, view)
@@ -28,10 +32,15 @@ class MessageReader:
 
     def read(self, deadline: float | None) -> dict[str, Any] | None:
         """Next message, None on EOF; raises TimeoutError when `deadline` (time.monotonic()) passes first."""
+        frame = self.read_frame(deadline)
+        return None if frame is None else json.loads(frame)
+
+    def read_frame(self, deadline: float | None) -> bytes | None:
+        """Next raw frame, None on EOF; raises TimeoutError when `deadline` passes first."""
         while True:
-            message = self._take()
-            if message is not None:
-                return message
+            frame = self._take()
+            if frame is not None:
+                return frame
             timeout = None if deadline is None else deadline - time.monotonic()
             if timeout is not None and timeout <= 0:
                 raise TimeoutError
@@ -43,7 +52,7 @@ class MessageReader:
                 return None
             self._buffer.extend(chunk)
 
-    def _take(self) -> dict[str, Any] | None:
+    def _take(self) -> bytes | None:
         if len(self._buffer) < _HEADER.size:
             return None
         (length,) = _HEADER.unpack_from(self._buffer)
@@ -52,4 +61,4 @@ class MessageReader:
             return None
         payload = bytes(self._buffer[_HEADER.size:end])
         del self._buffer[:end]
-        return json.loads(payload)
+        return payload

@@ -25,9 +25,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import websocket
 
+from cloud.contract import ContractError
+from cloud.hosts.registry import content_hash
 from ifc_host import protocol
 from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, ExecuteJob, IsolatedExecutor
-from shared_contract.validate import ContractError, content_hash
 
 log = logging.getLogger("nexus.ifc_host")
 
@@ -401,8 +402,11 @@ class HostHandle:
 
 
 def _build_runtime(model_path: str, server_url: str, token: str, out_path: str | None,
-                   hold_timeout_s: float, reconnect: ReconnectPolicy | None) -> HostRuntime:
-    executor = IsolatedExecutor(model_path, out_path, hold_timeout_s=hold_timeout_s)
+                   hold_timeout_s: float, reconnect: ReconnectPolicy | None,
+                   isolation: str | None = None) -> HostRuntime:
+    executor = IsolatedExecutor(model_path, out_path, hold_timeout_s=hold_timeout_s, isolation=isolation)
+    for warning in executor.document.get("warnings") or []:
+        log.warning("%s: %s", Path(model_path).name, warning)
     try:
         return HostRuntime(executor, server_url, token, reconnect=reconnect)
     except Exception:
@@ -412,14 +416,14 @@ def _build_runtime(model_path: str, server_url: str, token: str, out_path: str |
 
 def run_host(model_path: str, server_url: str, token: str, stop: threading.Event | None = None,
              out_path: str | None = None, *, hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S,
-             reconnect: ReconnectPolicy | None = None) -> None:
+             reconnect: ReconnectPolicy | None = None, isolation: str | None = None) -> None:
     """Serve `model_path` to the orchestrator at `server_url` until `stop` is set (blocking).
 
     Raises BadModelError at once for an unusable file, HostRejected if the server refuses the token.
     Commits go to `out_path` when given (the input file is then never modified), else back to `model_path`.
     """
     stop = stop or threading.Event()
-    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect)
+    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect, isolation)
     try:
         runtime.serve(stop)
     except KeyboardInterrupt:
@@ -432,9 +436,11 @@ def run_host(model_path: str, server_url: str, token: str, stop: threading.Event
 
 def start_host_thread(model_path: str, server_url: str, token: str, stop: threading.Event | None = None,
                       out_path: str | None = None, *, hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S,
-                      reconnect: ReconnectPolicy | None = None) -> HostHandle:
-    """Like run_host, on a background thread. The model is opened (and checked) before this returns."""
-    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect)
+                      reconnect: ReconnectPolicy | None = None, isolation: str | None = None) -> HostHandle:
+    """Like run_host, on a background thread (tests, embedding). The model is opened (and checked) before this
+    returns. Commands that also run an orchestrator use launcher.start_host_process instead, so the host and
+    its scripts never share the orchestrator's process."""
+    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect, isolation)
     handle = HostHandle(runtime, stop or threading.Event())
     handle.thread.start()
     return handle

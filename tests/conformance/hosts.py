@@ -109,6 +109,7 @@ def sample_building() -> Path:
 class IfcHostLauncher:
     name: str = "ifc"
     model_source: Callable[[], Path] = sample_building  # copied for each launch
+    isolation: str | None = None  # "fork" | "spawn" (ifc_host.isolation); None: the platform's default
 
     def launch(self, workdir: Path, server_url: str, token: str, connect: bool = True,
                out_path: Path | None = None, **options: object) -> LaunchedIfcHost:
@@ -118,6 +119,7 @@ class IfcHostLauncher:
         model_path = workdir / "model.ifc"
         shutil.copyfile(self.model_source(), model_path)
         options.setdefault("reconnect", ReconnectPolicy(first_delay_s=0.05, max_delay_s=0.5))
+        options.setdefault("isolation", self.isolation)
         handle = start_host_thread(str(model_path), server_url, token, out_path=str(out_path) if out_path else None,
                                    **options)
         if connect:
@@ -129,4 +131,5 @@ class IfcHostLauncher:
         return LaunchedIfcHost(handle, model_path, out_path)
 
 
-LAUNCHERS: dict[str, HostLauncher] = {"ifc": IfcHostLauncher()}
+LAUNCHERS: dict[str, HostLauncher] = {"ifc": IfcHostLauncher(isolation="fork"),
+                                      "ifc-spawn": IfcHostLauncher(name="ifc-spawn", isolation="spawn")}

@@ -1,4 +1,5 @@
-"""Isolated execution and change tracking of the IFC host, on real IfcOpenShell models in real processes.
+"""Isolated execution and change tracking of the IFC host, on real IfcOpenShell models in real processes,
+under both isolation strategies (a forked child per script, and a warm spawned spare per script).
 
 Most tests hold their automation and then discard it, so the module shares one keeper and one model.
 """
@@ -16,6 +17,7 @@ import ifcopenshell
 import pytest
 
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import open_checked
 from ifc_host.script import STDOUT_CAP_BYTES
 from tests.conformance.ifc_models import write_small_building
@@ -25,14 +27,20 @@ REPORT = ("import json\n"
           " 'geometry': nexus_geometry_changed()}))\n")
 
 
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_small_building(tmp_path_factory.mktemp("executor") / "model.ifc")
+@pytest.fixture(scope="module", params=ISOLATIONS)
+def isolation(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def executor(model_path: Path) -> Iterator[IsolatedExecutor]:
-    runner = IsolatedExecutor(model_path)
+def model_path(tmp_path_factory: pytest.TempPathFactory, isolation: str) -> Path:
+    return write_small_building(tmp_path_factory.mktemp(f"executor-{isolation}") / "model.ifc")
+
+
+@pytest.fixture(scope="module")
+def executor(model_path: Path, isolation: str) -> Iterator[IsolatedExecutor]:
+    runner = IsolatedExecutor(model_path, isolation=isolation)
+    assert runner.isolation == isolation
     yield runner
     runner.close()
 
@@ -228,9 +236,9 @@ def test_a_native_crash_is_contained(executor: IsolatedExecutor, model_path: Pat
     assert run(executor, "print(len(model.by_type('IfcWall')))", mode="collect")["stdout"] == "8\n"
 
 
-def test_epilogue_failure_is_a_warning_and_the_automation_still_commits(tmp_path: Path):
+def test_epilogue_failure_is_a_warning_and_the_automation_still_commits(tmp_path: Path, isolation: str):
     path = write_small_building(tmp_path / "m.ifc")
-    runner = IsolatedExecutor(path)
+    runner = IsolatedExecutor(path, isolation=isolation)
     try:
         result = run(runner, "model.by_type('IfcWall')[0].Name = 'committed'", epilogue_code="print('partial')\n1/0\n")
         assert result["ok"] and result["committed"]
@@ -260,9 +268,9 @@ model.undo()
     assert result["ok"] is False and result["error"]["line"] == 6 and "undo/redo" in result["error"]["message"]
 
 
-def test_hold_keep_discard_snapshot_and_expiry(tmp_path: Path):
+def test_hold_keep_discard_snapshot_and_expiry(tmp_path: Path, isolation: str):
     path = write_small_building(tmp_path / "m.ifc")
-    runner = IsolatedExecutor(path, hold_timeout_s=1.5)
+    runner = IsolatedExecutor(path, hold_timeout_s=1.5, isolation=isolation)
     try:
         before = path.read_bytes()
         held = runner.execute(ExecuteJob("h1", "automate", "model.by_type('IfcWall')[0].Name = 'held'", 10, hold=True))
@@ -289,26 +297,42 @@ def test_hold_keep_discard_snapshot_and_expiry(tmp_path: Path):
         runner.close()
 
 
-def test_losing_the_keeper_keeps_what_was_committed_and_stops_its_script(tmp_path: Path):
+def test_losing_the_keeper_keeps_what_was_committed_and_stops_its_script(tmp_path: Path, isolation: str):
     path = write_small_building(tmp_path / "m.ifc")
-    pid_file = tmp_path / "script.pid"
-    runner = IsolatedExecutor(path)
+    runner = IsolatedExecutor(path, isolation=isolation)
+    script_pids: list[int] = []
+
+    def kill_the_keeper(keeper: int) -> None:
+        script_pids.extend(_children(keeper))  # the script's process (and a warm spare, under spawn)
+        os.kill(keeper, signal.SIGKILL)
+
     try:
         assert run(runner, "model.by_type('IfcWall')[0].Name = 'survives'")["committed"]
-        keeper = runner.keeper_pid
-        threading.Timer(1.0, os.kill, (keeper, signal.SIGKILL)).start()
-        lost = run(runner, f"import os, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
-                           "while True:\n    pass\n", timeout_s=60)
+        time.sleep(0.5)
+        threading.Timer(1.5, kill_the_keeper, (runner.keeper_pid,)).start()
+        lost = run(runner, "while True:\n    pass\n", timeout_s=60)
         assert lost["ok"] is False and lost["error"]["type"] == "HostCrash" and "restarted" in lost["error"]["message"]
-        script_pid = int(pid_file.read_text())
+        assert script_pids, "the script's process was not found"
         deadline = time.monotonic() + 5
-        while _alive(script_pid) and time.monotonic() < deadline:
+        while any(_alive(pid) for pid in script_pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(script_pid), "the script outlived its keeper"
+        assert not any(_alive(pid) for pid in script_pids), "the script outlived its keeper"
         again = run(runner, "print(model.by_type('IfcWall')[0].Name)", mode="collect")
         assert again["stdout"] == "survives\n"
     finally:
         runner.close()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -320,9 +344,9 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
-def test_edits_made_to_the_file_by_another_program_are_adopted(tmp_path: Path):
+def test_edits_made_to_the_file_by_another_program_are_adopted(tmp_path: Path, isolation: str):
     path = write_small_building(tmp_path / "m.ifc")
-    runner = IsolatedExecutor(path)
+    runner = IsolatedExecutor(path, isolation=isolation)
     try:
         other = ifcopenshell.open(str(path))
         other.by_type("IfcWall")[0].Name = "edited elsewhere"
@@ -335,11 +359,11 @@ def test_edits_made_to_the_file_by_another_program_are_adopted(tmp_path: Path):
         runner.close()
 
 
-def test_out_path_receives_commits_and_the_input_is_never_written(tmp_path: Path):
+def test_out_path_receives_commits_and_the_input_is_never_written(tmp_path: Path, isolation: str):
     path = write_small_building(tmp_path / "in.ifc")
     out = tmp_path / "out.ifc"
     before = path.read_bytes()
-    runner = IsolatedExecutor(path, out)
+    runner = IsolatedExecutor(path, out, isolation=isolation)
     try:
         assert run(runner, "model.by_type('IfcWall')[0].Name = 'saved elsewhere'")["committed"]
         assert run(runner, "model.by_type('IfcWall')[1].Name = 'second'")["committed"]
@@ -356,5 +380,16 @@ def test_a_script_cannot_write_over_the_model_file(executor: IsolatedExecutor, m
     result = run(executor, f"model.by_type('IfcWall')[0].Name = 'x'\nmodel.write({str(model_path)!r})")
     assert result["ok"] is False and result["error"]["type"] == "PermissionError" and result["error"]["line"] == 2
     assert model_path.read_bytes() == before
-    copy = tmp_path / "copy.ifc"
-    assert run(executor, f"model.write({str(copy)!r})", mode="collect")["ok"] and copy.exists()
+    own = run(executor, "import os\nmodel.write('copy.ifc')\nprint(os.path.getsize('copy.ifc') > 1000)", mode="collect")
+    assert own["ok"] and own["stdout"] == "True\n", own.get("error")
+
+
+def test_a_read_only_script_cannot_append_to_the_model_file(executor: IsolatedExecutor, model_path: Path):
+    """Issue 13 L6: the script works on the model in memory; the file on disk is out of its reach."""
+    before = model_path.read_bytes()
+    result = run(executor, f"with open({str(model_path)!r}, 'a') as handle:\n    handle.write('#999=IFCWALL();')",
+                 mode="collect")
+    assert result["ok"] is False and result["error"]["type"] == "PermissionError", result
+    assert model_path.read_bytes() == before
+    reading = run(executor, f"open({str(model_path)!r}).read()", mode="collect")
+    assert reading["ok"] is False and reading["error"]["type"] == "PermissionError"

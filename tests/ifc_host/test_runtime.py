@@ -150,9 +150,9 @@ def test_bad_ifc_files_are_refused_at_start(tmp_path: Path):
         assert str(path) in str(refused.value), name
     assert "truncated" in str(refused.value)
 
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NEXUS_TOKEN": "t"}
     cli = subprocess.run([sys.executable, "-m", "cloud.cli", "ifc-host", str(tmp_path / "truncated.ifc"),
-                          "--server", "http://127.0.0.1:9", "--token", "t"],
+                          "--server", "http://127.0.0.1:9"],
                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert cli.returncode != 0
     assert "truncated" in cli.stderr + cli.stdout and "Traceback" not in cli.stderr

@@ -25,10 +25,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import websocket
 
-from cloud.contract import ContractError
-from cloud.hosts.registry import content_hash
 from ifc_host import protocol
 from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, ExecuteJob, IsolatedExecutor
+from shared_contract.validate import ContractError, content_hash
 
 log = logging.getLogger("nexus.ifc_host")
 

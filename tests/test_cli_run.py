@@ -53,13 +53,14 @@ def test_the_orchestrator_has_one_child_the_ifc_host_and_scripts_run_below_it(tm
     below_host = 0
     while process.poll() is None:
         children = _children(process.pid)
-        seen_children.update(children)
+        for pid, cmdline in children.items():  # empty while it forks, execs or exits: keep what it said
+            seen_children[pid] = cmdline if cmdline.strip() else seen_children.get(pid, "")
         below_host = max(below_host, sum(len(_children(pid)) for pid in children))
         time.sleep(0.05)
     stdout, stderr = process.communicate(timeout=180)
     assert process.returncode == 0, stdout[-2000:] + stderr[-2000:]
     assert len(seen_children) == 1, seen_children  # the host, and nothing else: no script runs in or under us
-    (host_cmdline,) = seen_children.values()
+    (host_cmdline,) = seen_children.values()  # read while it served
     assert "ifc_host" in host_cmdline or "ifc-host" in host_cmdline
     assert below_host >= 1  # the host's own script process(es)
     chunks = [json.loads(line) for line in stdout.splitlines()]

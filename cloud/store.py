@@ -355,6 +355,11 @@ class Store:
                        (image_id, session_id, png, time.time()))
         return image_id
 
+    def list_images(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._read(
+            "SELECT id AS image_id, created, length(png) AS bytes FROM images WHERE session_id = ? ORDER BY created",
+            (session_id,))]
+
     def get_image(self, session_id: str, image_id: str) -> bytes | None:
         rows = self._read("SELECT png FROM images WHERE id = ? AND session_id = ?", (image_id, session_id))
         return bytes(rows[0]["png"]) if rows else None

@@ -4,11 +4,14 @@ may do, and a token is demoted (PUT) or revoked (DELETE, which also closes hosts
 """
 from __future__ import annotations
 
+import threading
+import uuid
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from cloud.contract import ContractError
+from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import known_providers
 from cloud.policy import POLICY_STRICTNESS
 from cloud.web.auth import api_error, require_user
@@ -52,7 +55,7 @@ def session_detail(session_id: str):
     if row is None:
         return api_error(404, f"no session {session_id}")
     return jsonify({**row, "transcript": store.transcript(session_id), "usage": store.session_usage(session_id),
-                    "audit": store.audit(session_id=session_id)})
+                    "audit": store.audit(session_id=session_id), "images": store.list_images(session_id)})
 
 
 @admin_api.get("/sessions/<session_id>/images/<image_id>")
@@ -82,6 +85,29 @@ def hosts():
     return jsonify({"hosts": [h.describe() for h in nexus().hosts.all()],
                     "providers": [{"host_app": p.host_app, "capability_version": p.capability_version}
                                   for p in known_providers()]})
+
+
+DOCTOR_TIMEOUT_S = 120.0  # the host's own pickup timeout and its checks (an image export) fit well within
+
+
+@admin_api.post("/hosts/<host_id>/doctor")
+@require_user(admin=True)
+def host_doctor(host_id: str):
+    """Run NexusAI Doctor on a connected host; its pass/fail table is returned and kept with the host."""
+    state = nexus()
+    connection = state.hosts.get(host_id)
+    if connection is None:
+        return api_error(404, f"host {host_id} is not connected")
+    if "doctor" not in (connection.hello.get("capabilities") or []):
+        return api_error(409, f"host {host_id} ({connection.host_app}) does not offer NexusAI Doctor")
+    about = "doctor-" + uuid.uuid4().hex[:12]
+    link = WebSocketHostLink(state.hosts, state.channel, host_id, connection.user_name, "admin-" + about)
+    reply = link.ask({"type": "doctor"}, DOCTOR_TIMEOUT_S, threading.Event(), about=about)
+    if reply.message is None:
+        return api_error(504, f"host {host_id} did not answer the doctor ({reply.missing}) {reply.detail}".strip())
+    if reply.message.get("type") != "doctor_result":
+        return api_error(409, f"host {host_id} could not run the doctor: {reply.message.get('message')}")
+    return jsonify({"host_id": host_id, "doctor": reply.message})
 
 
 @admin_api.get("/usage")

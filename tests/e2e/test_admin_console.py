@@ -123,3 +123,112 @@ def test_admin_creates_and_revokes_a_token_and_sets_a_policy(server, alice, brow
     page.wait_for_function("() => [...document.querySelectorAll('#tokens-table tr')].some(r => r.textContent.includes('bob') && r.textContent.includes('revoked'))")
     assert store.user_for_token(token) is None
     assert browser.dialogs == []
+
+
+def _usage_on(db_path, day: str, user: str, model: str, cost: float, output: int) -> None:
+    import sqlite3
+
+    with sqlite3.connect(db_path) as db:
+        db.execute("INSERT INTO usage (ts, day, session_id, user_name, model, uncached_input, cache_read, cache_write, "
+                   "output, reasoning, cost) VALUES (0, ?, 's', ?, ?, 100, 0, 0, ?, 0, ?)", (day, user, model, output, cost))
+
+
+def test_usage_and_cost_are_charted_over_time_by_user_and_by_model(server, browser):
+    for day, user, model, cost in [("2026-11-20", "alice", "anthropic:claude-sonnet-4-5", 1.25),
+                                   ("2026-11-22", "bob", "openai:gpt-5.1", 0.5),
+                                   ("2026-11-22", "alice", "openai:gpt-5.1", 2.0)]:
+        _usage_on(server.db_path, day, user, model, cost, 1000)
+    page = browser.page
+    browser.sign_in(server.url, server.token("root", admin=True), path="/admin#tab=usage")
+    page.wait_for_selector("body[data-ready='1']")
+    users, models = page.locator("#chart-users"), page.locator("#chart-models")
+    users.locator("svg rect").first.wait_for()
+    # One bar segment per (day, user); three days on the axis, the quiet one included.
+    assert sorted(users.locator("rect").evaluate_all("rs => rs.map(r => r.dataset.day + ' ' + r.dataset.series)")) == [
+        "2026-11-20 alice", "2026-11-22 alice", "2026-11-22 bob"]
+    assert users.locator("text.axis", has_text="11-21").count() == 1
+    assert "alice · $3.25" in users.locator(".chart-legend").text_content()
+    assert "bob · $0.50" in users.locator(".chart-legend").text_content()
+    series = set(models.locator("rect").evaluate_all("rs => rs.map(r => r.dataset.series)"))
+    assert len(series) == 2 and any("claude-sonnet-4-5" in s for s in series) and any("gpt-5.1" in s for s in series)
+    page.select_option("#usage-metric", "tokens")
+    page.wait_for_function("() => document.querySelector('#chart-users .chart-legend').textContent.includes('alice · 2,200')")
+    page.evaluate("() => document.querySelector('#chart-users').scrollIntoView()")
+    browser.screenshot("admin-usage-charts.png")
+
+
+def test_sessions_and_audit_entries_can_be_searched_and_filtered(server, browser):
+    store = server.state.store
+    alices = store.create_session("alice", "h_alice", "anthropic:claude-sonnet-4-5", {})
+    bobs = store.create_session("bob", "h_bob", "openai:gpt-5.1", {})
+    store.update_session(bobs, status="error")
+    row = {"session_id": alices, "tool_call_id": "c1", "user_name": "alice", "host_id": "h_alice", "host_app": "ifc",
+           "capability_version": "1", "sha256": "ab" * 32}
+    store.record_scripts([{**row, "kind": "model", "code": "print('needle in the haystack')"},
+                          {**row, "kind": "epilogue", "code": "print('report')", "sha256": "cd" * 32},
+                          {**row, "kind": "model", "code": "print('hay')", "user_name": "bob", "session_id": bobs}])
+    page = browser.page
+    browser.sign_in(server.url, server.token("root", admin=True), path="/admin#tab=sessions")
+    page.wait_for_selector("body[data-ready='1']")
+    page.wait_for_selector(f"#sessions-table tr[data-key='{bobs}']")
+    page.fill("#sessions-q", "gpt-5")
+    page.click("#sessions-search button")
+    page.wait_for_function("() => document.querySelectorAll('#sessions-table tbody tr').length === 1")
+    assert page.locator(f"#sessions-table tr[data-key='{bobs}']").count() == 1
+    page.fill("#sessions-q", "")
+    page.select_option("#sessions-status", "idle")
+    page.click("#sessions-search button")
+    page.wait_for_selector(f"#sessions-table tr[data-key='{alices}']")
+    page.wait_for_function("() => document.querySelectorAll('#sessions-table tbody tr').length === 1")
+    assert "1 match" in page.locator("#sessions-count").text_content()
+
+    page.click("[data-tab=audit]")
+    page.wait_for_function("() => document.querySelectorAll('#audit-table tbody tr').length === 3")
+    page.fill("#audit-q", "NEEDLE")
+    page.click("#audit-search button")
+    page.wait_for_function("() => document.querySelectorAll('#audit-table tbody tr').length === 1")
+    page.click("#audit-table tbody tr")
+    assert "needle in the haystack" in page.locator("#audit-detail code").text_content()
+    page.fill("#audit-q", "")
+    page.fill("#audit-user", "alice")
+    page.select_option("#audit-kind", "epilogue")
+    page.click("#audit-search button")
+    page.wait_for_function("() => document.querySelectorAll('#audit-table tbody tr').length === 1")
+    assert "cdcdcd" in page.locator("#audit-table tbody").text_content()
+
+
+def test_an_admin_sees_another_users_captured_views_and_manages_token_rights(server, browser):
+    import io
+
+    from PIL import Image
+
+    store = server.state.store
+    session_id = store.create_session("alice", None, "scripted:x", {})
+    png = io.BytesIO()
+    Image.new("RGB", (40, 30), (52, 81, 209)).save(png, format="PNG")
+    store.save_image(session_id, png.getvalue())
+    page = browser.page
+    browser.sign_in(server.url, server.token("root", admin=True), path="/admin#tab=sessions")
+    page.wait_for_selector("body[data-ready='1']")
+    page.click(f"#sessions-table tr[data-key='{session_id}']")
+    page.wait_for_function("() => { const i = document.querySelector('#session-detail .admin-images img');"
+                           " return i && i.complete && i.naturalWidth === 40; }")
+
+    page.click("[data-tab=tokens]")
+    page.fill("#token-user", "carol")
+    page.check("#token-host")
+    page.click("#token-form button[type=submit]")
+    host_token = page.locator("#new-token").text_content()
+    assert "host-only" in page.locator("#token-created").text_content()
+    assert store.user_for_token(host_token).scope == "host"
+    page.fill("#token-user", "carol")
+    page.check("#token-admin")
+    page.click("#token-form button[type=submit]")
+    page.wait_for_function("() => document.querySelector('#token-created').textContent.includes('admin token')")
+    admin_token = page.locator("#new-token").text_content()
+    assert store.user_for_token(admin_token).is_admin and not store.user_for_token(host_token).is_admin
+    carol_admin = page.locator("#tokens-table tr", has_text="carol").filter(has_text="admin").first
+    carol_admin.locator("button", has_text="Remove admin").click()
+    page.wait_for_function("() => ![...document.querySelectorAll('#tokens-table tr')].some("
+                           "r => r.textContent.includes('carol') && r.textContent.includes('Remove admin'))")
+    assert not store.user_for_token(admin_token).is_admin and store.user_for_token(admin_token) is not None

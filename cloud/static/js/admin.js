@@ -2,8 +2,9 @@
 // capability providers, usage and cost, tokens and per-user policy. All data from /api/admin/...
 
 import { api } from "./api.js";
-import { clear, codeBlock, copyButton, formatCost, formatNumber, formatTime, h, pill } from "./dom.js";
+import { clear, codeBlock, copyButton, formatCost, formatNumber, formatTime, h, pill, zoomableImage } from "./dom.js";
 import { renderTranscript, shortModel } from "./conversation.js";
+import { stackedBars } from "./charts.js";
 
 const $ = (id) => document.getElementById(id);
 const TABS = ["sessions", "audit", "hosts", "usage", "tokens"];
@@ -30,6 +31,10 @@ function table(node, columns, rows, { onClick, empty = "Nothing yet.", key } = {
 }
 
 const short = (id) => (id ? String(id).slice(0, 8) : "—");
+const query = (params) => {
+  const set = Object.entries(params).filter(([, v]) => v);
+  return set.length ? "?" + new URLSearchParams(set).toString() : "";
+};
 const totalTokens = (u) => (u.uncached_input || 0) + (u.cache_read || 0) + (u.cache_write || 0) + (u.output || 0);
 
 class AdminConsole {
@@ -48,8 +53,13 @@ class AdminConsole {
     });
     $("audit-search").addEventListener("submit", (event) => {
       event.preventDefault();
-      this.loadAudit();
+      this.loadAudit().catch((error) => this.notice(error.message));
     });
+    $("sessions-search").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.loadSessions().catch((error) => this.notice(error.message));
+    });
+    $("usage-metric").addEventListener("change", () => this.drawCharts());
     $("token-form").addEventListener("submit", (event) => {
       event.preventDefault();
       this.createToken();
@@ -82,8 +92,10 @@ class AdminConsole {
 
   // ---- sessions ----
   async loadSessions() {
-    const { sessions } = await api("GET", "/api/admin/sessions");
-    $("sessions-count").textContent = `${sessions.length} most recent`;
+    const filters = { q: $("sessions-q").value.trim(), user: $("sessions-user").value.trim(), status: $("sessions-status").value };
+    const { sessions } = await api("GET", "/api/admin/sessions" + query(filters));
+    const filtered = Object.values(filters).some(Boolean);
+    $("sessions-count").textContent = filtered ? `${sessions.length} match${sessions.length === 1 ? "" : "es"}` : `${sessions.length} most recent`;
     table($("sessions-table"), [
       { title: "Updated", value: (s) => formatTime(s.updated) },
       { title: "User", value: (s) => s.user_name },
@@ -116,6 +128,7 @@ class AdminConsole {
         h("dt", { text: "Turns" }), h("dd", { text: `${turns} model turns, ${s.transcript.length} entries` }),
         h("dt", { text: "Tokens" }), h("dd", { text: `${formatNumber(totalTokens(usage))} (${formatNumber(usage.cache_read)} cached input)` }),
         h("dt", { text: "Cost" }), h("dd", { text: formatCost(usage.cost) })),
+      ...this.imagesView(s),
       h("h2", { text: "Scripts dispatched in this session" }),
       h("div", { class: "table-wrap" }, audit),
       code,
@@ -128,10 +141,11 @@ class AdminConsole {
 
   // ---- audit ----
   async loadAudit() {
-    const prefix = $("audit-sha").value.trim().toLowerCase();
-    const query = prefix ? "?sha256=" + encodeURIComponent(prefix) : "";
-    const { audit } = await api("GET", "/api/admin/audit" + query);
-    $("audit-count").textContent = prefix ? `${audit.length} match${audit.length === 1 ? "" : "es"}` : `${audit.length} most recent`;
+    const filters = { sha256: $("audit-sha").value.trim().toLowerCase(), q: $("audit-q").value.trim(),
+      user: $("audit-user").value.trim(), session_id: $("audit-session").value.trim(), kind: $("audit-kind").value };
+    const { audit } = await api("GET", "/api/admin/audit" + query(filters));
+    const filtered = Object.values(filters).some(Boolean);
+    $("audit-count").textContent = filtered ? `${audit.length} match${audit.length === 1 ? "" : "es"}` : `${audit.length} most recent`;
     this.auditTable($("audit-table"), audit, (row) => this.showCode(row, $("audit-detail")));
     $("audit-detail").hidden = true;
   }
@@ -173,16 +187,46 @@ class AdminConsole {
       { title: "Python", value: (x) => x.python_version || "—" },
       { title: "Connected", value: (x) => formatTime(x.connected_at) },
       { title: "Last seen", value: (x) => formatTime(x.last_seen) },
+      { title: "Doctor", value: (x) => this.doctorCell(x) },
     ], hosts, { empty: "No host is connected." });
+    const checks = hosts.flatMap((x) => (x.doctor ? x.doctor.checks.map((c) => ({ host_id: x.host_id, ...c })) : []));
+    table($("doctor-table"), [
+      { title: "Host", value: (c) => h("span", { class: "mono", text: c.host_id }) },
+      { title: "Check", value: (c) => c.title },
+      { title: "Result", value: (c) => pill(c.ok ? "pass" : "fail", c.ok ? "good" : "bad") },
+      { title: "Detail", value: (c) => c.detail },
+      { title: "Fallback", value: (c) => (c.ok ? "" : c.fallback) },
+    ], checks, { empty: "No Doctor report yet." });
     table($("providers-table"), [
       { title: "Host app", value: (p) => p.host_app },
       { title: "Capability version", value: (p) => h("span", { class: "mono", text: p.capability_version }) },
     ], providers, { empty: "No capability providers registered." });
   }
 
-  // ---- usage ----
+  doctorCell(host) {
+    const report = host.doctor;
+    const summary = report ? `${report.checks.filter((c) => c.ok).length}/${report.checks.length} passed` : "—";
+    const button = h("button", { class: "ghost small", type: "button", text: "Run" });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      button.textContent = "running…";
+      try {
+        await api("POST", `/api/admin/hosts/${encodeURIComponent(host.host_id)}/doctor`);
+        await this.loadHosts();
+      } catch (error) {
+        this.notice(error.message);
+        button.disabled = false;
+        button.textContent = "Run";
+      }
+    });
+    return h("span", { class: "inline-form" }, h("span", { text: summary }), button);
+  }
+
+    // ---- usage ----
   async loadUsage() {
     const { usage } = await api("GET", "/api/admin/usage");
+    this.usage = usage;
+    this.drawCharts();
     const group = (keyOf) => {
       const out = new Map();
       for (const row of usage) {
@@ -231,10 +275,10 @@ class AdminConsole {
     table($("tokens-table"), [
       { title: "Token id", value: (t) => h("span", { class: "mono", text: t.id }) },
       { title: "User", value: (t) => t.user_name },
-      { title: "Role", value: (t) => (t.is_admin ? pill("admin", "info") : "user") },
+      { title: "Role", value: (t) => (t.is_admin ? pill("admin", "info") : t.scope === "host" ? pill("host only", "muted") : "user") },
       { title: "Created", value: (t) => formatTime(t.created) },
       { title: "State", value: (t) => (t.revoked ? pill("revoked " + formatTime(t.revoked), "bad") : pill("active", "good")) },
-      { title: "", value: (t) => (t.revoked ? "" : this.revokeButton(t)) },
+      { title: "", value: (t) => (t.revoked ? "" : h("span", { class: "inline-form" }, t.is_admin ? this.demoteButton(t) : "", this.revokeButton(t))) },
     ], [...tokens].reverse(), { key: (t) => t.id, empty: "No tokens." });
     table($("users-table"), [
       { title: "User", value: (u) => u.name },
@@ -271,6 +315,40 @@ class AdminConsole {
     return button;
   }
 
+  demoteButton(token) {
+    const button = h("button", { class: "small", type: "button", text: "Remove admin", title: "This token keeps working, without admin rights" });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        await api("PUT", `/api/admin/tokens/${encodeURIComponent(token.id)}`, { admin: false });
+        await this.loadTokens();
+      } catch (error) {
+        this.notice(error.message);
+        button.disabled = false;
+      }
+    });
+    return button;
+  }
+
+  // The session's rendered views, from the admin image route (any user's session).
+  imagesView(s) {
+    if (!s.images || !s.images.length) return [];
+    return [h("h2", { text: `Views captured in this session (${s.images.length})` }),
+      h("div", { class: "admin-images" }, s.images.map((image) => h("figure", { class: "view-image" },
+        zoomableImage(`/api/admin/sessions/${encodeURIComponent(s.id)}/images/${encodeURIComponent(image.image_id)}`,
+          `View captured ${formatTime(image.created)}`),
+        h("figcaption", { class: "muted", text: formatTime(image.created) }))))];
+  }
+
+  drawCharts() {
+    const metric = $("usage-metric").value;
+    const value = { cost: (r) => r.cost || 0, tokens: totalTokens, turns: (r) => r.turns || 0 }[metric];
+    const format = metric === "cost" ? formatCost : (v) => formatNumber(Math.round(v));
+    const rows = (keyOf) => (this.usage || []).map((r) => ({ day: r.day, key: keyOf(r), value: value(r) }));
+    clear($("chart-users")).append(stackedBars(rows((r) => r.user_name || "?"), { label: `${metric} by user`, format }));
+    clear($("chart-models")).append(stackedBars(rows((r) => shortModel(r.model) || "?"), { label: `${metric} by model`, format }));
+  }
+
   policySelect(user) {
     const select = h("select", { "aria-label": `Policy of ${user.name}` },
       POLICIES.map((p) => h("option", { value: p, text: p, selected: p === user.policy })));
@@ -292,13 +370,15 @@ class AdminConsole {
     if (!user) return;
     const out = $("token-created");
     try {
-      const created = await api("POST", "/api/admin/tokens", { user, admin: $("token-admin").checked });
+      const created = await api("POST", "/api/admin/tokens", { user, admin: $("token-admin").checked, host: $("token-host").checked });
       out.hidden = false;
+      const kind = created.admin ? "admin token" : created.scope === "host" ? "host-only token" : "token";
       clear(out).append(h("div", { class: "secret" },
-        h("span", { text: `New token for ${created.user} (shown once; copy it now):` }),
+        h("span", { text: `New ${kind} for ${created.user} (shown once; copy it now):` }),
         h("code", { id: "new-token", text: created.token }), copyButton(() => created.token)));
       $("token-user").value = "";
       $("token-admin").checked = false;
+      $("token-host").checked = false;
       await this.loadTokens();
     } catch (error) {
       this.notice(error.message);

@@ -47,8 +47,10 @@ class SessionState:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    def start_run(self) -> None:
-        """Budgets are per run (one user message); the script survives so later edits can apply."""
+    def start_run(self, owner: str | None = None) -> None:
+        """Budgets are per run (one user message); the script survives so later edits can apply. `owner`
+        names the process driving the run (see assembly.recover_interrupted_runs)."""
+        self.run_owner = owner
         self.fix_count = self.iteration_count = 0
         self.last_task_committed = None
         self.last_completed_tool = None

@@ -16,7 +16,7 @@ from cloud.chunks import Chunk
 from cloud.config import Settings
 from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import HostLink
-from cloud.hosts.registry import UnknownHostApp, get_provider
+from cloud.hosts.registry import UnknownHostApp, get_provider, host_tool_definitions
 from cloud.loop import RunContext, run_agentic_loop
 from cloud.prompts import message, text
 from cloud.session import Session, SessionState
@@ -80,7 +80,8 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
         tools = ToolContext(store=store, host=host, settings=settings, session=session, cancel=cancel,
                             image_max_px=model.image_max_px, save_state=save_state,
                             image_fit=image_fit(model))
-        context = RunContext(tools, model, system_prompt(host), append, record_usage)
+        context = RunContext(tools, model, system_prompt(host), append, record_usage,
+                             host_tool_definitions(host.hello if host is not None and host.connected() else None))
         for chunk in run_agentic_loop(context):
             if chunk.type == "Error":
                 status = "cancelled" if (chunk.metadata or {}).get("cancelled") else "error"

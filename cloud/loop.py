@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cloud import chunks, compaction
 from cloud.chunks import Chunk
@@ -29,6 +29,7 @@ class RunContext:
     system: str
     append: Callable[[Entry], None]  # persist one new transcript entry
     record_usage: Callable[[Usage], dict]  # persist one turn's usage, return its totals for the chunk
+    tool_defs: tuple[dict, ...] = field(default_factory=tool_definitions)  # as the host's provider words them
 
 
 def run_agentic_loop(run: RunContext) -> Iterator[Chunk]:
@@ -40,7 +41,7 @@ def run_agentic_loop(run: RunContext) -> Iterator[Chunk]:
             if cancel.is_set():
                 break
             compacted = yield from compaction.maybe_compact(session.transcript, run.model, run.system,
-                                                            tool_definitions(), session.session_id, cancel)
+                                                            run.tool_defs, session.session_id, cancel)
             if compacted is not None:
                 for entry in compacted[len(session.transcript):]:
                     if entry.get("role") == "compaction":
@@ -78,7 +79,7 @@ def run_agentic_loop(run: RunContext) -> Iterator[Chunk]:
 def _stream_turn(run: RunContext, max_tokens: int) -> Generator[Chunk, None, tuple[ModelTurn, bool]]:
     """Stream one turn through; also report whether it stopped at max_tokens inside a tool call."""
     session = run.tools.session
-    request = TurnRequest(run.system, model_view(session.transcript), tool_definitions(), max_tokens,
+    request = TurnRequest(run.system, model_view(session.transcript), run.tool_defs, max_tokens,
                           session.session_id)
     started, finished = set(), set()
     stream = run.model.stream(request, run.tools.cancel)

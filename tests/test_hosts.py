@@ -165,4 +165,7 @@ def test_a_host_added_by_one_module_reaches_the_model_and_the_person(server, ali
     stream = alice.run(alice.new_session(host.host_id, spec), "show me level 2")
     assert stream.last["type"] == "Complete"
     assert 'an in-memory test document "Test document"' in seen[0].system
+    capture = {t["name"]: t for t in seen[0].tools}["capture_view"]["description"]
+    assert "Views on the test host: 'Level 1', 'Level 2'" in capture
+    assert seen[1].tools == seen[0].tools  # the same definitions every turn: a stable cache prefix
     assert [m["view"] for m in host.received if m["type"] == "export_view"] == ["Level 2"]

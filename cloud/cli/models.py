@@ -1,4 +1,4 @@
-"""`nexus models`: the vendors and whether their keys are configured."""
+"""`nexus models`: the vendors, whether this machine is configured for them, and the openai-compat endpoints."""
 from __future__ import annotations
 
 import argparse
@@ -10,13 +10,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from cloud.vendors.registry import DEFAULT_MODELS, configured_vendors, default_model_spec
+    from cloud.vendors import compat_endpoints
+    from cloud.vendors.registry import default_model_spec, vendors
 
-    configured = configured_vendors()
-    for vendor, spec in DEFAULT_MODELS.items():
-        state = "configured" if vendor in configured else "no key in the environment"
-        print(f"{vendor:14} {spec:34} {state}")
-    print("openai-compat  openai-compat:MODEL@BASE_URL       any OpenAI-compatible server (Ollama, vLLM, llama.cpp)")
+    for info in vendors():
+        if not info.listed:
+            continue
+        if info.is_configured():
+            state = "configured"
+        elif info.name == "openai-compat":
+            state = f"no endpoint: set {compat_endpoints.ENDPOINTS_ENV} or {compat_endpoints.BASE_URL_ENV}"
+        else:
+            state = f"no key: set {info.key_env}"
+        print(f"{info.name:14} {info.default_model or info.example:34} {state}")
+    endpoints = compat_endpoints.configured()
+    if endpoints:
+        # Names only: an endpoint's URL may carry credentials.
+        print(f"openai-compat endpoints: {', '.join(sorted(endpoints))} (use openai-compat:MODEL@NAME)")
     print("scripted       scripted:PATH                      a deterministic replay of a JSON script")
     print(f"default: {default_model_spec() or 'none (set a key, or pass --model)'}")
     return 0

@@ -28,13 +28,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from cloud.embedded import EmbeddedCore, HostStartFailed
     from cloud.vendors.base import ModelError
-    from cloud.vendors.registry import ModelSpecError, create_model, default_model_spec
+    from cloud.vendors.registry import ModelSpecError, allow_on_command_line, create_model, default_model_spec
     from ifc_host.model_file import BadModelError, open_checked
 
     spec = args.model or default_model_spec()
     if not spec:
         return fail("no model: set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or pass --model")
     try:
+        allow_on_command_line(spec)  # the person's own machine: an openai-compat URL typed here (never gets the key)
         model = create_model(spec)
         open_checked(args.ifc)
     except (ModelSpecError, ModelError, BadModelError) as exc:

@@ -219,4 +219,6 @@ def is_configured() -> bool:
 
 
 VENDOR_INFO = VendorInfo(VENDOR, create, is_configured, KEY_ENV, example="anthropic:claude-sonnet-4-6",
-                         default_model="anthropic:claude-sonnet-4-6")
+                         default_model="anthropic:claude-sonnet-4-6",
+                         suggested=("anthropic:claude-sonnet-4-6", "anthropic:claude-opus-4-6",
+                                    "anthropic:claude-haiku-4-5"))

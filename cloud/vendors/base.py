@@ -127,3 +127,4 @@ class VendorInfo:
     example: str  # a spec of this vendor's form, shown to people
     default_model: str | None = None  # the spec a server uses when this is the first configured vendor
     listed: bool = True  # offered in model pickers (the scripted model is for tests and the offline demo)
+    suggested: tuple[str, ...] = ()  # specs a model picker offers once the vendor is configured

@@ -222,4 +222,5 @@ def is_configured() -> bool:
 
 
 VENDOR_INFO = VendorInfo(VENDOR, create, is_configured, KEY_ENV, example="gemini:gemini-2.5-pro",
-                         default_model="gemini:gemini-2.5-pro")
+                         default_model="gemini:gemini-2.5-pro",
+                         suggested=("gemini:gemini-2.5-pro", "gemini:gemini-2.5-flash"))

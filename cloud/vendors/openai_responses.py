@@ -299,4 +299,4 @@ def is_configured() -> bool:
 
 
 VENDOR_INFO = VendorInfo(VENDOR, create, is_configured, KEY_ENV, example="openai:gpt-5.1",
-                         default_model="openai:gpt-5.1")
+                         default_model="openai:gpt-5.1", suggested=("openai:gpt-5.1", "openai:gpt-5.1-mini"))

@@ -17,7 +17,7 @@ from cloud.runs import KEEPALIVE, Run
 from cloud.tools.relay import validate_relayed_result
 from cloud.transcript import model_view, person_view
 from cloud.vendors.base import ModelError
-from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, configured_vendors, create_model
+from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, create_model
 from cloud.web.auth import api_error, require_user
 from cloud.web.quotas import check_limit
 from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
@@ -308,13 +308,6 @@ def get_image(row: dict[str, Any], image_id: str):
 @require_user()
 def list_hosts():
     return jsonify({"hosts": [h.describe() for h in nexus().hosts.for_user(g.user.name)]})
-
-
-@api.get("/models")
-@require_user()
-def list_models():
-    state = nexus()
-    return jsonify({"default": state.default_model, "configured_vendors": configured_vendors()})
 
 
 @api.get("/me")

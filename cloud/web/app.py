@@ -18,6 +18,7 @@ from cloud.web.admin import admin_api
 from cloud.web.api import api
 from cloud.web.auth import HOST_ONLY, api_error, current_user, same_origin
 from cloud.web.host_ws import serve_host
+from cloud.web.models_api import models_api
 from cloud.web.pages import pages
 from cloud.web.quotas import QuotaExceeded, RequestRate, check_limit
 from cloud.web.state import NexusState, nexus
@@ -52,6 +53,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
     recover_interrupted_runs(store)  # runs a dead process left `running` end with every call answered
     app.register_blueprint(api)
     app.register_blueprint(admin_api)
+    app.register_blueprint(models_api)
     app.register_blueprint(pages)
     sock = Sock(app)
 
@@ -63,7 +65,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
         if request.path == HOST_WS_PATH:
             # Hosts send their token in the Authorization header and no Origin (or their own server's);
             # a page of another origin must not reach this socket with the person's cookie.
-            if not same_origin():
+            if not same_origin(any_scheme=True):
                 return api_error(403, "cross-origin websocket connections are refused")
             user = current_user(cookie=False)
         else:

@@ -62,3 +62,22 @@ def test_the_endpoints_error_text_does_not_reach_the_client(server, alice, host,
     [error] = stream.of("Error")
     assert "10.1.2.3" not in error["content"] and "admin console" not in error["content"]
     assert "HTTP 404" in error["content"] and "'local'" in error["content"]
+
+
+def test_nexus_run_reaches_a_url_typed_on_its_own_command_line_without_the_key(tmp_path, attacker):
+    import os
+    import subprocess
+    import sys
+
+    from ifc_host.sample import write_sample_model
+
+    model_path = tmp_path / "sample.ifc"
+    write_sample_model(model_path, storeys=1)
+    env = {**os.environ, "OPENAI_COMPAT_API_KEY": KEY, "NEXUS_OPENAI_COMPAT_ENDPOINTS": ""}
+    env.pop("OPENAI_COMPAT_BASE_URL", None)
+    done = subprocess.run([sys.executable, "-m", "cloud.cli", "run", "hi", "--ifc", str(model_path), "--db",
+                           str(tmp_path / "cli.db"), "--model", f"openai-compat:qwen3@{attacker.url}/v1", "--json"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "thanks for the transcript" in done.stdout
+    assert attacker.requests and attacker.requests[0].headers["authorization"] == "Bearer not-needed"

@@ -8,12 +8,6 @@ import { RunView, beforeRunInProgress, renderTranscript, shortModel, userBubble 
 const REMEMBERED = "nexus.session";
 const HOST_POLL_MS = 5000;
 const REATTACH_TRIES = 5;
-const WELL_KNOWN_MODELS = {
-  anthropic: ["anthropic:claude-sonnet-4-5", "anthropic:claude-opus-4-6", "anthropic:claude-haiku-4-5"],
-  openai: ["openai:gpt-5.1", "openai:gpt-5.1-mini"],
-  gemini: ["gemini:gemini-2.5-pro", "gemini:gemini-2.5-flash"],
-  "openai-compat": [],
-};
 const HOST_NAMES = { revit: "Revit", ifc: "the IFC host" };
 const POLICY_RANK = { auto: 0, ask: 1, readonly: 2 };
 
@@ -88,10 +82,11 @@ class ChatPage {
   async loadModels() {
     const list = $("model-options");
     try {
+      // The server's registry decides what is offered (GET /api/models); this page keeps no list of its own.
       const models = await api("GET", "/api/models");
       this.defaultModel = models.default;
-      const specs = new Set([models.default, ...models.configured_vendors.flatMap((v) => WELL_KNOWN_MODELS[v] || [])]);
-      clear(list).append(...[...specs].filter(Boolean).map((spec) => h("option", { value: spec })));
+      const endpoints = models.openai_compat_endpoints.map((name) => `openai-compat:MODEL@${name}`);
+      clear(list).append(...[...models.models, ...endpoints].map((spec) => h("option", { value: spec })));
       if (!this.modelInput.value && models.default) this.modelInput.value = models.default;
       this.updateScriptedNote();
       if (!models.default && !models.configured_vendors.length) {

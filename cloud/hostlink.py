@@ -45,6 +45,7 @@ class HostConnection:
     connected_at: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.time)
     send_lock: threading.Lock = field(default_factory=threading.Lock)
+    doctor: dict[str, Any] | None = None  # the host's last NexusAI Doctor report (doctor_result), in memory
 
     @property
     def host_app(self) -> str:
@@ -54,7 +55,7 @@ class HostConnection:
         return {"host_id": self.host_id, "user": self.user_name, "host_app": self.host_app,
                 "host_version": self.hello.get("host_version"), "runtime_version": self.hello.get("runtime_version"),
                 "python_version": self.hello.get("python_version"), "document": self.hello.get("document", {}),
-                "connected_at": self.connected_at, "last_seen": self.last_seen}
+                "connected_at": self.connected_at, "last_seen": self.last_seen, "doctor": self.doctor}
 
 
 class HostDirectory:

@@ -42,6 +42,11 @@ VALID_HOST_MESSAGES = {
     "context_result": {"type": "context_result", "request_id": "run1.context", "ok": True,
                        "context": {"document": "Tower", "levels": [{"name": "Level 1", "elevation": 0.0}],
                                    "selection": [5, 6], "counts": {"IfcDoor": 12}}},
+    "doctor": {"type": "doctor", "request_id": "doctor-1.doctor"},
+    "doctor_result": {"type": "doctor_result", "request_id": "doctor-1.doctor", "runtime_version": "0.3.0",
+                      "host_version": "Revit 2026 (26.0)", "python_version": "2.7.12 (IronPython)", "ok": False,
+                      "checks": [{"id": "webview2", "title": "WebView2", "ok": False, "detail": "too old",
+                                  "fallback": "Open chat in browser"}]},
 }
 
 # (message type, change to a valid example, the field the error must name)
@@ -72,12 +77,15 @@ INVALID_HOST_MESSAGES = [
     ("context", {"request_id": ""}, "request_id"),
     ("context_result", {"context": {"levels": []}}, "document"),
     ("context_result", {"context": {"document": "T", "selection": ["a"]}}, "context/selection/0"),
+    ("doctor", {"show": True}, "show"),
+    ("doctor_result", {"checks": []}, "checks"),
+    ("doctor_result", {"checks": [{"id": "x", "title": "X", "ok": "yes", "detail": "", "fallback": ""}]}, "checks/0/ok"),
 ]
 
 MISSING_REQUIRED = {
     "hello": "document", "welcome": "host_id", "execute": "code", "execute_result": "changes",
     "export_view": "max_px", "export_view_result": "request_id", "decide": "decision", "decided": "decision", "error": "message",
-    "context": "request_id", "context_result": "ok",
+    "context": "request_id", "context_result": "ok", "doctor": "request_id", "doctor_result": "checks",
 }
 
 

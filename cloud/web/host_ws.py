@@ -154,6 +154,10 @@ def _handle(state: NexusState, connection: HostConnection, raw: Any) -> None:
         _reply(connection, {"type": "pong", **({"nonce": message["nonce"]} if "nonce" in message else {})})
     elif kind == "pong":
         return
+    elif kind == "doctor_result":  # kept for the admin console; answers an admin's doctor when one waits
+        connection.doctor = message
+        if message.get("request_id"):
+            state.channel.deliver_from_host(message["request_id"], connection.host_id, message)
     elif kind in RESULT_TYPES and message.get("request_id"):
         delivery = state.channel.deliver_from_host(message["request_id"], connection.host_id, message)
         if delivery is not Delivery.ACCEPTED and kind != "error":

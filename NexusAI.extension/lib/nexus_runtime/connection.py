@@ -27,7 +27,7 @@ CONNECTING = "connecting"
 CONNECTED = "connected"
 STOPPED = "stopped"
 
-_KEPT_FOR_LATER = ("execute_result", "export_view_result")
+_KEPT_FOR_LATER = ("execute_result", "export_view_result", "doctor_result")
 DEAD_AFTER_HEARTBEATS = 3
 
 

@@ -26,6 +26,7 @@ class Job(object):
         self.deadline = deadline
         self.created = created
         self.state = PENDING
+        self.claimed_at = None  # when the main thread took it: the ExternalEvent round trip ends here
         self.reply = None
         self._lock = threading.Lock()
         self._settled = threading.Event()  # left PENDING
@@ -40,6 +41,7 @@ class Job(object):
                 self._abandon_locked(now)
                 return False
             self.state = RUNNING
+            self.claimed_at = now
             self._settled.set()
             return True
 

@@ -9,7 +9,7 @@ import numbers
 from nexus_runtime import RUNTIME_VERSION
 
 HOST_APP = "revit"
-CAPABILITIES = ["execute", "export_view", "context", "hold"]
+CAPABILITIES = ["execute", "export_view", "context", "hold", "doctor"]
 BUSY_MESSAGE = "Revit is busy (a dialog or an edit mode may be open; press Esc)"
 NO_DOCUMENT_TITLE = "(no document open)"
 
@@ -141,6 +141,8 @@ def context_error(request_id, message):
 
 
 def busy_reply_for(message, waited_ms):
+    if message.get("type") == "doctor":
+        return error(BUSY_MESSAGE, message.get("request_id"))
     if message.get("type") == "export_view":
         return export_view_error(message.get("request_id"), BUSY_MESSAGE)
     if message.get("type") == "context":
@@ -150,6 +152,8 @@ def busy_reply_for(message, waited_ms):
 
 def failed_reply_for(message, kind, text):
     """A reply for a job that could not run at all (no document, internal fault)."""
+    if message.get("type") == "doctor":
+        return error(text, message.get("request_id"))
     if message.get("type") == "export_view":
         return export_view_error(message.get("request_id"), text)
     if message.get("type") == "context":
@@ -192,6 +196,11 @@ def check_execute(message):
 
 
 def check_context(message):
+    _require_request_id(message)
+    return message
+
+
+def check_doctor(message):
     _require_request_id(message)
     return message
 

@@ -2,13 +2,14 @@
 so the connection thread keeps reading (pings, further commands) while Revit works; a second command
 while one is in flight is refused as busy, except the read-only ones a held run serves while it waits
 (export_view for the preview image, context). A `decide` goes to the held run it names: it is the only
-message that can keep or discard a held change."""
+message that can keep or discard a held change. A `doctor` first checks the network from its worker
+thread, then runs the Revit checks on the main thread like any other job."""
 import threading
 
 from nexus_runtime import holds, protocol
 
 CHECKS = {"execute": protocol.check_execute, "export_view": protocol.check_export_view,
-          "context": protocol.check_context}
+          "context": protocol.check_context, "doctor": protocol.check_doctor}
 CONTEXT_PICKUP_S = 5.0  # the cloud waits briefly for a context snapshot, then goes on without one
 BUSY_WITH_ANOTHER = ("Revit is busy with another NexusAI request ({0}); one runs at a time. "
                      "Try again when it has finished.")
@@ -16,8 +17,9 @@ NOTHING_HELD = "no automation is held for this request"
 
 
 class CommandRouter(object):
-    def __init__(self, dispatcher, send, log, busy_after_s, held_runs):
+    def __init__(self, dispatcher, send, log, busy_after_s, held_runs, network_check=None):
         self._dispatcher = dispatcher
+        self._network_check = network_check  # () -> the Doctor's "server" row (background thread)
         self._send = send
         self._log = log
         self._busy_after_s = busy_after_s  # callable: seconds a command may wait for Revit to be idle
@@ -34,7 +36,7 @@ class CommandRouter(object):
         kind = message["type"]
         if kind == "ping":
             self._send(protocol.pong(message.get("nonce")))
-        elif kind in ("execute", "export_view", "context"):
+        elif kind in CHECKS:
             self._accept_command(message)
         elif kind == "decide":
             self._decide(message)
@@ -71,6 +73,8 @@ class CommandRouter(object):
         elif message["type"] == "context":
             pickup_timeout = min(pickup_timeout, CONTEXT_PICKUP_S)
         try:
+            if message["type"] == "doctor" and self._network_check is not None:
+                message = dict(message, network=self._network_check())
             reply = self._dispatcher.serve(message, pickup_timeout)
         except Exception as exc:
             reply = protocol.failed_reply_for(message, "RuntimeFault", str(exc))

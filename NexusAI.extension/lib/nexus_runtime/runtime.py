@@ -3,13 +3,15 @@
 Created by startup.py on Revit's main thread (ExternalEvent.Create needs an API context) and kept in the
 AppDomain (registry.py) so buttons and pyRevit reloads find the same object. Revit-facing.
 """
+import itertools
 import os
 import tempfile
+import threading
 
 from Autodesk.Revit.UI.Events import ViewActivatedEventArgs
 from System import EventHandler
 
-from nexus_runtime import registry
+from nexus_runtime import doctor, registry
 from nexus_runtime.connection import CONNECTED, HostConnection
 from nexus_runtime.dispatch import Dispatcher
 from nexus_runtime.event_handler import create_job_event
@@ -40,8 +42,10 @@ class NexusRuntime(object):
                                      default_pickup_timeout_s=self.settings.busy_after_s)
         self.services.attach_pump(lambda context: self.dispatcher.drain(context, SERVED_WHILE_HELD))
         self.handler, self.event = create_job_event(self.dispatcher, log, main_window_waker(uiapp, log))
+        self._transport_factory = transport_factory
+        self._doctor_runs = itertools.count(1)
         self.router = CommandRouter(self.dispatcher, self.connection.send, log, self._busy_after_s,
-                                    self.services.holds)
+                                    self.services.holds, network_check=self._doctor_network_check)
         self.connection.set_message_handler(self.router.handle)
         self.external_tracker = ExternalChangeTracker(uiapp.Application, self.services, log)
         self.external_tracker.start()
@@ -98,7 +102,28 @@ class NexusRuntime(object):
             self.event.Dispose()
             self.sender.stop()
 
+    def run_doctor_for_person(self):
+        """The Doctor button: checks in the background, then on the main thread (through the ExternalEvent,
+        which is one of the checks), where the table is shown and the report sent to the server."""
+        worker = threading.Thread(target=self._doctor_in_background, name="NexusAI doctor")
+        worker.daemon = True
+        worker.start()
+        return worker
+
     # any thread --------------------------------------------------------------------------------------
+
+    def _doctor_network_check(self):
+        return doctor.network_check(self.settings, self._transport_factory)
+
+    def _doctor_in_background(self):
+        try:
+            message = {"type": "doctor", "request_id": "doctor-{0}".format(next(self._doctor_runs)), "show": True,
+                       "network": self._doctor_network_check()}
+            reply = self.dispatcher.serve(message)
+            if reply.get("type") != "doctor_result":
+                self.log.write("the Doctor could not run in Revit: {0}".format(reply.get("message")))
+        except Exception as exc:  # a background thread must never throw into Revit
+            self.log.write("the Doctor failed: {0}".format(exc))
 
     def status(self):
         connection = self.connection

@@ -96,6 +96,9 @@ class Uri:
     def ToString(self) -> str:
         return self.OriginalString
 
+    def __str__(self) -> str:  # IronPython's str() of a .NET object is its ToString()
+        return self.OriginalString
+
 
 class TimeSpan:
     def __init__(self, seconds: float) -> None:
@@ -187,8 +190,18 @@ class CredentialCache:
 
 
 class WebProxy:
+    """The system proxy: every address bypasses it, unless the fake network requires it."""
+
+    ADDRESS = "http://proxy.corp.example:8080/"
+
     def __init__(self) -> None:
         self.Credentials: Any = None
+
+    def IsBypassed(self, uri: Uri) -> bool:
+        return not Session.world.proxy_required
+
+    def GetProxy(self, uri: Uri) -> Uri:
+        return Uri(self.ADDRESS) if Session.world.proxy_required else uri
 
 
 class WebRequest:

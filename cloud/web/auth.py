@@ -46,11 +46,13 @@ def current_user(cookie: bool = True) -> User | None:
     return user
 
 
-def same_origin() -> bool:
+def same_origin(any_scheme: bool = False) -> bool:
     """False when a browser says the request came from another site (Origin, else Sec-Fetch-Site).
 
     Clients that are not browsers send neither header and pass; browsers send Origin on every POST
     and on websocket upgrades (the check Django's CSRF middleware and Rails' forgery protection make).
+    `any_scheme` compares host and port only: a host runtime's websocket library may send the https
+    origin it dialled while a TLS proxy hands the server plain http.
     """
     origin = request.headers.get("Origin")
     fetch_site = request.headers.get("Sec-Fetch-Site")
@@ -58,10 +60,12 @@ def same_origin() -> bool:
         # An opaque origin: a sandboxed frame, or a page whose referrer policy hides it; only the
         # browser's own Sec-Fetch-Site can say it is this server's page.
         return fetch_site == "same-origin"
+    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+        return False
     if origin is not None:
         parts = urlsplit(origin)
-        return parts.scheme == request.scheme and parts.netloc == request.host
-    return fetch_site in (None, "same-origin", "none")
+        return (any_scheme or parts.scheme == request.scheme) and parts.netloc == request.host
+    return True
 
 
 def api_error(status: int, message: str, **extra: Any):

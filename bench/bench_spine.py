@@ -15,6 +15,9 @@ latency      Orchestrator-added time per tool round trip: from the moment the mo
              so the figure is conservative. Targets: p50 <= 3 ms, p99 <= 15 ms. Measured side by side, in
              the same run, with the floor: a bare websocket echo on loopback through the same server stack
              (werkzeug + flask-sock, websocket-client), a message the size of an execute command each way.
+inprocess    The same round trips driven in-process (cloud.assembly.run_session over an InProcessHostLink to
+             the test host's document, a real SQLite store, no HTTP, no websocket): what the core itself
+             adds, as `nexus run`, an MCP server or the evaluator pay it.
 render       render_for_model on a 60,000-row (~6 MB) result with many duplicate rows. Target <= 50 ms.
 concurrency  A server in a subprocess; N hosts connect, N runs start and suspend on a tool call the hosts
              never answer. Reports the server's RSS and thread count, and the largest gap between
@@ -126,15 +129,7 @@ def bench_latency(round_trips: int, per_run: int = 20) -> None:
                 original_send(message)
 
             host._ws.recv, host.send = timed_recv, timed_send
-            turns = []
-            for n in range(per_run):
-                if n % 2:  # an automation that changes a name: epilogue and change report, no image
-                    code = f"doc.elements[doc.by_class('Door')[0]]['name'] = 'D{n}'\nprint('renamed')"
-                    turns.append([{"tool_call": {"name": "execute_task_automation", "input": {"code": code}}}])
-                else:
-                    code = "print(len(doc.by_class('Door')))"
-                    turns.append([{"tool_call": {"name": "execute_data_collection", "input": {"code": code}}}])
-            turns.append([{"text": "done"}])
+            turns = _turns(per_run)
             spec = write_script(tmp_path / "latency.json", turns)
             _install_timed_model(tmp_path / "latency.json")
             runs = max(1, round_trips // per_run)
@@ -203,6 +198,67 @@ def bench_echo(round_trips: int) -> list[float]:
     finally:
         handle.shutdown()
     return times
+
+
+def _turns(per_run: int) -> list[list[dict[str, Any]]]:
+    turns = []
+    for n in range(per_run):
+        if n % 2:  # an automation that changes a name: epilogue and change report, no image
+            code = f"doc.elements[doc.by_class('Door')[0]]['name'] = 'D{n}'\nprint('renamed')"
+            turns.append([{"tool_call": {"name": "execute_task_automation", "input": {"code": code}}}])
+        else:
+            code = "print(len(doc.by_class('Door')))"
+            turns.append([{"tool_call": {"name": "execute_data_collection", "input": {"code": code}}}])
+    turns.append([{"text": "done"}])
+    return turns
+
+
+def bench_inprocess(round_trips: int, per_run: int = 20) -> None:
+    from cloud.assembly import run_session
+    from cloud.config import Settings
+    from cloud.store import Store
+    from tests.support.local_host import local_link
+
+    register_provider(TestProvider())
+    link, host = local_link("bench")
+    host_time: dict[str, float] = {}
+    serve = host.handle
+
+    def timed_handle(command: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            return serve(command)
+        finally:
+            call_id = command["request_id"].split(".")[0]
+            host_time[call_id] = host_time.get(call_id, 0.0) + time.perf_counter() - started
+
+    host.handle = timed_handle
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "bench.db")
+        appended_at: dict[str, float] = {}
+        original_append = store.append_entries
+
+        def timed_append(session_id: str, entries: list[dict[str, Any]]) -> None:
+            original_append(session_id, entries)
+            now = time.perf_counter()
+            for entry in entries:
+                for part in entry["content"] if entry.get("role") == "tool" else []:
+                    appended_at[part["tool_call_id"]] = now
+
+        store.append_entries = timed_append
+        settings = Settings(max_iterations=round_trips)
+        wall = time.perf_counter()
+        for _ in range(max(1, round_trips // per_run)):
+            model = TimedModel.from_turns(_turns(per_run), "bench")
+            row = store.get_session(store.create_session("bench", link.host_id, model.spec, {}))
+            last = list(run_session(store, settings, model, link, row, "go", threading.Event()))[-1]
+            assert last.type == "Complete", last
+        wall = time.perf_counter() - wall
+    added = [(appended_at[c] - at - host_time[c]) * 1000 for c, at in TOOL_CALL_AT.items()
+             if c in appended_at and c in host_time]
+    print(f"inprocess: {len(added)} round trips in-process (InProcessHostLink, SQLite), wall {wall:.1f} s")
+    print(f"  core-added per round trip: p50 {_percentile(added, 50):.2f} ms, p90 {_percentile(added, 90):.2f} ms, "
+          f"p99 {_percentile(added, 99):.2f} ms, max {max(added):.2f} ms")
 
 
 # render -------------------------------------------------------------------------------------------
@@ -317,7 +373,7 @@ def bench_concurrency(runs: int, keepalive_s: float, observe_s: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", nargs="?", default="all", choices=["all", "latency", "render", "concurrency"])
+    parser.add_argument("which", nargs="?", default="all", choices=["all", "latency", "inprocess", "render", "concurrency"])
     parser.add_argument("--round-trips", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--keepalive", type=float, default=1.0)
@@ -327,6 +383,9 @@ def main() -> None:
         bench_render()
     if args.which in ("all", "latency"):
         bench_latency(args.round_trips)
+    if args.which in ("all", "inprocess"):
+        TOOL_CALL_AT.clear()
+        bench_inprocess(args.round_trips)
     if args.which in ("all", "concurrency"):
         bench_concurrency(args.runs, args.keepalive, args.observe)
 

@@ -169,3 +169,20 @@ def test_a_host_added_by_one_module_reaches_the_model_and_the_person(server, ali
     assert "Views on the test host: 'Level 1', 'Level 2'" in capture
     assert seen[1].tools == seen[0].tools  # the same definitions every turn: a stable cache prefix
     assert [m["view"] for m in host.received if m["type"] == "export_view"] == ["Level 2"]
+
+
+@pytest.mark.parametrize("dialect, checked", [("python3", True), ("ironpython2", False)])
+def test_edits_are_syntax_checked_only_in_a_dialect_the_cloud_can_parse(server, alice, host, scripts_dir,
+                                                                        monkeypatch, dialect, checked):
+    from cloud.hosts.base import IRONPYTHON2, PYTHON3
+
+    chosen = {"python3": PYTHON3, "ironpython2": IRONPYTHON2}[dialect]
+    monkeypatch.setattr(get_provider("test"), "script_dialect", lambda hello: chosen)
+    spec = write_script(scripts_dir / f"edit-{dialect}.json", [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": "doc.add('Door', 'D9')\n"}}}],
+        [{"tool_call": {"name": "execute_task_automation",
+                        "input": {"edits": [{"old": "doc.add('Door', 'D9')", "new": "print 'py2 only'"}]}}}],
+        [{"text": "done"}]])
+    stream = alice.run(alice.new_session(host.host_id, spec), "add a door, then edit")
+    edited = stream.of("Metadata", "tool_result")[1]
+    assert ("the merged script does not parse" in edited["content"]) is checked, edited["content"]

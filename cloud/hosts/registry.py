@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from cloud.hosts.base import HostCapabilityProvider
+from cloud.hosts.base import HostCapabilityProvider, ScriptDialect
 from cloud.hosts.hello import Hello
 from shared_contract.validate import content_hash, tool_definitions
 
 __all__ = [
     "CapabilityScript", "UnknownHostApp", "content_hash", "get_provider", "host_labels", "host_tool_definitions",
-    "known_host_apps", "known_providers", "register_provider", "stamped_epilogue", "unregister_provider",
+    "known_host_apps", "known_providers", "register_provider", "script_dialect", "stamped_epilogue",
+    "unregister_provider",
 ]
 
 # A host is added by one module exposing PROVIDER, and one line here.
@@ -75,6 +76,15 @@ def host_labels(host_app: str) -> dict[str, str]:
     except UnknownHostApp:
         return {"display_name": host_app, "referred_to_as": host_app}
     return {"display_name": provider.display_name, "referred_to_as": provider.referred_to_as}
+
+
+def script_dialect(hello: Mapping[str, Any]) -> ScriptDialect | None:
+    """The language this host's scripts are written in, as its provider says (None: no provider)."""
+    hello = Hello.parse(hello)
+    try:
+        return get_provider(hello.host_app).script_dialect(hello)
+    except UnknownHostApp:
+        return None
 
 
 def host_tool_definitions(hello: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cloud import chunks
+from cloud.hosts.registry import script_dialect
 from cloud.policy import effective_policy
 from cloud.prompts import message
 from cloud.session import Outcome
@@ -32,8 +33,9 @@ def execute_task_automation(ctx: ToolContext, call: dict[str, Any], arguments: d
     if "edits" in arguments:
         if not state.current_script:
             return (yield from plain(call, message("no_script_to_edit")))
-        python3 = not str(ctx.host.hello.get("python_version", "3")).startswith("2")
-        outcome = apply_edits(state.current_script, arguments["edits"], check_syntax=python3)
+        dialect = script_dialect(ctx.host.hello)  # the cloud's CPython 3 can only check Python 3 scripts
+        outcome = apply_edits(state.current_script, arguments["edits"],
+                              check_syntax=dialect is not None and dialect.compiles_here)
         if outcome.script is None:
             return (yield from plain(call, outcome.problem or ""))
         run.code, run.notes = outcome.script, outcome.notes

@@ -191,7 +191,7 @@ def maybe_compact(
         return None
     older_view = model_view(transcript[:cut])
     if not model.can_summarise:
-        turn = ModelTurn()  # e.g. a scripted model, which plays its script whatever it is asked
+        turn = ModelTurn()  # a model that replays a fixed script, whatever it is asked
     else:
         request = TurnRequest(system=system, transcript=[*older_view, user_text(_summary_prompt())],
                               tools=tuple(tools), max_tokens=SUMMARY_MAX_TOKENS, session_id=session_id)

@@ -49,6 +49,9 @@ from tests.support.client import Client, write_script  # noqa: E402
 from tests.support.server import running_server  # noqa: E402
 from tests.support.test_host import TestHost, TestProvider  # noqa: E402
 
+# A benchmark measures the spine, not the per-user quotas (one user opens hundreds of hosts and runs).
+NO_QUOTAS = {"quota_sessions_per_hour": 0, "quota_concurrent_runs": 0, "quota_hosts": 0, "quota_requests_per_minute": 0}
+
 
 def _percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
@@ -89,7 +92,7 @@ def bench_latency(round_trips: int, per_run: int = 20) -> None:
         tmp_path = Path(tmp)
         os.environ["NEXUS_SCRIPTED_DIRS"] = str(tmp_path)
         # No iteration cap: every automation in the script must reach the host.
-        with running_server(tmp_path, keepalive_s=15.0, max_iterations=round_trips) as server:
+        with running_server(tmp_path, keepalive_s=15.0, max_iterations=round_trips, **NO_QUOTAS) as server:
             store = server.state.store
             appended_at: dict[str, float] = {}
             original_append = store.append_entries
@@ -288,7 +291,8 @@ from cloud.hosts.registry import register_provider
 from tests.support.server import running_server
 from tests.support.test_host import TestProvider
 register_provider(TestProvider())
-with running_server(Path({tmp!r}), keepalive_s={keepalive}, tool_timeout_s=3600, detach_grace_s=3600) as s:
+with running_server(Path({tmp!r}), keepalive_s={keepalive}, tool_timeout_s=3600, detach_grace_s=3600,
+                    quota_sessions_per_hour=0, quota_concurrent_runs=0, quota_hosts=0, quota_requests_per_minute=0) as s:
     print(json.dumps({{"url": s.url, "token": s.token("bench")}}), flush=True)
     sys.stdin.read()
 """

@@ -12,7 +12,13 @@ from cloud.transcript import Entry
 
 @dataclass
 class Usage:
-    """Normalised token accounting (see shared/notes/vendors.md for each vendor's fields)."""
+    """Normalised token accounting, the same for every vendor.
+
+    uncached_input: input tokens billed at the full price (a vendor's input count minus its cache reads
+    and writes where it includes them); cache_read / cache_write: prompt-cache hits and writes; output:
+    everything generated, reasoning included; reasoning: the share of output spent on thinking, when
+    the vendor reports it.
+    """
 
     uncached_input: int = 0
     cache_read: int = 0

@@ -1,6 +1,6 @@
 """A deterministic model for tests, the evaluator and the offline demo: it plays turns from a script.
 
-Format (fixed by DESIGN.md): {"turns": [[{"thinking": str} | {"text": str} | {"tool_call": {name, input}}, ...], ...]}.
+Format (fixed: the demo's and the evaluator's scripts use it): {"turns": [[{"thinking": str} | {"text": str} | {"tool_call": {name, input}}, ...], ...]}.
 The script comes from a JSON file (`scripted:PATH`) or from memory (`ScriptedModel.from_turns(turns)`).
 
 It ignores its input except to find its place: every part of a turn it plays carries

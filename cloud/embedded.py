@@ -91,11 +91,7 @@ class EmbeddedCore:
 
 
 def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None) -> ChildHost:
-    """The IFC host as a child process, with its token kept off the command line when the host supports it."""
-    try:
-        from ifc_host.launcher import start_host_process
-    except ImportError:  # a host runtime from before the launcher: the token goes on its command line
-        from cloud.cli.local_stack import HostProcess
+    """The IFC host as a child process: scrubbed environment, token kept off its command line."""
+    from ifc_host.launcher import start_host_process
 
-        return HostProcess(model_path, server_url, token, out_path)
     return start_host_process(model_path, server_url, token, out_path)

@@ -1,4 +1,5 @@
-"""Orchestrator + IFC host for one machine (`nexus run`, `nexus demo`), over a real loopback websocket."""
+"""Orchestrator + IFC host thread for one machine (`nexus demo`), over a real loopback websocket. `nexus run`
+uses cloud.embedded instead (the host in its own process, runs driven in-process)."""
 from __future__ import annotations
 
 from typing import Any

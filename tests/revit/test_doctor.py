@@ -88,3 +88,15 @@ def test_the_doctor_button_report_reaches_the_server_behind_a_proxy(server):
         assert server_row["ok"] is True and "through the proxy http://proxy.corp.example:8080/" in server_row["detail"]
     finally:
         host.stop()
+
+
+def test_a_trace_check_without_inserted_deadline_checks_fails_and_names_the_fallback(revit, monkeypatch):
+    from tests.revit.conftest import runtime_module
+
+    def cannot_rewrite(code, tree):
+        raise ValueError("no positions in this parse")
+
+    monkeypatch.setattr(runtime_module("deadline"), "insert_checks", cannot_rewrite)
+    row = runtime_module("doctor")._trace_lines()
+    assert row["ok"] is False and row["detail"].endswith("deadline checks inserted: no")
+    assert "a bare except: around one long library call cannot be stopped" in row["fallback"]

@@ -78,7 +78,7 @@ def _guarded(name, probe):
 
 def _failure_values(check_id, exc):
     text = "{0}: {1}".format(exc.__class__.__name__, getattr(exc, "Message", None) or exc)
-    return {"lines": text, "line": text, "text": UNICODE_PROBE, "error": text, "ms": "?", "problem": text,
+    return {"lines": text, "inserted": "?", "line": text, "text": UNICODE_PROBE, "error": text, "ms": "?", "problem": text,
             "reason": text, "count": "?", "view": "?", "width": "?", "height": "?"}
 
 
@@ -99,8 +99,10 @@ def _trace_lines():
         eval(compiled, {deadline.CHECK_NAME: lambda: None})
     finally:
         sys.settrace(saved)
+    inserted = deadline.CHECK_NAME in compiled.co_names  # False: the text could not be rewritten here
     ok = bool(seen) and seen[0] == 1 and seen[-1] == 4 and seen.count(3) == 2 and set(seen) <= set([1, 2, 3, 4])
-    return doctor_report.check("trace_lines", ok, lines=",".join(str(n) for n in seen) or "none")
+    return doctor_report.check("trace_lines", ok and inserted, lines=",".join(str(n) for n in seen) or "none",
+                               inserted="yes" if inserted else "no")
 
 
 def _traceback_line():

@@ -9,7 +9,9 @@ Runs inside the render child only. Geometry kernels fail in three ways on real f
   element (and every element built like it) sent to OpenCascade, or skipped if
   OpenCascade crashed on it too (see render.py);
 - the manifold kernel ignores an unbounded ``IfcHalfSpaceSolid`` clipping (walls clipped by a roof stand
-  above it): such elements go to OpenCascade from the start.
+  above it): such elements go to OpenCascade from the start;
+- neither kernel places an element on an ``IfcGridPlacement`` (columns on a structural grid): their body is
+  built in object coordinates and placed here, at the intersection of the two grid axes.
 
 The fast path tessellates everything in one iterator; a *careful* run (after a crash in the fast path)
 builds each element on its own, journalled, so the next crash names its element exactly.
@@ -24,7 +26,7 @@ import ifcopenshell
 import ifcopenshell.geom
 import numpy as np
 
-from ifc_host.render_scene import Mesh
+from ifc_host.render_scene import Mesh, PlacementFrames
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
@@ -78,10 +80,16 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         return bodies
     exact_ids = set(options.exact) | _kin_of_offenders(candidates, options.exact)
     exact_ids |= {e.id() for e in candidates if _has_unbounded_half_space(e)}
-    fast = [e for e in candidates if e.id() not in exact_ids]
-    exact = [e for e in candidates if e.id() in exact_ids]
+    on_grid = [e for e in candidates if _on_grid(e)]
+    grid_ids = {e.id() for e in on_grid}
+    fast = [e for e in candidates if e.id() not in exact_ids and e.id() not in grid_ids]
+    exact = [e for e in candidates if e.id() in exact_ids and e.id() not in grid_ids]
     journal = Journal(options.journal_path)
     try:
+        if on_grid:
+            frames = PlacementFrames(model)
+            for element in on_grid:
+                _one_on_grid(element, frames, journal, bodies)
         if options.careful:
             for element in fast:
                 _one(model, element, FAST_LIBRARY, journal, bodies)
@@ -140,10 +148,75 @@ def _one(model: ifcopenshell.file, element: ifcopenshell.entity_instance, librar
         bodies.meshes[element.id()] = mesh
 
 
-def _settings() -> ifcopenshell.geom.settings:
+def _settings(world: bool = True) -> ifcopenshell.geom.settings:
     settings = ifcopenshell.geom.settings()
-    settings.set("use-world-coords", True)
+    settings.set("use-world-coords", world)
     return settings
+
+
+def _on_grid(element: ifcopenshell.entity_instance) -> bool:
+    placement = getattr(element, "ObjectPlacement", None)
+    return placement is not None and placement.is_a("IfcGridPlacement")
+
+
+def _one_on_grid(element: ifcopenshell.entity_instance, frames: PlacementFrames, journal: Journal,
+                 bodies: Bodies) -> None:
+    """Build the body in object coordinates and place it at its grid intersection."""
+    matrix = _grid_frame(element.ObjectPlacement, frames)
+    representation = next((r for r in element.Representation.Representations
+                           if r.RepresentationIdentifier in BODY_IDENTIFIERS and r.Items), None)
+    if matrix is None or representation is None:
+        return
+    journal.write(f"start {EXACT_LIBRARY} {element.id()}")
+    try:
+        shape = ifcopenshell.geom.create_shape(_settings(world=False), representation,
+                                               geometry_library=EXACT_LIBRARY)
+    except Exception:  # counted as undrawn
+        shape = None
+    journal.write(f"done {element.id()}")
+    if shape is None:
+        return
+    verts = np.frombuffer(shape.verts_buffer, dtype=np.float64).reshape(-1, 3)
+    faces = np.frombuffer(shape.faces_buffer, dtype=np.int32).reshape(-1, 3)
+    if not len(faces):
+        return
+    world = verts @ matrix[:3, :3].T + matrix[:3, 3]
+    bodies.meshes[element.id()] = Mesh(element.id(), element.is_a(), world, faces.astype(np.int64),
+                                       np.zeros(len(faces), dtype=np.int32))
+
+
+def _grid_frame(placement: ifcopenshell.entity_instance, frames: PlacementFrames) -> np.ndarray | None:
+    """World matrix (metres) of an IfcGridPlacement: the grid's frame moved to the axes' intersection."""
+    intersection = placement.PlacementLocation
+    axes = intersection.IntersectingAxes
+    lines = [_axis_line(axis) for axis in axes]
+    if len(lines) != 2 or any(line is None for line in lines):
+        return None
+    (p, r), (q, s) = lines  # p + t r and q + u s, in the grid's coordinates
+    cross = r[0] * s[1] - r[1] * s[0]
+    if abs(cross) < 1e-12:
+        return None
+    t = ((q[0] - p[0]) * s[1] - (q[1] - p[1]) * s[0]) / cross
+    point = p + t * r
+    offsets = list(intersection.OffsetDistances or ())
+    z = float(offsets[2]) if len(offsets) > 2 else 0.0
+    grid = next(iter((axes[0].PartOfU or ()) + (axes[0].PartOfV or ()) + (axes[0].PartOfW or ())), None)
+    relative_to = getattr(placement, "PlacementRelTo", None) or (grid.ObjectPlacement if grid is not None else None)
+    base = frames.of_placement(relative_to)
+    if base is None:
+        base = np.eye(4)
+    local = np.eye(4)
+    local[:3, 3] = np.array([point[0], point[1], z]) * frames.unit_scale
+    return base @ local
+
+
+def _axis_line(axis: ifcopenshell.entity_instance) -> tuple[np.ndarray, np.ndarray] | None:
+    curve = axis.AxisCurve
+    if not curve.is_a("IfcPolyline") or len(curve.Points) < 2:
+        return None
+    start, end = (np.array(point.Coordinates[:2], dtype=float) for point in curve.Points[:2])
+    direction = end - start
+    return (start, direction if axis.SameSense is not False else -direction)
 
 
 def _mesh(shape: object) -> Mesh | None:

@@ -27,6 +27,8 @@ from ifc_host.render_scene import (
 
 STRUCTURE_CLASSES = ("IfcWall", "IfcCurtainWall", "IfcSlab", "IfcBeam", "IfcFooting", "IfcChimney", "IfcPlate",
                      "IfcMember")
+# Drawn as thin outlines when they are wholly above the cut, as beams are in an architect's plan.
+OVERHEAD_CLASSES = ("IfcBeam", "IfcBeamStandardCase", "IfcMember", "IfcMemberStandardCase")
 HIGHLIGHT_TEXT = (200, 60, 0)
 _ARC_STEPS = 16
 _LABEL_ROOM_M = 0.3  # around door swings, so marks near the building's edge stay inside the image
@@ -50,6 +52,7 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
     spaces: list[_Drawn] = []
     cut: list[_Drawn] = []
     below: list[_Drawn] = []
+    above: list[_Drawn] = []
     uncut_highlights: list[_Drawn] = []
     cut_areas = dict(zip(meshes, sections(list(meshes.values()), spec.cut_z), strict=True))
     for element_id, mesh in meshes.items():
@@ -62,21 +65,23 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
                 spaces.append(_Drawn(element, mesh, area))
         elif area is not None:
             cut.append(_Drawn(element, mesh, area))
-        elif high < spec.cut_z or element_id in highlighted:
+        elif high < spec.cut_z or element_id in highlighted or element.is_a() in OVERHEAD_CLASSES:
             outline = footprint(mesh)
             if outline is None:
                 continue
             if high < spec.cut_z:
                 below.append(_Drawn(element, mesh, outline))
+            elif element.is_a() in OVERHEAD_CLASSES:
+                above.append(_Drawn(element, mesh, outline))
             if element_id in highlighted:
                 uncut_highlights.append(_Drawn(element, mesh, outline))
 
     frames = PlacementFrames(model)
     swings = {d.element.id(): swing for d in cut if d.element.is_a("IfcDoor")
               if (swing := _door_swing(d.element, d.mesh, frames)) is not None}
-    drawn_ids = {d.element.id() for d in (*spaces, *cut, *below, *uncut_highlights)}
+    drawn_ids = {d.element.id() for d in (*spaces, *cut, *below, *above, *uncut_highlights)}
     shown = highlighted & drawn_ids
-    extents = [d.area.bounds for d in (*spaces, *cut, *below)]
+    extents = [d.area.bounds for d in (*spaces, *cut, *below, *above, *uncut_highlights)]
     for swing in swings.values():
         if not swing.lines:  # sliding and folding doors have no swing to draw
             continue
@@ -87,6 +92,8 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
 
     for item in below:
         canvas.fill(item.area, None, style.BELOW_OUTLINE)
+    for item in above:
+        canvas.fill(item.area, None, style.ABOVE_OUTLINE)
     for item in spaces:
         lit = item.element.id() in highlighted
         canvas.fill(item.area, style.HIGHLIGHT_TINT if lit else style.SPACE_FILL,

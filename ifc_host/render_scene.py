@@ -173,7 +173,9 @@ class PlacementFrames:
         self._cache: dict[int, np.ndarray] = {}
 
     def of(self, element: ifcopenshell.entity_instance) -> np.ndarray | None:
-        placement = element.ObjectPlacement
+        return self.of_placement(element.ObjectPlacement)
+
+    def of_placement(self, placement: ifcopenshell.entity_instance | None) -> np.ndarray | None:
         if placement is None or not placement.is_a("IfcLocalPlacement"):
             return None
         matrix = self._world(placement).copy()

@@ -1,0 +1,115 @@
+"""Benchmark: the IFC corpus (corpus/manifest.json) and a 300k-entity generated model: load, first plan, 3D.
+
+    python bench/bench_corpus.py [--max-px 1568] [--files A.ifc B.ifc] [--big-storeys 10 --big-scale 30]
+                                 [--skip-big] [--keep DIR]
+
+Per corpus file: open (IfcOpenShell parse) and the host's checked open, the first plan (the lowest storey;
+3D when the file has no storey), and the 3D view, each through the real render child (so the figures
+include interpreter start-up, ~0.5 s). Renders that had to recover from a native crash of the geometry kernel
+say how many attempts they took; a second render of the same view shows the remembered recipe's cost.
+Then the same on the largest corpus file and on a generated model of ~300,000 entities.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ifcopenshell  # noqa: E402
+
+from ifc_host import render  # noqa: E402
+from ifc_host.model_file import open_checked  # noqa: E402
+from ifc_host.render import RenderError, render_view  # noqa: E402
+from ifc_host.render_scene import elements_of_storey, storeys_by_elevation, view_names  # noqa: E402
+from ifc_host.sample import write_sample_model  # noqa: E402
+from tests.corpus.corpus_files import corpus_dir, manifest  # noqa: E402
+
+
+def timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    try:
+        result = action()
+    except (RenderError, ValueError) as exc:
+        result = exc
+    return time.perf_counter() - started, result
+
+
+def describe(result: Any) -> str:
+    if isinstance(result, Exception):
+        return f"FAILED: {str(result)[:90]}"
+    undrawn = f", {len(result.undrawn)} undrawn" if getattr(result, "undrawn", ()) else ""
+    return f"{result.width}x{result.height}{undrawn}"
+
+
+def bench_file(path: Path, max_px: int, keep: Path | None) -> None:
+    load_s, model = timed(lambda: ifcopenshell.open(str(path)))
+    checked_s, checked = timed(lambda: open_checked(path))
+    check_note = "refused" if isinstance(checked, Exception) else f"{checked_s:5.2f} s"
+    storeys = storeys_by_elevation(model)
+    first = view_names(model)[0]
+    elements = len(elements_of_storey(storeys[0])) if storeys else len(model.by_type("IfcElement"))
+    print(f"{path.name:<44} {len(model):>8,} entities  open {load_s:5.2f} s  checked open {check_note}")
+    calls: list[int] = []
+    original = render._attempt
+
+    def counting(*args: Any, **kwargs: Any) -> str | None:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    render._attempt = counting
+    try:
+        for view in dict.fromkeys([first, "3D"]):
+            for run in ("first", "again"):
+                calls.clear()
+                seconds, result = timed(lambda view=view: render_view(str(path), view, [], max_px, timeout_s=900))
+                attempts = f", {len(calls)} attempts" if len(calls) > 1 else ""
+                size = f"{elements:,} elements" if view == first and view != "3D" else "whole model"
+                print(f"    {view[:30]:<30} ({size:>15}) {run:<5} {seconds:6.2f} s  {describe(result)}{attempts}")
+                if keep is not None and not isinstance(result, Exception) and run == "first":
+                    safe = "".join(c if c.isalnum() else "_" for c in view)
+                    (keep / f"{path.stem}__{safe}.png").write_bytes(result.png)
+    finally:
+        render._attempt = original
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-px", type=int, default=1568)
+    parser.add_argument("--files", nargs="*", help="corpus file names (default: every file present)")
+    parser.add_argument("--big-storeys", type=int, default=10)
+    parser.add_argument("--big-scale", type=int, default=30)
+    parser.add_argument("--skip-big", action="store_true", help="leave out the generated 300k-entity model")
+    parser.add_argument("--keep", type=Path, help="write the rendered views here")
+    args = parser.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+
+    present = [e for e in manifest() if e.present() and (not args.files or e.file in args.files)]
+    absent = [e.file for e in manifest() if not e.present()]
+    print(f"== corpus in {corpus_dir()}: {len(present)} files" + (f" ({len(absent)} absent)" if absent else ""))
+    for entry in present:
+        bench_file(entry.location, args.max_px, args.keep)
+    if present:
+        largest = max(present, key=lambda e: e.bytes)
+        print(f"== largest corpus file: {largest.file} ({largest.bytes / 1e6:.1f} MB), figures above")
+
+    if not args.skip_big:
+        with tempfile.TemporaryDirectory() as scratch:
+            path = Path(scratch) / "big.ifc"
+            started = time.perf_counter()
+            summary = write_sample_model(path, storeys=args.big_storeys, scale=args.big_scale)
+            print(f"== generated model: storeys={args.big_storeys} scale={args.big_scale} -> "
+                  f"{summary['entities']:,} entities, {summary['bytes'] / 1e6:.1f} MB in "
+                  f"{time.perf_counter() - started:.1f} s")
+            bench_file(path, args.max_px, args.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

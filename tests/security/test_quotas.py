@@ -5,7 +5,7 @@ import pytest
 
 from tests.support.client import Client, write_script
 from tests.support.server import running_server
-from tests.support.spine import BackgroundRun, collect, say
+from tests.support.spine import BackgroundRun, collect, say, wait_until
 from tests.support.test_host import TestHost
 
 QUOTAS = {"quota_sessions_per_hour": 3, "quota_concurrent_runs": 1, "quota_hosts": 2,
@@ -79,3 +79,13 @@ def test_quotas_are_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("NEXUS_QUOTA_HOSTS", "lots")
     with pytest.raises(ValueError, match="NEXUS_QUOTA_HOSTS"):
         Settings.from_env()
+
+
+def test_the_in_memory_host_owner_map_forgets_disconnected_hosts(server, alice):
+    hosts = [TestHost(server.ws_url, alice.token).start() for _ in range(5)]
+    ids = [h.host_id for h in hosts]
+    assert all(server.state.hosts.owner(i) == "alice" for i in ids)
+    for host in hosts:
+        host.stop()
+    wait_until(lambda: all(server.state.hosts.owner(i) is None for i in ids), timeout=10)
+    assert all(server.state.store.host_owner(i) == "alice" for i in ids)  # the store keeps ownership

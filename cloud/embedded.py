@@ -37,7 +37,8 @@ class EmbeddedCore:
     """Start with `EmbeddedCore(store, model_path, out_path)`; then `new_session`, `run`, and `close`."""
 
     def __init__(self, store: Store, model_path: str, out_path: str | None, settings: Settings | None = None,
-                 user: str = "cli", connect_timeout_s: float = HOST_CONNECT_TIMEOUT_S) -> None:
+                 user: str = "cli", connect_timeout_s: float = HOST_CONNECT_TIMEOUT_S,
+                 isolation: str | None = None) -> None:
         from cloud.server import start_server
         from cloud.web.app import create_app
 
@@ -48,7 +49,7 @@ class EmbeddedCore:
         self.server = start_server(app, "127.0.0.1", 0)
         self.host: ChildHost | None = None
         try:
-            self.host = start_ifc_host(model_path, self.server.url, store.create_token(user), out_path)
+            self.host = start_ifc_host(model_path, self.server.url, store.create_token(user), out_path, isolation)
             self.host_id = self._wait_for_host(connect_timeout_s)
         except BaseException:
             self.close()
@@ -90,8 +91,10 @@ class EmbeddedCore:
         self.server.shutdown()
 
 
-def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None) -> ChildHost:
-    """The IFC host as a child process: scrubbed environment, token kept off its command line."""
+def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None,
+                   isolation: str | None = None) -> ChildHost:
+    """The IFC host as a child process: scrubbed environment, token kept off its command line; `isolation`
+    ("fork" | "spawn", None: the platform's default) is how it gives each script its own process."""
     from ifc_host.launcher import start_host_process
 
-    return start_host_process(model_path, server_url, token, out_path)
+    return start_host_process(model_path, server_url, token, out_path, isolation=isolation)

@@ -19,11 +19,12 @@ import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Protocol
-
-import ifcopenshell
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ifc_host.pipes import MessageReader, send_message
+
+if TYPE_CHECKING:
+    import ifcopenshell
 
 ISOLATIONS = ("fork", "spawn")
 SPARE_START_TIMEOUT_S = 300.0

@@ -5,7 +5,7 @@ as a separate child process.
 The host's token never appears on a command line (every local process can read `/proc/<pid>/cmdline`): it
 comes from `NEXUS_TOKEN` or `--token-file PATH` and is removed from the environment at once. A host started
 by `start_host_process` gets a scrubbed environment (no API keys, no database URL, no server settings): only
-what Python needs, plus the token, which it removes before any script runs.
+what Python needs; its token arrives on its standard input, so it is in no environment block either.
 """
 from __future__ import annotations
 
@@ -111,11 +111,10 @@ def serve_from_arguments(args: argparse.Namespace) -> int:
     return 0
 
 
-def host_environment(token: str) -> dict[str, str]:
+def host_environment() -> dict[str, str]:
     env = {name: os.environ[name] for name in _HOST_ENVIRONMENT if name in os.environ}
     package_root = str(Path(ifc_host.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    env[TOKEN_VARIABLE] = token
     return env
 
 
@@ -158,8 +157,8 @@ class HostProcess:
 def start_host_process(model_path: str | os.PathLike[str], server_url: str, token: str,
                        out_path: str | os.PathLike[str] | None = None, isolation: str | None = None,
                        log_path: str | os.PathLike[str] | None = None) -> HostProcess:
-    """Start `python -m ifc_host.launcher MODEL --server URL` with a scrubbed environment and the token in
-    NEXUS_TOKEN (which the host removes at once). Returns at once; the host connects on its own (see the
+    """Start `python -m ifc_host.launcher MODEL --server URL --token-file -` with a scrubbed environment,
+    writing the token to its standard input. Returns at once; the host connects on its own (see the
     orchestrator's host registry for when it has). Its log is appended to `log_path` (a temporary file by
     default)."""
     if isolation is not None and isolation not in ISOLATIONS:
@@ -171,13 +170,20 @@ def start_host_process(model_path: str | os.PathLike[str], server_url: str, toke
     log = Path(log_path)
     log_file = log.open("ab")
     command = [sys.executable, "-m", "ifc_host.launcher", str(model_path), "--server", server_url,
-               *(["--out", str(out_path)] if out_path else []), *(["--isolation", isolation] if isolation else [])]
+               "--token-file", "-", *(["--out", str(out_path)] if out_path else []),
+               *(["--isolation", isolation] if isolation else [])]
     try:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
-                                   env=host_environment(token), start_new_session=True)
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log_file, stderr=log_file,
+                                   env=host_environment(), start_new_session=True)
     except BaseException:
         log_file.close()
         raise
+    assert process.stdin is not None
+    try:
+        process.stdin.write(token.encode("utf-8") + b"\n")
+        process.stdin.close()
+    except OSError:  # it died at once; its log says why
+        pass
     return HostProcess(process, log, log_file)
 
 

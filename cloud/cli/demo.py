@@ -8,9 +8,10 @@ from pathlib import Path
 
 import platformdirs
 
-from cloud.cli.common import open_store, with_db
-from cloud.cli.local_stack import LocalStack
+from cloud.cli.common import fail, open_store, with_db
+from cloud.cli.local_stack import HostDidNotConnect, LocalStack
 from cloud.server import first_free_port
+from ifc_host.launcher import add_isolation_argument
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
 
@@ -20,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bind", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765, help="first port to try (the next free one is used)")
     p.add_argument("--model", help="model spec (default: the first configured vendor, else a scripted demo)")
+    add_isolation_argument(p)
     p.set_defaults(func=cmd_demo)
 
 
@@ -42,8 +44,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"[2/4] Starting the orchestrator on http://{args.bind}:{port} ...", flush=True)
     store = open_store(args)
     print("[3/4] Connecting an IFC host to the sample building ...", flush=True)
-    stack = LocalStack(store, str(model_path), None, port=port, bind=args.bind, default_model=spec,
-                       user="demo", admin=True)
+    try:
+        stack = LocalStack(store, str(model_path), None, port=port, bind=args.bind, default_model=spec,
+                           user="demo", admin=True, isolation=args.isolation)
+    except HostDidNotConnect as exc:
+        return fail(str(exc))
     print("[4/4] Ready.\n", flush=True)
     if scripted:
         print("No vendor API key is configured: this is a SCRIPTED DEMO. The model's turns are replayed from")
@@ -55,6 +60,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"Open the chat:      {stack.url}/?signin={store.create_signin_code(stack.token)}")
     print(f"Admin console:      {stack.url}/admin (same sign-in)")
     print(f"Model file:         {model_path}")
+    print(f"IFC host log:       {stack.host.log_path} (its own process; scripts run sandboxed)")
     print("Press Ctrl-C to stop.", flush=True)
     try:
         while True:

@@ -11,6 +11,7 @@ import json
 
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
+from ifc_host.launcher import add_isolation_argument
 
 CLI_USER = "cli"
 
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model spec, e.g. anthropic:claude-sonnet-4-5 or scripted:PATH")
     p.add_argument("--json", action="store_true", help="print one stream chunk per line, as JSON")
     p.add_argument("--out", help="save committed changes here; MODEL is never modified")
+    add_isolation_argument(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -41,7 +43,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ModelSpecError, ModelError, BadModelError) as exc:
         return fail(str(exc))
     try:
-        core = EmbeddedCore(open_store(args), args.ifc, args.out, user=CLI_USER)
+        core = EmbeddedCore(open_store(args), args.ifc, args.out, user=CLI_USER, isolation=args.isolation)
     except HostStartFailed as exc:
         return fail(str(exc))
     try:

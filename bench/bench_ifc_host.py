@@ -1,11 +1,15 @@
-"""Benchmarks of the IFC host: rollback of a failed script, change report for 10,000 changed elements,
-and commit cost against model size. Run by hand; prints figures.
+"""Benchmarks of the IFC host: rollback of a failed script and collect latency under both isolation
+strategies side by side (a forked child per script, a warm spawned spare per script), commit cost against
+model size, and the change report for 10,000 changed elements. Run by hand; prints figures.
 
     python bench/bench_ifc_host.py            # samples of ~4k, ~82k and ~345k entities (builds them once)
     python bench/bench_ifc_host.py --quick    # skip the ~345k-entity sample
+    python bench/bench_ifc_host.py --isolation spawn   # one strategy only
 
-Targets (issue 3): rollback <= 50 ms and independent of model size; change report for 10,000 changed
-elements on the largest sample <= 1 s.
+Targets (issues 3 and 12): rollback <= 50 ms and independent of model size, under both strategies; change
+report for 10,000 changed elements on the largest sample <= 1 s. Under spawn each call is timed with its
+spare warm (the model thinks between calls); "spare ready s" is how long a new spare takes to load the
+model after a commit, the window in which a call would wait for it.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cloud.hosts.registry import stamped_epilogue  # noqa: E402
 from ifc_host.changes import ChangeRecorder  # noqa: E402
 from ifc_host.executor import ExecuteJob, IsolatedExecutor  # noqa: E402
+from ifc_host.isolation import ISOLATIONS  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
 
@@ -45,42 +50,51 @@ def entity_count(path: Path) -> int:
     return len(open_checked(path).entity_names())
 
 
-def bench_rollback_and_commit(path: Path, rounds: int) -> dict[str, float]:
+def bench_rollback_and_commit(path: Path, rounds: int, isolation: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch) / path.name
         work.write_bytes(path.read_bytes())
         started = time.perf_counter()
-        executor = IsolatedExecutor(work)
+        executor = IsolatedExecutor(work, isolation=isolation)
+        executor.wait_warm()
         startup = time.perf_counter() - started
         try:
             failing = "for wall in model.by_type('IfcWall')[:10]:\n    wall.Name = 'half done'\nraise RuntimeError('boom')\n"
-            walls, keeper, bare = [], [], []
+            collect = "print(len(model.by_type('IfcWall')))\n"
+            walls, keeper, bare, collects = [], [], [], []
+
+            def timed(job: ExecuteJob) -> tuple[float, dict]:
+                executor.wait_warm()
+                started = time.perf_counter()
+                result = executor.execute(job)
+                return (time.perf_counter() - started) * 1000, result
+
             for n in range(rounds + 2):
-                started = time.perf_counter()
-                result = executor.execute(ExecuteJob(f"f{n}", "automate", failing, 30))
-                elapsed = time.perf_counter() - started
+                elapsed, result = timed(ExecuteJob(f"f{n}", "automate", failing, 30))
                 assert result["ok"] is False and result["committed"] is False
-                started = time.perf_counter()
-                executor.execute(ExecuteJob(f"b{n}", "automate", "raise RuntimeError('at once')", 30))
+                bare_ms, _ = timed(ExecuteJob(f"b{n}", "automate", "raise RuntimeError('at once')", 30))
+                collect_ms, read = timed(ExecuteJob(f"r{n}", "collect", collect, 30))
+                assert read["ok"], read.get("error")
                 if n >= 2:  # the first runs warm the page cache
-                    walls.append(elapsed * 1000)
+                    walls.append(elapsed)
                     keeper.append(result["duration_ms"])
-                    bare.append((time.perf_counter() - started) * 1000)
+                    bare.append(bare_ms)
+                    collects.append(collect_ms)
             before = work.read_bytes()
-            commits = []
+            commits, spare_ready = [], []
             for n in range(3):
-                started = time.perf_counter()
-                result = executor.execute(ExecuteJob(f"c{n}", "automate",
-                                                     f"model.by_type('IfcWall')[0].Name = 'commit {n}'", 60))
-                commits.append((time.perf_counter() - started) * 1000)
+                elapsed, result = timed(ExecuteJob(f"c{n}", "automate", f"model.by_type('IfcWall')[0].Name = 'commit {n}'", 60))
+                commits.append(elapsed)
                 assert result["committed"], result.get("error")
+                spare_ready.append(executor.wait_warm())
             assert work.read_bytes() != before
         finally:
             executor.close()
         return {"startup_s": startup, "rollback_median_ms": statistics.median(walls),
                 "rollback_p95_ms": sorted(walls)[int(0.95 * (len(walls) - 1))],
                 "rollback_keeper_ms": statistics.median(keeper), "bare_rollback_ms": statistics.median(bare),
-                "commit_median_ms": statistics.median(commits),
+                "collect_median_ms": statistics.median(collects),
+                "commit_median_ms": statistics.median(commits), "spare_ready_s": statistics.median(spare_ready),
                 "bytes": work.stat().st_size}
 
 
@@ -162,6 +176,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="skip the largest sample")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--isolation", action="append", choices=ISOLATIONS, help="only this strategy (repeatable)")
+    parser.add_argument("--skip-report", action="store_true", help="skip the change-report benchmark")
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "nexus-bench-ifc"))
     args = parser.parse_args()
     cache = Path(args.cache)
@@ -170,16 +186,20 @@ def main() -> None:
     print("samples:")
     paths = {name: sample(cache, name) for name in names}
 
-    print("\nrollback of a failed automation, and commit of a one-attribute change (through the keeper):")
-    print("  (rollback: a script that renames 10 walls then raises; bare: a script that raises at once)")
-    print(f"  {'sample':8} {'entities':>9} {'file MB':>8} {'keeper start s':>15} {'rollback ms (median/p95)':>25}"
-          f" {'in keeper ms':>13} {'bare ms':>8} {'commit ms':>10}")
+    print("\nrollback of a failed automation, collect latency, and commit of a one-attribute change (through the keeper):")
+    print("  (rollback: a script that renames 10 walls then raises; bare: a script that raises at once;")
+    print("   collect: a read-only script that counts walls; all wall-clock from the host's side)")
+    print(f"  {'sample':8} {'isolation':9} {'entities':>9} {'file MB':>8} {'start s':>8} {'rollback ms (median/p95)':>25}"
+          f" {'in keeper':>10} {'bare ms':>8} {'collect ms':>11} {'commit ms':>10} {'spare ready s':>14}")
     for name, path in paths.items():
-        figures = bench_rollback_and_commit(path, args.rounds)
-        print(f"  {name:8} {entity_count(path):>9,} {figures['bytes'] / 1e6:>8.1f} {figures['startup_s']:>15.2f}"
-              f" {figures['rollback_median_ms']:>14.1f} / {figures['rollback_p95_ms']:<8.1f}"
-              f" {figures['rollback_keeper_ms']:>13.1f} {figures['bare_rollback_ms']:>8.1f}"
-              f" {figures['commit_median_ms']:>10.0f}")
+        for isolation in args.isolation or ISOLATIONS:
+            f = bench_rollback_and_commit(path, args.rounds, isolation)
+            print(f"  {name:8} {isolation:9} {entity_count(path):>9,} {f['bytes'] / 1e6:>8.1f} {f['startup_s']:>8.2f}"
+                  f" {f['rollback_median_ms']:>14.1f} / {f['rollback_p95_ms']:<8.1f} {f['rollback_keeper_ms']:>10.1f}"
+                  f" {f['bare_rollback_ms']:>8.1f} {f['collect_median_ms']:>11.1f} {f['commit_median_ms']:>10.0f}"
+                  f" {f['spare_ready_s'] if isolation == 'spawn' else 0.0:>14.2f}", flush=True)
+    if args.skip_report:
+        return
 
     target = names[-1]
     print(f"\nchange report for {CHANGED:,} changed elements ({MOVED:,} of them moved) on the {target} sample:")

@@ -37,6 +37,9 @@ def render_context_block(host: HostLink, context: dict[str, Any] | None) -> str:
     schema = hello.get("document", {}).get("schema")
     if schema:
         lines.append(f"Schema: {schema}")
+    warnings = hello.get("document", {}).get("warnings") or []
+    if warnings:
+        lines.append("The file opened with warnings: " + "; ".join(warnings))
     levels = context.get("levels") or []
     if levels:
         shown = ", ".join(_level(level) for level in levels[:MAX_LEVELS])

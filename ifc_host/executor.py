@@ -128,6 +128,12 @@ class IsolatedExecutor:
         if not reply.get("ok"):
             raise RuntimeError(reply.get("message") or "the held model could not be written")
 
+    def wait_warm(self) -> float:
+        """Wait until the next script would start at once (spawn: its spare has loaded the model); seconds waited."""
+        started = time.monotonic()
+        self._call({"op": "warm"}, STARTUP_TIMEOUT_S)
+        return time.monotonic() - started
+
     def context(self) -> dict[str, Any]:
         """A snapshot of the committed model for the `context` request (storeys, counts, units)."""
         reply = self._call({"op": "context"}, 60)

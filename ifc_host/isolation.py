@@ -184,6 +184,9 @@ class ForkStrategy:
     def after_run(self, committed_path: Path, model_changed: bool) -> None:
         """Nothing to prepare: the next fork copies the keeper's model as it is then."""
 
+    def wait_ready(self, committed_path: Path) -> None:
+        """Always ready: a fork needs no preparation."""
+
     def close(self) -> None:
         """No processes outlive a run."""
 
@@ -305,6 +308,10 @@ class SpawnStrategy:
 
     def probe(self, model: ifcopenshell.file, committed_path: Path) -> dict[str, str]:
         return self._ready_spare(committed_path).sandbox
+
+    def wait_ready(self, committed_path: Path) -> None:
+        """Block until the spare for the committed model is loaded and confined (benchmarks, tests)."""
+        self._ready_spare(committed_path)
 
     def after_run(self, committed_path: Path, model_changed: bool) -> None:
         """After a run, a commit or a reload: make sure a spare is loading the model as it now is."""

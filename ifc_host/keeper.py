@@ -85,6 +85,10 @@ class Keeper:
             return {"ok": True, "context": describe_context(self.model)}
         if op == "reload":
             return self.reload(Path(request["path"]))
+        if op == "warm":
+            if self.held is None:
+                self.strategy.wait_ready(self.committed_path)
+            return {"ok": True}
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
 
     def execute(self, job: dict[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,11 @@ import json
 import os
 import stat
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from cloud.context import render_context_block
 from ifc_host import isolation as isolation_module
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
 from ifc_host.isolation import ISOLATIONS, default_isolation
@@ -106,6 +108,8 @@ def test_the_warnings_reach_hello_and_scripts_run_on_such_a_file(server: Running
         warnings = hello["document"]["warnings"]
         assert "5 recoverable problem(s)" in warnings[0]
         assert sum("which is not in the file" in w for w in warnings) == 4
+        block = render_context_block(SimpleNamespace(hello=hello), None)  # what the model reads first
+        assert "opened with warnings" in block and "#14315 refers to #14688" in block
         reply = server.send_to_host(host_id, {"type": "execute", "mode": "automate", "timeout_s": 30, "code": (
             "import json\nwalls = model.by_type('IfcWall')\nwalls[0].Name = 'renamed'\nprint(json.dumps(len(walls)))")},
             timeout=90)

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cloud.hosts.hello import Hello
+from cloud.hosts.registry import host_labels
 from cloud.rendezvous import Answer, ToolResultChannel
 
 # Why a command got no reply, as `Reply.missing`.
@@ -40,7 +42,7 @@ class HostUnavailable(RuntimeError):
 class HostConnection:
     host_id: str
     user_name: str
-    hello: dict[str, Any]
+    hello: Hello  # parsed once, when the host connects
     send_json: Callable[[dict[str, Any]], None]
     connected_at: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.time)
@@ -55,7 +57,8 @@ class HostConnection:
         return {"host_id": self.host_id, "user": self.user_name, "host_app": self.host_app,
                 "host_version": self.hello.get("host_version"), "runtime_version": self.hello.get("runtime_version"),
                 "python_version": self.hello.get("python_version"), "document": self.hello.get("document", {}),
-                "connected_at": self.connected_at, "last_seen": self.last_seen, "doctor": self.doctor}
+                "connected_at": self.connected_at, "last_seen": self.last_seen, "doctor": self.doctor,
+                **host_labels(self.host_app)}
 
 
 class HostDirectory:
@@ -72,7 +75,7 @@ class HostDirectory:
                 host_id = wanted
             else:
                 host_id = "h_" + uuid.uuid4().hex[:12]
-            connection = HostConnection(host_id, user_name, hello, send_json)
+            connection = HostConnection(host_id, user_name, Hello.parse(hello), send_json)
             self._hosts[host_id] = connection
             self._owners[host_id] = user_name
             return connection

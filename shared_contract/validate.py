@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -69,7 +70,10 @@ def check(relative_path: str, value: Any, what: str) -> None:
 
 
 def validate_host_message(message: Any) -> dict[str, Any]:
-    """Return the message if it is a valid host-protocol message, else raise ContractError."""
+    """Return the message if it is a valid host-protocol message, else raise ContractError. A mapping that
+    is not a dict (e.g. a parsed hello) is checked, and returned, as a plain dict."""
+    if isinstance(message, Mapping) and not isinstance(message, dict):
+        message = dict(message)
     if not isinstance(message, dict):
         raise ContractError("invalid host message: expected a JSON object")
     kind = message.get("type")

@@ -186,3 +186,18 @@ def test_edits_are_syntax_checked_only_in_a_dialect_the_cloud_can_parse(server, 
     stream = alice.run(alice.new_session(host.host_id, spec), "add a door, then edit")
     edited = stream.of("Metadata", "tool_result")[1]
     assert ("the merged script does not parse" in edited["content"]) is checked, edited["content"]
+
+
+def test_hosts_are_listed_with_the_names_their_provider_gives_them(server, alice, host):
+    listed = alice.call("GET", "/api/hosts").json()["hosts"]
+    assert [(h["host_id"], h["host_app"], h["display_name"], h["referred_to_as"]) for h in listed] == \
+        [(host.host_id, "test", "Test host", "the test host")]
+    connection = server.state.hosts.get(host.host_id)
+    assert isinstance(connection.hello, Hello) and connection.hello.has("hold") and connection.hello.title
+
+
+def test_the_chat_page_names_hosts_only_from_the_api():
+    script = (ROOT / "cloud" / "static" / "js" / "chat.js").read_text(encoding="utf-8")
+    assert "display_name" in script and "referred_to_as" in script
+    for name in ("revit", "ifc", "Revit", "IFC"):
+        assert f'"{name}"' not in script and f"{name}:" not in script, name

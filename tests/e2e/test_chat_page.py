@@ -122,7 +122,7 @@ def test_cancel_stops_a_run_waiting_for_a_slow_host(server, alice, scripts_dir, 
         page.fill("#model", model)
         _send(page, "Count something slowly")
         page.wait_for_selector(".tool-card[data-state='running'] .tool-wait .wait-text")
-        assert "Waiting for test" in page.locator(".wait-text").text_content()
+        assert "Waiting for the test host" in page.locator(".wait-text").text_content()
         page.click("#cancel")
         page.wait_for_selector(".turn.assistant[data-state='cancelled']")
         assert page.locator(".marker.cancelled").text_content() == "Run cancelled."

@@ -8,7 +8,6 @@ import { RunView, beforeRunInProgress, renderTranscript, shortModel, userBubble 
 const REMEMBERED = "nexus.session";
 const HOST_POLL_MS = 5000;
 const REATTACH_TRIES = 5;
-const HOST_NAMES = { revit: "Revit", ifc: "the IFC host" };
 const POLICY_RANK = { auto: 0, ask: 1, readonly: 2 };
 
 const $ = (id) => document.getElementById(id);
@@ -114,7 +113,7 @@ class ChatPage {
     if (!hosts.length) this.hostSelect.append(h("option", { value: "", text: "No host connected" }));
     for (const host of hosts) {
       const title = (host.document && host.document.title) || host.host_id;
-      this.hostSelect.append(h("option", { value: host.host_id, text: `${hostApp(host)} · ${title}` }));
+      this.hostSelect.append(h("option", { value: host.host_id, text: `${host.display_name || host.host_app} · ${title}` }));
     }
     // A session bound to a host that is gone keeps showing it, so the person sees why runs wait.
     if (selected && !hosts.some((x) => x.host_id === selected)) {
@@ -134,7 +133,7 @@ class ChatPage {
 
   hostLabel() {
     const host = this.hosts.find((x) => x.host_id === (this.session && this.session.host_id));
-    return host ? HOST_NAMES[host.host_app] || host.host_app : "the host";
+    return host ? host.referred_to_as || host.host_app : "the host";
   }
 
   async hostChanged() {
@@ -437,10 +436,6 @@ class ChatPage {
   hideNotice() {
     this.notice.hidden = true;
   }
-}
-
-function hostApp(host) {
-  return { revit: "Revit", ifc: "IFC" }[host.host_app] || host.host_app;
 }
 
 new ChatPage().start();

@@ -180,3 +180,26 @@ def test_the_image_size_the_model_is_told_is_the_size_its_vendor_scaling_produce
     received = scale_for(model.vendor, "memory", sent)
     assert (received["width"], received["height"]) != (1568, 1176)
     assert f"({received['width']}x{received['height']} px)" in part["content"][0]["text"]
+
+
+def test_lookup_api_called_directly_answers_from_the_hosts_index_without_a_host_round_trip(store):
+    link, host = local_link()
+    ctx = _ctx(store, link)
+    chunks, part = _drain(execute_tool(ctx, {"id": "c1", "name": "lookup_api", "input": {"query": "add a door"}}))
+    text = part["content"][0]["text"]
+    assert part["is_error"] is False and "Document.add(" in text
+    assert chunks[0].metadata["summary"] == text and host.received == []
+    assert ctx.session.state == SessionState()  # a lookup leaves the phase where it was
+
+
+def test_execute_data_collection_called_directly_reports_the_output_and_changes_nothing(store):
+    link, host = local_link()
+    ctx = _ctx(store, link)
+    before = dict(host.document.elements)
+    chunks, part = _drain(execute_tool(ctx, {"id": "c1", "name": "execute_data_collection",
+                                             "input": {"code": "doc.add('Wall', 'tmp')\nprint(len(doc.elements))"}}))
+    assert "Output:\n9" in part["content"][0]["text"] and host.document.elements == before
+    (person,) = chunks
+    assert person.metadata["stdout"] == "9\n" and person.metadata["committed"] is False
+    assert store.get_result(ctx.session.session_id, "c1")["stdout"] == "9\n"
+    assert ctx.session.state.last_completed_tool == "execute_data_collection"

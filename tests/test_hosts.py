@@ -201,3 +201,22 @@ def test_the_chat_page_names_hosts_only_from_the_api():
     assert "display_name" in script and "referred_to_as" in script
     for name in ("revit", "ifc", "Revit", "IFC"):
         assert f'"{name}"' not in script and f"{name}:" not in script, name
+
+
+def test_a_host_app_this_server_has_no_provider_for_is_refused_at_the_door(server, alice, monkeypatch):
+    import json
+
+    import websocket
+
+    from cloud.hosts import registry
+
+    monkeypatch.delitem(registry._registered, "test")  # as in production: no test host
+    ws = websocket.create_connection(server.ws_url, header=[f"Authorization: Bearer {alice.token}"], timeout=10)
+    try:
+        ws.send(json.dumps(hello_of("test")))
+        reply = json.loads(ws.recv())
+    finally:
+        ws.close()
+    assert reply["type"] == "error"
+    assert "host_app: no capability provider for 'test' on this server (known: ifc, revit)" in reply["message"]
+    assert alice.call("GET", "/api/hosts").json()["hosts"] == []

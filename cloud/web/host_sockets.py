@@ -32,6 +32,14 @@ class HostSockets:
         with self._lock:
             self._open.pop(id(ws), None)
 
+    def close_replaced(self, host_id: str, newest: Any) -> int:
+        """Close the older sockets of a host id that `newest` has just taken over."""
+        with self._lock:
+            doomed = [s for s in self._open.values() if s.host_id == host_id and s.ws is not newest]
+        for socket in doomed:
+            close(socket.ws, CLOSE_REPLACED, "host id taken over by a newer connection")
+        return len(doomed)
+
     def close_token(self, token_id: str) -> int:
         """Close every host connected with token_id; returns how many."""
         with self._lock:

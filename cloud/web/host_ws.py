@@ -100,9 +100,13 @@ def serve_host(state: NexusState, ws: Any) -> None:
         _send(ws, {"type": "welcome", "host_id": connection.host_id})
     log.info("host %s connected (%s, user %s)", connection.host_id, connection.host_app, user.name)
     if previous is not None and previous is not connection:
-        previous.send_json({"type": "error", "message": f"host id {connection.host_id} was taken over by a newer "
-                                                        "connection; this one is closed"})
-        # The older socket's loop notices it is no longer routed within host_recheck_s and closes itself.
+        try:
+            with previous.send_lock:
+                previous.send_json({"type": "error", "message": f"host id {connection.host_id} was taken over by a "
+                                                                "newer connection; this one is closed"})
+        except Exception as exc:  # the old socket may be half dead already: that is why it was replaced
+            log.info("host %s: the replaced connection could not be told: %s", connection.host_id, exc)
+        state.sockets.close_replaced(connection.host_id, ws)  # its own loop would notice too, a moment later
     try:
         _serve(state, ws, connection, user.token_id)
     except ConnectionClosed:

@@ -1,7 +1,7 @@
 """Per-user quotas: sessions per hour, concurrent runs, connected hosts, requests per minute.
 
 Exceeding one raises QuotaExceeded, which every route turns into a 429 JSON error naming the quota and
-its limit, with Retry-After. Counts of sessions come from the store; runs and hosts from this process
+its limit, with Retry-After (RFC 6585, as GitHub's and Stripe's APIs answer). Counts of sessions come from the store; runs and hosts from this process
 (with several processes each enforces its own share); the request rate is a sliding one-minute window.
 """
 from __future__ import annotations

@@ -39,6 +39,8 @@ def test_hello_is_parsed_once_into_a_typed_value():
     assert hello.raw == message and hello.as_message() == message and hello["host_app"] == "revit"
     assert hello.get("capabilities") == ["hold", "context"] and dict(hello) == message
     assert Hello.parse(hello) is hello
+    assert hello == message and message == hello and hello == Hello.parse(dict(message))
+    assert hello != {**message, "host_version": "2025"}
     assert Hello.parse(hello_of("ifc", python_version="unknown")).python_major is None
     assert not Hello.parse({k: v for k, v in message.items() if k != "capabilities"}).has("hold")
 

@@ -9,7 +9,7 @@ from typing import Any
 from shared_contract.validate import validate_host_message
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # equality is the wire form's (see __eq__); unhashable like a dict
 class Hello(Mapping[str, Any]):
     """What a host runtime said about itself. Reads like the message (`hello["document"]`) for code
     that wants the wire form, and typed (`hello.document`, `hello.has("hold")`) for everything else."""
@@ -21,7 +21,7 @@ class Hello(Mapping[str, Any]):
     document: Mapping[str, Any]
     capabilities: frozenset[str] = frozenset()
     host_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def parse(cls, message: Mapping[str, Any]) -> Hello:
@@ -52,6 +52,14 @@ class Hello(Mapping[str, Any]):
     def as_message(self) -> dict[str, Any]:
         """The hello as it came over the wire (a plain dict, for JSON)."""
         return dict(self.raw)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another Hello or a message with the same wire form."""
+        if isinstance(other, Hello):
+            return dict(self.raw) == dict(other.raw)
+        if isinstance(other, Mapping):
+            return dict(self.raw) == dict(other)
+        return NotImplemented
 
     # Mapping over the wire form
     def __getitem__(self, key: str) -> Any:

@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ifc_host import sandbox
 from ifc_host.pipes import MessageReader, send_message
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ class ForkStrategy:
     def __init__(self, workdir: Path, private_fds: tuple[int, ...]) -> None:
         self.workdir = workdir
         self.private_fds = private_fds  # the keeper's own channel to the runtime: never left open in a child
+        sandbox.prepare()
 
     def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any]) -> ForkedRun:
         scratch = _scratch(self.workdir)

@@ -17,6 +17,7 @@ Every step that the platform refuses degrades to "not restricted" and is reporte
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import site
 import sys
@@ -109,6 +110,7 @@ def _isolate_network() -> str | None:
     return "none (private network namespace)"
 
 
+@functools.cache
 def landlock_abi() -> int:
     libc = _libc()
     if libc is None:
@@ -131,6 +133,14 @@ def _fs_rights(abi: int) -> int:
 
 def read_only_paths(scratch: Path) -> tuple[list[str], list[str]]:
     """(directories, files) a script may read: the Python installation, system libraries, itself."""
+    dirs, files = _installation_paths()
+    own = f"/proc/{os.getpid()}"  # /proc/self: this process only
+    return [*dirs, own] if os.path.isdir(own) else list(dirs), list(files)
+
+
+@functools.cache
+def _installation_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Computed once (sysconfig is slow) and inherited by every forked child: call prepare() before forking."""
     dirs: set[str] = set()
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         value = sysconfig.get_paths().get(name)
@@ -139,10 +149,15 @@ def read_only_paths(scratch: Path) -> tuple[list[str], list[str]]:
     dirs.update([sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, *site.getsitepackages()])
     dirs.update(_SYSTEM_READ_DIRS)
     dirs.add(str(Path(__file__).resolve().parent))  # the host package (lazily imported helpers)
-    dirs.add(f"/proc/{os.getpid()}")  # /proc/self: this process only
     existing = sorted(d for d in {os.path.realpath(d) for d in dirs} if os.path.isdir(d) and d != "/")
     files = [f for f in (*_SYSTEM_READ_FILES, *_DEVICES) if os.path.exists(f)]
-    return existing, files
+    return tuple(existing), tuple(files)
+
+
+def prepare() -> None:
+    """Do the slow, process-independent part of `apply` now (in the keeper, before it forks)."""
+    _installation_paths()
+    landlock_abi()
 
 
 def _landlock(scratch: Path, block_tcp: bool) -> tuple[str, bool]:

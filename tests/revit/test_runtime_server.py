@@ -124,7 +124,8 @@ def test_a_wrong_token_keeps_retrying_until_the_settings_are_fixed(server, launc
     host.runtime.settings = Settings.from_mapping(dict(host.runtime.settings.to_mapping(), token="wrong"))
     host.runtime.connection.reconnect_now()
     deadline = time.monotonic() + 10
-    while not host.runtime.connection.last_error and time.monotonic() < deadline:
+    # the attempt in flight when the link was dropped fails first ("send failed"); the next one meets the 401
+    while "401" not in (host.runtime.connection.last_error or "") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert host.runtime.status()["state"] != "connected" and "401" in host.runtime.connection.last_error
 

@@ -146,7 +146,6 @@ class HostConnection(object):
         self._await_welcome(transport, stop)
         self._backoff.reset()
         self.last_error = None
-        self.connected_count += 1
         self._log.write("connected as host {0}".format(self.host_id))
         while not stop.is_set():
             self._deliver(self._receive(transport))
@@ -179,6 +178,7 @@ class HostConnection(object):
                     with self._state_lock:
                         self.host_id = message.get("host_id") or self.host_id
                         self._set_state(stop, CONNECTED)
+                        self.connected_count += 1  # before the kept results go out: they belong to this link
                     while self._outbox:
                         transport.send_text(self._outbox[0])
                         self._outbox.popleft()

@@ -479,9 +479,9 @@ def install(session: FakeRevit) -> FakeRevit:
     """Put the fake modules into sys.modules (replacing the stub packages) for `session`."""
     global _saved
     if _saved is None:
-        _saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] in _FAKED_ROOTS}
-    for key in [k for k in sys.modules if k.split(".")[0] in _FAKED_ROOTS]:
-        del sys.modules[key]
+        _saved = {k: v for k, v in sys.modules.copy().items() if k.split(".")[0] in _FAKED_ROOTS}
+    for key in [k for k in sys.modules.copy() if k.split(".")[0] in _FAKED_ROOTS]:
+        sys.modules.pop(key, None)
     sys.modules.update(_fake_modules(session))
     ctypes.windll = FakeWindll()  # type: ignore[attr-defined]  # Windows' DLLs, as IronPython's ctypes has them
     Session.world = session
@@ -492,8 +492,8 @@ def uninstall() -> None:
     global _saved
     if isinstance(getattr(ctypes, "windll", None), FakeWindll):
         del ctypes.windll
-    for key in [k for k in sys.modules if k.split(".")[0] in _FAKED_ROOTS]:
-        del sys.modules[key]
+    for key in [k for k in sys.modules.copy() if k.split(".")[0] in _FAKED_ROOTS]:
+        sys.modules.pop(key, None)
     if _saved is not None:
         sys.modules.update(_saved)
     _saved = None

@@ -203,3 +203,25 @@ def test_execute_data_collection_called_directly_reports_the_output_and_changes_
     assert person.metadata["stdout"] == "9\n" and person.metadata["committed"] is False
     assert store.get_result(ctx.session.session_id, "c1")["stdout"] == "9\n"
     assert ctx.session.state.last_completed_tool == "execute_data_collection"
+
+
+def test_a_run_cancelled_while_a_change_awaits_review_still_tells_the_host_to_discard_it(store):
+    link, host = local_link()
+    row = _session(store)
+    store.update_session(row["id"], policy="ask")
+    cancel = threading.Event()
+
+    def cancel_when_asked() -> None:
+        while not link.awaiting_decision():
+            time.sleep(0.01)
+        cancel.set()
+
+    threading.Thread(target=cancel_when_asked, daemon=True).start()
+    before = dict(host.document.elements)
+    produced, _ = _run(store, [automate("doc.add('Wall', 'Held')"), say("never")], link, row=row, cancel=cancel)
+    decides = [c for c in host.received if c["type"] == "decide"]
+    assert [d["decision"] for d in decides] == ["discard"] and host.core.held == {}
+    assert host.document.elements == before
+    assert produced[-1].type == "Error" and produced[-1].metadata["cancelled"] is True
+    assert_transcript_valid(store.transcript(row["id"]))
+    assert store.get_session(row["id"])["status"] == "cancelled"

@@ -7,8 +7,12 @@ Views
     Name and LongName, and elements entirely below the cut (slabs, furniture) as grey outlines.
     "3D" is an *axonometric* of the whole model (isometric, from the south-west, above; spaces and
     openings left out) and "3D: <storey>" the same for one storey's elements; use these when a change
-    is vertical or otherwise not visible in plan. ``view=None`` picks the lowest storey holding any of
-    ``element_ids``, else the lowest storey (a model without storeys gets "3D").
+    is vertical or otherwise not visible in plan. "North elevation", "East elevation", "South elevation"
+    and "West elevation" are orthographic views of the whole model from that side (project north is +y),
+    for facade changes. A storey is named by its Name or by ``#<step id>`` (the only way for an unnamed
+    storey or one whose Name another shares); ``render_scene.view_names`` lists every view.
+    ``view=None`` picks the lowest storey holding any of ``element_ids``, else the lowest storey (a model
+    without storeys gets "3D").
 Highlighting
     Elements listed in ``element_ids`` are drawn in ``HIGHLIGHT`` (filled when cut; a thick outline
     when only their footprint shows; spaces get a tint and a HIGHLIGHT outline). In the axonometric,

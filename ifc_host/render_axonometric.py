@@ -1,9 +1,13 @@
-"""An isometric view from the south-west, above: flat-shaded triangles painted back to front.
+"""Parallel projections of element bodies: flat-shaded triangles painted back to front.
 
+The axonometric ("3D", "3D: <storey>") is an isometric from the south-west, above; an elevation
+("North elevation", ...) is an orthographic view of the whole model from that side, level with it.
 With highlighted elements, everything else is ghosted (faded toward white) and the highlighted
 elements are painted last, on top, so a change inside the building stays visible.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import ifcopenshell
 import numpy as np
@@ -15,7 +19,22 @@ from ifc_host.render_scene import Drawing, ViewSpec, all_elements, elements_of_s
 
 _SQRT2, _SQRT3, _SQRT6 = np.sqrt(2.0), np.sqrt(3.0), np.sqrt(6.0)
 _LIGHT = np.array([-0.3, -0.6, 0.75]) / np.linalg.norm([-0.3, -0.6, 0.75])
-_TOWARD_VIEWER = np.array([-1.0, -1.0, 1.0]) / _SQRT3
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Unit vectors: toward the viewer, and the image's right and up directions, in world coordinates."""
+    toward_viewer: np.ndarray
+    right: np.ndarray
+    up: np.ndarray
+
+
+ISOMETRIC = Projection(np.array([-1.0, -1.0, 1.0]) / _SQRT3, np.array([1.0, -1.0, 0.0]) / _SQRT2,
+                       np.array([1.0, 1.0, 2.0]) / _SQRT6)
+_UP = np.array([0.0, 0.0, 1.0])
+ELEVATIONS = {side: Projection(toward, np.cross(_UP, toward), _UP) for side, toward in (
+    ("north", np.array([0.0, 1.0, 0.0])), ("south", np.array([0.0, -1.0, 0.0])),
+    ("east", np.array([1.0, 0.0, 0.0])), ("west", np.array([-1.0, 0.0, 0.0])))}
 _GHOST = 0.6
 _SPLITS_ACROSS_MODEL = 30  # no triangle edge longer than this fraction of the model's extent
 _MAX_TRIANGLES = 1_500_000  # share of white mixed into elements that are not highlighted
@@ -56,7 +75,8 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
     is_lit = np.concatenate(lit)
     normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
     lengths = np.linalg.norm(normals, axis=1)
-    keep = (lengths > 1e-12) & (normals @ _TOWARD_VIEWER > 0)
+    projection = ELEVATIONS[spec.facing] if spec.kind == "elevation" else ISOMETRIC
+    keep = (lengths > 1e-12) & (normals @ projection.toward_viewer > 1e-9 * lengths)
     tris, rgb, is_lit, normals = tris[keep], rgb[keep], is_lit[keep], normals[keep] / lengths[keep, None]
     tris, rgb, is_lit, normals = _split_long_triangles(tris, rgb, is_lit, normals)
     shade = 0.45 + 0.55 * np.abs(normals @ _LIGHT)
@@ -64,9 +84,8 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
     if highlighted:
         rgb[~is_lit] = rgb[~is_lit] * (1 - _GHOST) + 255 * _GHOST
 
-    x, y, z = tris[..., 0], tris[..., 1], tris[..., 2]
-    screen = np.stack([(x - y) / _SQRT2, (x + y + 2 * z) / _SQRT6], axis=-1)
-    depth = ((x + y - z) / _SQRT3).mean(axis=1)
+    screen = np.stack([tris @ projection.right, tris @ projection.up], axis=-1)
+    depth = -(tris @ projection.toward_viewer).mean(axis=1)
     # Painter's algorithm: far triangles first; highlighted ones after all the others.
     order = np.lexsort((-depth, is_lit))
 
@@ -119,6 +138,6 @@ def _colour_of(element: ifcopenshell.entity_instance) -> style.RGB:
 
 
 def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int) -> str:
-    return style.title_with_highlights(f"{spec.shown_name} \u2014 axonometric from the south-west", shown, elsewhere,
-                                       undrawn)
+    how = f"seen from the {spec.facing}" if spec.kind == "elevation" else "axonometric from the south-west"
+    return style.title_with_highlights(f"{spec.shown_name} \u2014 {how}", shown, elsewhere, undrawn)
 

@@ -16,6 +16,8 @@ import numpy as np
 
 AXONOMETRIC_VIEW = "3D"
 AXONOMETRIC_STOREY_PREFIX = "3D:"
+# Orthographic views of the whole model from each side (project north is +y), for reviewing facades.
+ELEVATION_VIEWS = {f"{side.capitalize()} elevation": side for side in ("north", "east", "south", "west")}
 PLAN_CUT_HEIGHT_M = 1.2
 
 
@@ -26,10 +28,11 @@ class ViewError(ValueError):
 @dataclass(frozen=True)
 class ViewSpec:
     name: str
-    kind: Literal["plan", "axonometric"]
+    kind: Literal["plan", "axonometric", "elevation"]
     storey: ifcopenshell.entity_instance | None
     elevation_m: float = 0.0
     title_name: str = ""  # the name shown on the image (a duplicate Name with its step id)
+    facing: str = ""  # for an elevation: the side it is seen from (north, east, south, west)
 
     @property
     def shown_name(self) -> str:
@@ -100,14 +103,17 @@ def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterab
             return plan
         return ViewSpec(f"{AXONOMETRIC_STOREY_PREFIX} {plan.name}", "axonometric", storey, plan.elevation_m,
                         f"{AXONOMETRIC_STOREY_PREFIX} {plan.title_name}")
+    elevation = next((name for name in ELEVATION_VIEWS if name.casefold() == requested.casefold()), None)
+    if elevation is not None:
+        return ViewSpec(elevation, "elevation", None, facing=ELEVATION_VIEWS[elevation])
     raise ViewError(f"no storey named {storey_name!r}; views: {', '.join(view_names(model))} "
                     f"(or '{AXONOMETRIC_STOREY_PREFIX} <storey>' for one storey in 3D)")
 
 
 def view_names(model: ifcopenshell.file) -> list[str]:
-    """Every view this model has, lowest storey first: storey plans, then ``3D``."""
+    """Every view this model has, lowest storey first: storey plans, ``3D``, then the four elevations."""
     storeys = storeys_by_elevation(model)
-    return [storey_label(s, storeys) for s in storeys] + [AXONOMETRIC_VIEW]
+    return [storey_label(s, storeys) for s in storeys] + [AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
 
 
 def storey_label(storey: ifcopenshell.entity_instance, storeys: list[ifcopenshell.entity_instance]) -> str:

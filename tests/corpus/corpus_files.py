@@ -10,7 +10,13 @@ from pathlib import Path
 
 import ifcopenshell
 
-from ifc_host.render_scene import AXONOMETRIC_STOREY_PREFIX, storeys_by_elevation, view_names
+from ifc_host.render_scene import (
+    AXONOMETRIC_STOREY_PREFIX,
+    AXONOMETRIC_VIEW,
+    ELEVATION_VIEWS,
+    storeys_by_elevation,
+    view_names,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = REPO_ROOT / "corpus" / "manifest.json"
@@ -58,7 +64,9 @@ def manifest() -> tuple[CorpusFile, ...]:
 
 
 def every_view(model: ifcopenshell.file) -> list[str]:
-    """Every storey plan, 3D, and 3D of every storey, named exactly as the renderer offers them."""
-    plans = view_names(model)[:-1]
+    """Every storey plan, 3D, 3D of every storey and the elevations, named exactly as the renderer offers them."""
+    offered = view_names(model)
+    plans = offered[:offered.index(AXONOMETRIC_VIEW)]
     assert len(plans) == len(storeys_by_elevation(model))
-    return [*plans, "3D", *(f"{AXONOMETRIC_STOREY_PREFIX} {plan}" for plan in plans)]
+    assert offered[len(plans):] == [AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
+    return [*plans, AXONOMETRIC_VIEW, *(f"{AXONOMETRIC_STOREY_PREFIX} {plan}" for plan in plans), *ELEVATION_VIEWS]

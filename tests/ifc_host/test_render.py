@@ -111,6 +111,23 @@ def test_axonometric_views_show_highlighted_elements_in_orange(sample):
     assert orange(pixels(one_storey.png)).sum() > 20
 
 
+def test_elevations_show_the_facade_seen_from_each_side(sample):
+    path, model = sample
+    # A window at the west end of the south facade (x 1.2 m of 16 m): left of the middle seen from the south,
+    # right of it seen from the north.
+    window = next(w for w in model.by_type("IfcWindow")
+                  if tuple(ifcopenshell.util.placement.get_local_placement(w.ObjectPlacement)[:2, 3].round(2)) ==
+                  (1.2, -0.05))
+    south = render_view(path, "south elevation", [window.id()], 600)
+    assert south.view == "South elevation" and south.width == 600 and south.height < 450  # wide, not tall
+    lit_x = np.nonzero(orange(pixels(south.png)))[1]
+    assert len(lit_x) > 100 and lit_x.mean() < 0.3 * south.width
+    north = render_view(path, "North elevation", [window.id()], 600)
+    assert np.nonzero(orange(pixels(north.png)))[1].mean() > 0.7 * north.width
+    plain = pixels(render_view(path, "West elevation", [], 600).png)
+    assert orange(plain).sum() == 0 and (plain < 200).any(axis=2).mean() > 0.2
+
+
 def test_a_model_held_in_memory_renders_the_same_image(sample):
     path, model = sample
     ids = [door(model, "D101").id()]
@@ -251,7 +268,8 @@ def test_unnamed_and_duplicate_named_storeys_are_views_by_their_step_id(tmp_path
     path = tmp_path / "storeys.ifc"
     model.write(str(path))
 
-    assert view_names(model) == [f"#{unnamed.id()}", f"#{first.id()}", f"#{second.id()}", "Top", "3D"]
+    assert view_names(model) == [f"#{unnamed.id()}", f"#{first.id()}", f"#{second.id()}", "Top", "3D",
+                                 "North elevation", "East elevation", "South elevation", "West elevation"]
     assert resolve_view(model, f"#{second.id()}", []).storey == second
     assert resolve_view(model, f"3D: #{unnamed.id()}", []).name == f"3D: #{unnamed.id()}"
     assert render_view(str(path), f"#{unnamed.id()}", [], 300).view == f"#{unnamed.id()}"

@@ -228,3 +228,16 @@ def test_webview2_starts_when_the_pane_is_loaded_not_during_startup(started):
     folder = revit.webviews[0].environment.UserDataFolder
     assert folder.endswith("Revit 2026") and "localappdata" in folder
     assert "could not start" not in pane_of(revit)._data.FrameworkElement.browser_note.Text
+
+
+def test_a_webview2_start_that_fails_is_tried_again_when_the_pane_is_shown_again(started):
+    revit, _runtime = started()
+    revit.webview2_start_failures = 1
+    press(revit, "Chat")
+    panel = pane_of(revit)._data.FrameworkElement
+    wait_for(lambda: "could not start" in panel.browser_note.Text)
+    assert revit.webviews == [] or revit.webviews[-1].environment is None
+    revit.run_on_main(pane_of(revit).Hide)
+    press(revit, "Chat")  # shown again: Loaded again
+    wait_for(lambda: revit.webviews and revit.webviews[-1].environment is not None)
+    assert len(panel.browser_host.Children) == 1  # the failed WebView2 was removed

@@ -130,6 +130,36 @@ def test_the_preprocessor_clears_failures_before_it_asks_for_a_rollback(revit):
     assert accessor.GetFailureHandlingOptions().GetClearAfterRollback() is True
 
 
+@pytest.fixture
+def modeless_failures(monkeypatch):
+    """The runtime as it was configured before: modeless failure handling, where Commit() can be Pending."""
+    executor = runtime_module("executor")
+    original = executor.configure_failure_handling
+
+    def modeless(transaction, preprocessor):
+        original(transaction, preprocessor)
+        options = transaction.GetFailureHandlingOptions()
+        options.SetForcedModalHandling(False)
+        transaction.SetFailureHandlingOptions(options)
+
+    monkeypatch.setattr(executor, "configure_failure_handling", modeless)
+
+
+@pytest.mark.usefixtures("modeless_failures")
+def test_a_pending_commit_is_reported_as_unsettled_not_as_nothing_changed(revit):
+    revit.failures_after_preprocessing.append("Another add-in rejected this change.")
+    before = revit.document_bytes()
+    reply = execute(revit, ADD_WALL)
+    assert reply["ok"] is False and reply["committed"] is False
+    assert reply["error"]["type"] == "TransactionPending" and "nothing was changed" not in reply["error"]["message"]
+    wait_until(lambda: revit.document_bytes() == before)  # Revit settled it with the person afterwards
+
+    rig = HeldRunRig(revit)
+    rig.thread.start()
+    held = validate_host_message(rig.join())  # a held run answers too: no exception out of the group
+    assert held["error"]["type"] == "TransactionPending" and rig.sent == []
+
+
 # item 8: a held run pumps messages; without its window it is not held long ------------------------
 
 def test_while_a_change_is_held_revit_keeps_pumping_messages(revit):

@@ -68,6 +68,7 @@ class RunState(object):
         self.outcome = None
         self.committed = False
         self.rolled_back = False
+        self.pending = False  # Commit returned Pending: Revit settles the failures after the handler returns
         self.error = None
         self.changes = ChangeSet()
         self.failures = FailureLog()
@@ -149,7 +150,7 @@ def _run_held(uiapp, uidoc, doc, state, services, guard, guard_log, check, log):
             # Nothing to review: a failed run is already rolled back, an empty one changed nothing.
             if state.committed:
                 group.Assimilate()
-            else:
+            elif not state.pending:  # a group cannot end while its transaction is pending
                 group.RollBack()
             _after_run(uiapp, uidoc, doc, state, services, check)
             return state.result(guard_log=guard_log)
@@ -169,9 +170,16 @@ def _run_held(uiapp, uidoc, doc, state, services, guard, guard_log, check, log):
         details = {"decision": run.decision, "decided_by": run.decided_by}
         return services.holds.settle(run, state.result(details=details, guard_log=guard_log))
     finally:
-        if group.GetStatus() == DB.TransactionStatus.Started:
+        _close_group(group, state, log)
+
+
+def _close_group(group, state, log):
+    try:
+        if group.GetStatus() == DB.TransactionStatus.Started and not state.pending:
             group.RollBack()
         group.Dispose()
+    except Exception as exc:  # never let the group's end take the run's answer with it
+        log.write("the held run's transaction group could not be closed: {0}".format(_message_of(exc)))
 
 
 def _apply_decision(group, run, state):
@@ -213,6 +221,7 @@ def _run_transaction(uiapp, uidoc, doc, state, guard_log, log):
                     status = transaction.Commit()
                     state.committed = status == DB.TransactionStatus.Committed
                     if status == DB.TransactionStatus.Pending:
+                        state.pending = True
                         state.error = _pending_commit(state.failures)
                     elif not state.committed:
                         state.error = _rejected_commit(status, state.failures)
@@ -234,7 +243,7 @@ def _after_run(uiapp, uidoc, doc, state, services, check, epilogue_done=False):
         kept = state.changes.as_message()
         services.remember_kept(document_key(doc), kept["added"] + kept["modified"])
         return
-    if state.rolled_back:
+    if state.rolled_back and not state.pending:
         problems = check.problems(doc)
         for problem in problems:
             state.failures.record("error", "NexusAI: an earlier commit may have been lost: " + problem)

@@ -71,6 +71,7 @@ class FakeRevit:
         self.main_window_messages: list[int] = []  # messages posted to Revit's main window
         self.failures_after_preprocessing: list[str] = []  # errors another add-in posts after ours ran
         self.windows_fail = False  # a WPF window that cannot be created (a XAML or theme problem)
+        self.webview2_start_failures = 0  # how many WebView2 environment creations fail before one works
         self._ui_depth = 0
         self._window_messages = 0
         self._read_only_reason: str | None = None
@@ -317,6 +318,8 @@ class FakeRevit:
                         self._window_messages -= 1
             if call is not None:
                 call()
+                for doc in list(self.documents):
+                    doc._finish_pending()  # Revit idles after any API call returns
             elif event is not None:
                 self.handler_runs += 1
                 try:

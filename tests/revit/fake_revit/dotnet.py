@@ -607,6 +607,10 @@ class CoreWebView2Environment:
 
     @staticmethod
     def CreateAsync(browser_folder: Any, user_data_folder: str, options: CoreWebView2EnvironmentOptions) -> Task:
+        world = Session.world
+        if world.webview2_start_failures > 0:  # e.g. the user-data folder is locked by another process
+            world.webview2_start_failures -= 1
+            raise OSError("The requested resource is in use. (0x800700AA)")
         return Task(lambda: CoreWebView2Environment(user_data_folder, options))
 
 

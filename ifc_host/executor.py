@@ -9,6 +9,7 @@ file, so nothing committed is lost and the host keeps serving.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -34,6 +35,38 @@ _KEEPER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPD
                        "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV")
 
 
+def default_keeper_launch() -> str:
+    """How the keeper process is started: "exec" (POSIX) or "multiprocessing" (Windows)."""
+    return "exec" if os.name == "posix" else "multiprocessing"
+
+
+class SpawnedKeeper:
+    """A keeper started with multiprocessing, behind the few subprocess.Popen calls the proxy makes."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess) -> None:
+        self.process = process
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.exitcode
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            raise subprocess.TimeoutExpired("model keeper", timeout or 0)
+        return self.process.exitcode
+
+    def kill(self) -> None:
+        self.process.kill()
+
+
 class KeeperUnavailable(RuntimeError):
     """The keeper process died or stopped answering (it has been restarted if possible)."""
 
@@ -57,7 +90,8 @@ class IsolatedExecutor:
     """Runs scripts against the model held by a keeper process; thread-safe, one request at a time."""
 
     def __init__(self, model_path: str | os.PathLike[str], save_path: str | os.PathLike[str] | None = None,
-                 hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S, isolation: str | None = None) -> None:
+                 hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S, isolation: str | None = None,
+                 keeper_launch: str | None = None) -> None:
         self.isolation = isolation or default_isolation()
         if self.isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {self.isolation!r}")
@@ -69,7 +103,8 @@ class IsolatedExecutor:
         self._lock = threading.Lock()
         self._committed_here = False
         self._held: tuple[str, float] | None = None  # request id, expiry (time.monotonic())
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.keeper_launch = keeper_launch or default_keeper_launch()
+        self._proc: subprocess.Popen[bytes] | SpawnedKeeper | None = None
         self._conn: Connection | None = None
         self.sandbox: dict[str, str] = {}
         self.document = self._start(self.model_path)
@@ -188,21 +223,15 @@ class IsolatedExecutor:
                                         "last committed model") from exc
 
     def _start(self, path: Path) -> dict[str, Any]:
-        ours, theirs = socket.socketpair()
         env = {name: os.environ[name] for name in _KEEPER_ENVIRONMENT if name in os.environ}
         package_root = str(Path(ifc_host.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         # The keeper forks: native thread pools (OpenBLAS via numpy) must not exist in it.
         env.update({name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
-        command = [sys.executable, "-m", "ifc_host.keeper", "--fd", str(theirs.fileno()),
-                   "--hold-timeout", repr(self.hold_timeout_s), "--isolation", self.isolation, str(path),
-                   str(self.save_path)]
-        try:
-            proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env,
-                                    start_new_session=True)
-        finally:
-            theirs.close()
-        conn = Connection(ours.detach())
+        if self.keeper_launch == "exec":
+            proc, conn = self._exec_keeper(path, env)
+        else:
+            proc, conn = self._spawn_keeper(path, env)
         try:
             if not conn.poll(STARTUP_TIMEOUT_S):
                 raise KeeperUnavailable(f"the model keeper did not start within {STARTUP_TIMEOUT_S:g} s")
@@ -222,6 +251,32 @@ class IsolatedExecutor:
             log.info("scripts run in %s processes; what they can reach: %s", self.isolation,
                      "; ".join(f"{k}: {v}" for k, v in self.sandbox.items()))
         return reply["document"]
+
+    def _exec_keeper(self, path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Connection]:
+        """POSIX: a fresh interpreter with exactly this environment, its end of a socket pair passed as an fd."""
+        ours, theirs = socket.socketpair()
+        command = [sys.executable, "-m", "ifc_host.keeper", "--fd", str(theirs.fileno()),
+                   "--hold-timeout", repr(self.hold_timeout_s), "--isolation", self.isolation, str(path),
+                   str(self.save_path)]
+        try:
+            proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env,
+                                    start_new_session=True)
+        finally:
+            theirs.close()
+        return proc, Connection(ours.detach())
+
+    def _spawn_keeper(self, path: Path, env: dict[str, str]) -> tuple[SpawnedKeeper, Connection]:
+        """Windows (no fork, no fd passing): multiprocessing's 'spawn'; the keeper replaces its environment with
+        `env` before it loads anything, so the spares it starts for scripts inherit only that."""
+        from ifc_host.keeper import serve_in_spawned_process
+
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe(duplex=True)
+        process = context.Process(target=serve_in_spawned_process, name="nexus-ifc-keeper", args=(
+            theirs, str(path), str(self.save_path), self.hold_timeout_s, self.isolation, env))
+        process.start()
+        theirs.close()
+        return SpawnedKeeper(process), ours
 
     def _stop_keeper(self) -> None:
         if self._conn is not None:

@@ -214,6 +214,7 @@ def test_exit_zero_is_success_and_other_exits_fail(executor: IsolatedExecutor):
 
 def test_a_hang_is_stopped_at_its_deadline_with_its_output_so_far(executor: IsolatedExecutor, model_path: Path):
     before = model_path.read_bytes()
+    executor.wait_warm()  # under spawn, a spare still loading would count against the deadline check below
     started = time.monotonic()
     result = run(executor, "print('working', flush=True)\nmodel.by_type('IfcWall')[0].Name = 'x'\nwhile True:\n    pass",
                  timeout_s=1.0)

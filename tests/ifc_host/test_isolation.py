@@ -131,3 +131,26 @@ def test_the_isolation_is_chosen_by_platform_and_can_be_forced(monkeypatch: pyte
     assert default_isolation() == "fork"
     with pytest.raises(ValueError, match="isolation must be one of"):
         IsolatedExecutor(FIXTURES / "webifc-example-dangling.ifc", isolation="thread")
+
+
+def test_a_keeper_started_without_exec_serves_scripts_with_the_same_guarantees(tmp_path: Path):
+    """Windows starts the keeper with multiprocessing 'spawn' (no fd passing) and runs scripts in spares:
+    the same path, driven here."""
+    path = write_small_building(tmp_path / "m.ifc")
+    runner = IsolatedExecutor(path, isolation="spawn", keeper_launch="multiprocessing")
+    try:
+        assert runner.sandbox.get("environment") == "scrubbed"
+        before = path.read_bytes()
+        crashed = run(runner, "model.by_type('IfcWall')[0].Name = 'x'\nimport os\nos.abort()")
+        assert crashed["error"]["type"] == "HostCrash" and "SIGABRT" in crashed["error"]["message"]
+        hung = runner.execute(ExecuteJob("hang", "automate", "while True:\n    pass\n", 1.0))
+        assert hung["timed_out"] is True and path.read_bytes() == before
+        assert run(runner, "model.by_type('IfcWall')[0].Name = 'kept'")["committed"]
+        assert run(runner, "print(model.by_type('IfcWall')[0].Name)", mode="collect")["stdout"] == "kept\n"
+        os.kill(runner.keeper_pid, 9)
+        lost = run(runner, "print(1)", mode="collect")
+        assert lost["error"]["type"] == "HostCrash" and "restarted" in lost["error"]["message"]
+        assert run(runner, "print(model.by_type('IfcWall')[0].Name)", mode="collect")["stdout"] == "kept\n"
+    finally:
+        runner.close()
+    assert open_checked(path).by_type("IfcWall")[0].Name == "kept"

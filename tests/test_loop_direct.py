@@ -225,3 +225,5 @@ def test_a_run_cancelled_while_a_change_awaits_review_still_tells_the_host_to_di
     assert produced[-1].type == "Error" and produced[-1].metadata["cancelled"] is True
     assert_transcript_valid(store.transcript(row["id"]))
     assert store.get_session(row["id"])["status"] == "cancelled"
+    (text,) = _texts(store, row["id"])
+    assert "cancelled the run before deciding" in text and "minutes" not in text

@@ -68,6 +68,8 @@ def test_no_decision_in_time_counts_as_discard(tmp_path, scripts_dir):
         decision = stream.of("Metadata", "tool_result")[0]["metadata"]["decision"]
         assert decision["decision"] == "discard" and decision["by"] == "timeout"
         assert test_host.document.elements == before
+        text = stream.of("Metadata", "tool_result")[0]["content"]
+        assert "No one rejected it" in text and "no decision within" in text and "reviewed the preview" not in text
         test_host.stop()
 
 
@@ -127,7 +129,8 @@ def test_policy_is_re_read_after_the_script_runs(server, alice, scripts_dir, tmp
 
     stream = alice.run(sid, "add a door", on_frame=on_frame)
     decision = stream.of("Metadata", "tool_result")[0]["metadata"]["decision"]
-    assert decision == {"decision": "discard", "by": "policy", "comment": decision["comment"]}
+    assert decision == {"decision": "discard", "by": "policy", "comment": decision["comment"], "undecided": True}
+    assert "No one rejected it" in stream.of("Metadata", "tool_result")[0]["content"]
     assert slow.document.elements == before
     slow.stop()
 

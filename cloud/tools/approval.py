@@ -22,17 +22,15 @@ def settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report:
     if policy == "auto":
         decision = {"decision": "keep", "by": "policy"}
     elif policy == "readonly":
-        decision = {"decision": "discard", "by": "policy", "comment": message("discard_readonly")}
+        decision = {"decision": "discard", "by": "policy", "comment": message("discard_readonly"), "undecided": True}
     else:
         summary = message("approval_summary", report=report or "(no change report)")
         yield chunks.metadata("approval_request", summary, tool_call_id=call["id"], change_report=report or None,
                               changes=held.get("changes"), failures=held.get("failures", []),
                               stdout=held.get("stdout", ""),
                               image=_image_json(image), timeout_s=ctx.settings.approval_timeout_s)
-        decision = ctx.host.await_decision(call["id"], ctx.settings.approval_timeout_s, ctx.cancel)
-        if decision is None:
-            minutes = round(ctx.settings.approval_timeout_s / 60, 1)
-            decision = {"decision": "discard", "by": "timeout", "comment": message("discard_timeout", minutes=minutes)}
+        decision = ctx.host.await_decision(call["id"], ctx.settings.approval_timeout_s, ctx.cancel) \
+            or _no_decision(ctx)
     # Not cancellable: a cancelled run must still tell the host to let go of what it holds.
     reply = ctx.host.ask({"type": "decide", "decision": decision["decision"]}, ctx.settings.tool_timeout_s,
                          threading.Event(), about=call["id"])
@@ -47,6 +45,19 @@ def settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report:
     elif final.get("error"):
         settled.update(ok=bool(final.get("ok")), error=final["error"])
     return settled, decision
+
+
+def _no_decision(ctx: ToolContext) -> dict[str, Any]:
+    """Why nobody decided, truthfully: the run was cancelled, the host went away, or time ran out.
+    `undecided` marks a discard no person chose, so the model is not told the person rejected the change."""
+    assert ctx.host is not None
+    if ctx.cancel.is_set():
+        return {"decision": "discard", "by": "cancel", "comment": message("discard_cancelled"), "undecided": True}
+    if not ctx.host.connected():
+        return {"decision": "discard", "by": "the host", "comment": message("discard_host_gone"), "undecided": True}
+    minutes = round(ctx.settings.approval_timeout_s / 60, 1)
+    return {"decision": "discard", "by": "timeout", "comment": message("discard_timeout", minutes=minutes),
+            "undecided": True}
 
 
 def _image_json(image: Exported | None) -> dict[str, Any] | None:

@@ -84,7 +84,9 @@ def describe_run(result: dict[str, Any], mode: str, report: str, settings: Setti
     """The model's copy of an execute_result: outcome first, then errors, output, change report, notes."""
     ms = result.get("duration_ms") or 0
     took = f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
-    if decision and decision["decision"] == "discard":
+    if decision and decision["decision"] == "discard" and decision.get("undecided"):
+        lines = [message("outcome_discarded_undecided", reason=decision.get("comment", ""))]
+    elif decision and decision["decision"] == "discard":
         comment = decision.get("comment")
         lines = [message("outcome_discarded", comment=f" Their comment: {comment}" if comment else "")]
     elif result.get("timed_out"):

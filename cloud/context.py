@@ -19,7 +19,7 @@ MAX_SELECTION = 50
 
 
 def fetch_context(host: HostLink, cancel: threading.Event) -> dict[str, Any] | None:
-    if "context" not in (host.hello.get("capabilities") or []):
+    if not host.hello.has("context"):
         return None
     reply = host.ask({"type": "context"}, CONTEXT_TIMEOUT_S, cancel).message
     if not reply or reply.get("type") != "context_result" or not reply.get("ok"):

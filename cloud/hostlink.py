@@ -133,7 +133,9 @@ class HostLink(Protocol):
     user_name: str
 
     @property
-    def hello(self) -> dict[str, Any]: ...
+    def hello(self) -> Hello:
+        """What the host said about itself (raises HostUnavailable if it never connected)."""
+        ...
 
     @property
     def host_app(self) -> str: ...
@@ -160,7 +162,7 @@ class WebSocketHostLink:
                  session_id: str) -> None:
         self.hosts, self.channel = hosts, channel
         self.host_id, self.user_name, self.session_id = host_id, user_name, session_id
-        self._hello: dict[str, Any] = {}
+        self._hello: Hello | None = None  # the last hello seen, kept while the host reconnects
 
     def _connection(self) -> HostConnection | None:
         connection = self.hosts.get(self.host_id)
@@ -170,13 +172,15 @@ class WebSocketHostLink:
         return connection
 
     @property
-    def hello(self) -> dict[str, Any]:
+    def hello(self) -> Hello:
         self._connection()
+        if self._hello is None:
+            raise HostUnavailable(f"host {self.host_id} has not connected")
         return self._hello
 
     @property
     def host_app(self) -> str:
-        return self.hello.get("host_app", "")
+        return self.hello.host_app
 
     def connected(self) -> bool:
         return self._connection() is not None
@@ -221,7 +225,7 @@ def _reply(request_id: str, answer: Answer) -> Reply:
 
 
 class LocalHost(Protocol):
-    """A host runtime object served in-process: its hello, and one reply per command (blocking)."""
+    """A host runtime object served in-process: its hello message, and one reply per command (blocking)."""
 
     hello: dict[str, Any]
 
@@ -237,17 +241,18 @@ class InProcessHostLink:
 
     def __init__(self, host: LocalHost, user_name: str, host_id: str = "local") -> None:
         self.host, self.user_name, self.host_id = host, user_name, host_id
+        self._hello = Hello.parse(host.hello)  # checked against the contract, like a websocket hello
         self._lock = threading.Lock()
         self._decisions: dict[str, tuple[threading.Event, list[dict[str, Any]]]] = {}
         self.closed = False
 
     @property
-    def hello(self) -> dict[str, Any]:
-        return self.host.hello
+    def hello(self) -> Hello:
+        return self._hello
 
     @property
     def host_app(self) -> str:
-        return self.host.hello.get("host_app", "")
+        return self._hello.host_app
 
     def connected(self) -> bool:
         return not self.closed

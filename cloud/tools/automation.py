@@ -20,7 +20,7 @@ def execute_task_automation(ctx: ToolContext, call: dict[str, Any], arguments: d
     policy = effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name)
     if policy == "readonly":
         return (yield from plain(call, message("readonly")))
-    if policy == "ask" and HOLD_CAPABILITY not in (ctx.host.hello.get("capabilities") or []):
+    if policy == "ask" and not ctx.host.hello.has(HOLD_CAPABILITY):
         return (yield from plain(call, message("ask_without_hold")))
     charge = state.next_charge(ctx.settings)
     if charge.exhausted:

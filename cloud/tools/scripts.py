@@ -60,7 +60,7 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         except UnknownHostApp:
             pass
         # Hold the transaction open so the policy can be re-read once the script has run.
-        command["hold"] = HOLD_CAPABILITY in (ctx.host.hello.get("capabilities") or [])
+        command["hold"] = ctx.host.hello.has(HOLD_CAPABILITY)
         command["review"] = command["hold"] and run.review
     _audit(ctx, call["id"], epilogue, run.code)
     reply = ctx.host.ask(command, ctx.settings.tool_timeout_s, ctx.cancel, about=call["id"])

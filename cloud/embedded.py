@@ -48,8 +48,12 @@ class EmbeddedCore:
         self.state = app.extensions["nexus"]
         self.server = start_server(app, "127.0.0.1", 0)
         self.host: ChildHost | None = None
+        # A host-only token for this command's host, revoked when the core closes: nothing outlives it.
+        token = store.create_token(user, scope="host")
+        found = store.user_for_token(token)
+        self._token_id = found.token_id if found else None
         try:
-            self.host = start_ifc_host(model_path, self.server.url, store.create_token(user), out_path, isolation)
+            self.host = start_ifc_host(model_path, self.server.url, token, out_path, isolation)
             self.host_id = self._wait_for_host(connect_timeout_s)
         except BaseException:
             self.close()
@@ -89,6 +93,8 @@ class EmbeddedCore:
         if self.host is not None:
             self.host.stop()
         self.server.shutdown()
+        if self._token_id:
+            self.store.revoke_token(self._token_id)
 
 
 def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None,

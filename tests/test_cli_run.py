@@ -67,3 +67,7 @@ def test_the_orchestrator_has_one_child_the_ifc_host_and_scripts_run_below_it(tm
     (result,) = [c for c in chunks if c["type"] == "Metadata" and c["metadata"]["kind"] == "tool_result"]
     assert result["metadata"]["stdout"] == f"{sum(range(15000000))}\n"
     assert chunks[-1] == {"type": "Complete", "content": "Done."}
+    from cloud.store import Store
+
+    (token,) = Store(tmp_path / "run.db").list_tokens()  # the host's own token: host-only, and gone now
+    assert token["scope"] == "host" and token["revoked"] is not None

@@ -15,7 +15,7 @@ from typing import Any
 from cloud.chunks import Chunk
 from cloud.config import Settings
 from cloud.context import fetch_context, render_context_block
-from cloud.hostlink import HostLink
+from cloud.hostlink import HostDirectory, HostLink, request_id_for
 from cloud.hosts.registry import UnknownHostApp, get_provider, host_tool_definitions
 from cloud.loop import RunContext, run_agentic_loop
 from cloud.prompts import message, text
@@ -29,6 +29,7 @@ from cloud.vendors.pricing import estimate_cost
 
 THIS_PROCESS = f"{socket.gethostname()}:{os.getpid()}"
 RECOVERY_SCAN_LIMIT = 100_000  # sessions looked at (most recently updated first) for runs left running
+AUTOMATION = "execute_task_automation"
 
 
 def system_prompt(host: HostLink | None) -> str:
@@ -101,10 +102,12 @@ def _user_turn(host: HostLink | None, user_message: str, cancel: threading.Event
     return entry
 
 
-def recover_interrupted_runs(store: Store) -> list[str]:
+def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -> list[str]:
     """End the runs a stopped process left `running`: answer every tool call they left without a result
-    (a vendor rejects a transcript with one) and mark them ended. Runs whose process is alive (another
-    server or `nexus run` on the same store) are left alone. Returns the ids of the sessions ended."""
+    (a vendor rejects a transcript with one) and mark them ended. An automation among them may still be
+    held open in its host: with `hosts`, the host is told to discard it as soon as it reconnects. Runs
+    whose process is alive (another server or `nexus run` on the same store) are left alone. Returns the
+    ids of the sessions ended."""
     ended = []
     for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT):
         if row["status"] != "running" or not _owner_gone((store.get_session(row["id"]) or {}).get("state", {})):
@@ -115,6 +118,10 @@ def recover_interrupted_runs(store: Store) -> list[str]:
             store.append_entries(row["id"], [tool_results([
                 tool_result_part(call["id"], call["name"], message("server_restarted"), is_error=True)
                 for call in dangling])])
+        for call in dangling:
+            if hosts is not None and row["host_id"] and call["name"] == AUTOMATION:
+                hosts.send_on_connect(row["host_id"], {"type": "decide", "decision": "discard",
+                                                       "request_id": request_id_for({"type": "decide"}, call["id"])})
         store.update_session(row["id"], status="error")
         ended.append(row["id"])
     return ended

@@ -66,6 +66,7 @@ class HostDirectory:
         self._lock = threading.Lock()
         self._hosts: dict[str, HostConnection] = {}
         self._owners: dict[str, str] = {}  # host_id -> user, remembered across reconnects
+        self._on_connect: dict[str, list[dict[str, Any]]] = {}  # host_id -> commands for when it next connects
 
     def register(self, user_name: str, hello: dict[str, Any], send_json: Callable[[dict[str, Any]], None]) -> HostConnection:
         with self._lock:
@@ -79,6 +80,15 @@ class HostDirectory:
             self._hosts[host_id] = connection
             self._owners[host_id] = user_name
             return connection
+
+    def send_on_connect(self, host_id: str, message: dict[str, Any]) -> None:
+        """Queue a command for the host's next connection (e.g. a discard for what a restart left held)."""
+        with self._lock:
+            self._on_connect.setdefault(host_id, []).append(message)
+
+    def take_on_connect(self, host_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._on_connect.pop(host_id, [])
 
     def unregister(self, connection: HostConnection) -> None:
         with self._lock:

@@ -11,7 +11,7 @@ from cloud.session import SessionState
 from cloud.store import Store
 from tests.support.client import Client, write_script
 from tests.support.server import running_server
-from tests.support.spine import assert_transcript_valid, collect, say, session, tool_result_texts
+from tests.support.spine import assert_transcript_valid, collect, say, session, tool_result_texts, wait_until
 from tests.support.test_host import TestHost
 
 
@@ -21,15 +21,19 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _interrupted(store: Store, owner: str | None, user: str = "alice") -> str:
+def _interrupted(store: Store, owner: str | None, user: str = "alice", host_id: str | None = None,
+                 automation: bool = False) -> str:
     """A session as a killed server leaves it: running, its last assistant turn's calls unanswered."""
-    session_id = store.create_session(user, None, "scripted:x", {})
+    session_id = store.create_session(user, host_id, "scripted:x", {})
+    last_call = ({"type": "tool_call", "id": "call_b", "name": "execute_task_automation",
+                  "input": {"code": "doc.add('Wall', 'Held')"}} if automation
+                 else {"type": "tool_call", "id": "call_b", "name": "capture_view", "input": {}})
     store.append_entries(session_id, [
         {"role": "user", "content": [{"type": "text", "text": "count the doors"}]},
         {"role": "assistant", "model": "scripted:x", "content": [
             {"type": "text", "text": "Counting."},
             {"type": "tool_call", "id": "call_a", "name": "execute_data_collection", "input": {"code": "print(1)"}},
-            {"type": "tool_call", "id": "call_b", "name": "capture_view", "input": {}}]},
+            last_call]},
     ])
     store.update_session(session_id, status="running",
                          state={**SessionState().to_json(), "run_owner": owner})
@@ -69,3 +73,33 @@ def test_runs_of_live_processes_and_other_machines_are_left_alone(tmp_path):
     assert recover_interrupted_runs(store) == []  # idempotent: nothing is answered twice
     assert [e["role"] for e in store.transcript(legacy)] == ["user", "assistant", "tool"]
     assert os.getpid() == int(THIS_PROCESS.rsplit(":", 1)[1])
+
+
+def test_a_change_the_dead_server_left_held_is_discarded_when_its_host_reconnects(tmp_path):
+    import copy
+
+    db = tmp_path / "nexus.db"
+    store = Store(db)
+    store.claim_host("h_held", "alice")
+    dead = _interrupted(store, f"{socket.gethostname()}:{_dead_pid()}", host_id="h_held", automation=True)
+    with running_server(tmp_path, db_path=db, keepalive_s=0.2) as server:
+        alice = Client(server.url, server.token("alice"))
+        host = TestHost(server.ws_url, alice.token, host_id="h_held")
+        before = dict(host.document.elements)
+        held = copy.deepcopy(host.document)
+        held.add("Wall", "Held")
+        host.held["call_b.run"] = (held, {"type": "execute_result", "request_id": "call_b.run", "ok": True,
+                                          "committed": False, "held": True, "stdout": "", "failures": [],
+                                          "changes": {"added": [], "modified": [], "deleted": []},
+                                          "duration_ms": 1})
+        host.start()
+        try:
+            wait_until(lambda: any(m["type"] == "decide" for m in host.received), timeout=10)
+            (decide,) = [m for m in host.received if m["type"] == "decide"]
+            assert decide == {"type": "decide", "request_id": "call_b.run", "decision": "discard"}
+            wait_until(lambda: host.held == {})
+            assert host.document.elements == before
+        finally:
+            host.stop()
+        texts = tool_result_texts(session(alice, dead)["messages"])
+        assert "server restarted during this call" in texts[-1] and "discarded a held change" in texts[-1]

@@ -50,7 +50,8 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
                                          channel=ToolResultChannel(),
                                          runs=RunRegistry(settings.detach_grace_s), default_model=default_model,
                                          request_rate=RequestRate(settings.quota_requests_per_minute))
-    recover_interrupted_runs(store)  # runs a dead process left `running` end with every call answered
+    # Runs a dead process left `running` end with every call answered; held changes are discarded on reconnect.
+    recover_interrupted_runs(store, app.extensions["nexus"].hosts)
     app.register_blueprint(api)
     app.register_blueprint(admin_api)
     app.register_blueprint(models_api)

@@ -98,6 +98,8 @@ def serve_host(state: NexusState, ws: Any) -> None:
     warm_api_index(connection.host_app, hello)
     with connection.send_lock:
         _send(ws, {"type": "welcome", "host_id": connection.host_id})
+        for command in state.hosts.take_on_connect(connection.host_id):  # e.g. discards a restart left held
+            _send(ws, command)
     log.info("host %s connected (%s, user %s)", connection.host_id, connection.host_app, user.name)
     if previous is not None and previous is not connection:
         try:

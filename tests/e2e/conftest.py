@@ -49,7 +49,8 @@ class BrowserPage:
             self.page.goto(url + path)
 
     def ready(self) -> None:
-        self.page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+        # Generous: the first page of a cold browser on a loaded machine can take well over 10 s.
+        self.page.wait_for_selector("body[data-ready='1']", timeout=60_000)
 
     def screenshot(self, name: str) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)
@@ -58,7 +59,9 @@ class BrowserPage:
         return path
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API allows one driver at a time in a process, and
+# browser tests outside tests/e2e start their own (or import these fixtures) after these modules ran.
+@pytest.fixture(scope="module")
 def playwright_driver() -> Iterator[Any]:
     # scripts/test installs Chromium (CI runs it): a missing browser fails every browser test, never skips.
     if not CHROMIUM.exists():

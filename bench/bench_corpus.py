@@ -54,7 +54,7 @@ def bench_file(path: Path, max_px: int, keep: Path | None) -> None:
     storeys = storeys_by_elevation(model)
     first = view_names(model)[0]
     elements = len(elements_of_storey(storeys[0])) if storeys else len(model.by_type("IfcElement"))
-    print(f"{path.name:<44} {len(model):>8,} entities  open {load_s:5.2f} s  checked open {check_note}")
+    print(f"{path.name:<44} {len(model.entity_names()):>8,} entities  open {load_s:5.2f} s  checked open {check_note}")
     calls: list[int] = []
     original = render._attempt
 

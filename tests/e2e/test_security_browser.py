@@ -10,6 +10,15 @@ from pathlib import Path
 import pytest
 import requests
 
+from cloud.vendors.registry import configured_vendors
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _vendor_sdks_imported() -> None:
+    """The chat page is ready once GET /api/models answers; its first answer imports every vendor SDK
+    (seconds on a busy machine). Pay that here, not inside the page's readiness wait."""
+    configured_vendors()
+
 
 @pytest.fixture
 def other_origin(tmp_path) -> Iterator[tuple[str, Path]]:

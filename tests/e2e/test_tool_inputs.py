@@ -4,6 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from cloud.vendors.registry import configured_vendors
 from tests.support.client import write_script
 
 TOOLS_DIR = Path(__file__).resolve().parents[2] / "shared_contract" / "tools"
@@ -16,6 +19,13 @@ CALLS = [
     ("capture_view", {"view": "Level 1", "element_ids": [3, 5]}),
     ("lookup_api", {"query": "FilteredElementCollector"}),
 ]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _vendor_sdks_imported() -> None:
+    """The chat page is ready once GET /api/models answers; its first answer imports every vendor SDK
+    (seconds on a busy machine). Pay that here, not inside the page's readiness wait."""
+    configured_vendors()
 
 
 def _shown(value) -> str:

@@ -144,3 +144,35 @@ def test_view_policy_without_a_directive_falls_back_to_the_hosts_geometry_list()
 def test_epilogue_source_is_a_data_file():
     path = Path(__file__).resolve().parents[2] / "cloud" / "hosts" / "epilogues" / "ifc_epilogue.py"
     assert PROVIDER.build_task_automation_epilogue() == path.read_text(encoding="utf-8")
+
+
+def test_every_kind_of_view_the_capture_view_description_names_renders_on_the_real_host(tmp_path: Path):
+    """What the model is told about views (the provider's data file) is what the IFC host's renderer accepts."""
+    import ifcopenshell
+    import ifcopenshell.util.element
+
+    from cloud.hosts.registry import host_tool_definitions
+    from ifc_host.render import RenderError, render_view
+
+    described = {t["name"]: t for t in host_tool_definitions(HELLO)}["capture_view"]["description"]
+    model_path = tmp_path / "sample.ifc"
+    model_path.write_bytes(sample_building().read_bytes())
+    model = ifcopenshell.open(str(model_path))
+    storey = next(s for s in model.by_type("IfcBuildingStorey") if s.Name == "Level 2")
+    door = next(d for d in model.by_type("IfcDoor") if ifcopenshell.util.element.get_container(d) == storey)
+    kinds = {  # (the description's wording, a view in that form) -> the view the host says it rendered
+        ("storey's `Name`", "Level 2"): "Level 2",
+        ("without regard to case", "level 2"): "Level 2",
+        ("`#<id>`", f"#{storey.id()}"): "Level 2",
+        ("`3D`", "3D"): "3D",
+        ("`3D: <storey>`", "3D: Level 2"): "3D: Level 2",
+        ("a name or `#<id>`", f"3D: #{storey.id()}"): "3D: Level 2",
+    }
+    for (wording, view), rendered_as in kinds.items():
+        assert wording in described, wording
+        rendered = render_view(str(model_path), view, [], 400)
+        assert rendered.view == rendered_as and rendered.png.startswith(b"\x89PNG"), view
+    assert "Without `view`, the plan of the lowest storey holding any of `element_ids`" in described
+    assert render_view(str(model_path), None, [door.id()], 400).view == "Level 2"
+    with pytest.raises(RenderError, match="Level 1"):
+        render_view(str(model_path), "Roof terrace", [], 400)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -28,6 +29,7 @@ from cloud.web.state import NexusState
 log = logging.getLogger(__name__)
 
 MAX_LOGGED_CHARS = 500
+HOST_ID = re.compile(r"h_[A-Za-z0-9_-]{1,64}")  # shaped like the ids HostDirectory issues (h_ + 12 hex)
 
 HELLO_TIMEOUT_S = 30
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -76,8 +78,12 @@ def loggable(text: Any) -> str:
 
 
 def _claim(state: NexusState, user_name: str, hello: dict[str, Any]) -> dict[str, Any]:
-    """The hello with its host_id dropped when that id is another user's (the directory then picks a new one)."""
+    """The hello without its host_id when that id is another user's or not shaped like the ones this
+    server issues (the directory then picks a new one)."""
     wanted = hello.get("host_id")
+    if wanted and not HOST_ID.fullmatch(wanted):
+        log.warning("user %s asked for host id %s, which this server never issues", user_name, loggable(wanted))
+        return {k: v for k, v in hello.items() if k != "host_id"}
     if wanted and not state.store.claim_host(wanted, user_name):
         log.warning("user %s asked for host id %s, which is another user's", user_name, loggable(wanted))
         return {k: v for k, v in hello.items() if k != "host_id"}

@@ -163,3 +163,11 @@ def test_a_host_behind_a_tls_proxy_sending_its_https_origin_is_let_in(server, al
         websocket.create_connection(server.ws_url, header=[f"Authorization: Bearer {alice.token}",
                                                            "Sec-Fetch-Site: same-site"], origin=server.url, timeout=10)
     assert refused.value.status_code == 403
+
+
+def test_a_host_id_the_server_never_issued_is_replaced(server, alice):
+    for wanted in ("evil\nid", "h_" + "a" * 5000, "alice-laptop"):
+        ws, given = _raw(server, alice.token, host_id=wanted)
+        ws.close()
+        assert given != wanted and given.startswith("h_") and len(given) == 14
+        assert server.state.store.host_owner(wanted) is None

@@ -61,6 +61,9 @@ class ScriptProcess(Protocol):
 
     def kill(self) -> None: ...
 
+    def stop(self) -> None:
+        """SIGKILL without waiting: the kernel tears the process down while the keeper answers (close reaps)."""
+
     def how_it_ended(self) -> str:
         """After the process ended unasked: 'crashed ... (SIGSEGV)' or 'ended ... (exit status 3)'."""
 
@@ -109,6 +112,13 @@ class ForkedRun:
             except PermissionError:
                 os.kill(self.pid, signal.SIGKILL)
         self.reap()
+
+    def stop(self) -> None:
+        if self.exit_status is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def reap(self) -> int:
         if self.exit_status is None:
@@ -232,6 +242,16 @@ class SpawnedRun:
             else:
                 self.process.kill()
         self.process.join()
+
+    def stop(self) -> None:
+        if self.process.exitcode is None and self.process.pid is not None:
+            try:
+                if hasattr(os, "killpg"):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                else:
+                    self.process.kill()
+            except (ProcessLookupError, PermissionError):
+                self.process.kill()
 
     def how_it_ended(self) -> str:
         self.process.join()

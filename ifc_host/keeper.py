@@ -62,6 +62,7 @@ class Keeper:
         self.disk_signature = file_signature(save_path)  # the saved file as this keeper last read or wrote it
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
+        self.retired: list[ScriptProcess] = []
         self.expired: dict[str, str] = {}
         self.workdir = Path(tempfile.mkdtemp(prefix="nexus-keeper-"))
         if isolation == "fork":
@@ -112,7 +113,7 @@ class Keeper:
             return self._crashed(run)
         result = self._collect_output(run, message["result"])
         if not result["ok"] or job["mode"] == "collect":
-            run.close()
+            self._retire(run)
             return self._finish(run, result, committed=False)
         if job.get("hold"):
             self.held = HeldAutomation(run, result, time.monotonic() + self.hold_timeout_s)
@@ -140,7 +141,7 @@ class Keeper:
         self.held = None
         if decision == "keep":
             return {**self._commit(held.run, held.result), "held": False}
-        held.run.close()
+        self._retire(held.run)
         return {**self._finish(held.run, held.result, committed=False), "held": False}
 
     def snapshot_held(self, path: Path) -> dict[str, Any]:
@@ -169,7 +170,18 @@ class Keeper:
     def seconds_until_hold_expires(self) -> float | None:
         return None if self.held is None else max(0.0, self.held.expires - time.monotonic())
 
+    def _retire(self, run: ScriptProcess) -> None:
+        """Done with this process: kill it now, reap it after the reply is sent (tearing down a process that
+        shares a big model's pages takes tens of milliseconds the caller need not wait for)."""
+        run.stop()
+        self.retired.append(run)
+
+    def reap_retired(self) -> None:
+        while self.retired:
+            self.retired.pop().close()
+
     def shutdown(self) -> None:
+        self.reap_retired()
         if self.held is not None:
             self.held.run.close()
             self.held = None
@@ -200,7 +212,7 @@ class Keeper:
     def _commit(self, run: ScriptProcess, result: dict[str, Any]) -> dict[str, Any]:
         run.send({"op": "commit"})
         data = _read_model(run, time.monotonic() + COMMIT_TIMEOUT_S)
-        run.close()
+        self._retire(run)
         if isinstance(data, str):
             return self._commit_failed(run, result, f"the model could not be written: {data}")
         target = Path(os.path.realpath(self.save_path))  # a symlinked model path stays a symlink
@@ -314,6 +326,7 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
             if request.get("op") == "shutdown":
                 return 0
             connection.send(keeper.handle(request))
+            keeper.reap_retired()
     finally:
         keeper.shutdown()
 

@@ -153,10 +153,10 @@ class ChatStreamReader:
             delta = choice.get("delta")
             if delta:
                 for name in REASONING_FIELDS:
-                    if delta.get(name):
-                        out.append(self.fold.prose("thinking", delta[name]))  # type: ignore[arg-type]
-                if delta.get("content"):
-                    out.append(self.fold.prose("text", delta["content"]))  # type: ignore[arg-type]
+                    if delta.get(name) and (chunk := self.fold.prose("thinking", delta[name])):
+                        out.append(chunk)
+                if delta.get("content") and (chunk := self.fold.prose("text", delta["content"])):
+                    out.append(chunk)
                 for fragment in delta.get("tool_calls") or ():
                     self._tool_fragment(fragment, out)
             if choice.get("finish_reason"):

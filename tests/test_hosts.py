@@ -222,3 +222,50 @@ def test_a_host_app_this_server_has_no_provider_for_is_refused_at_the_door(serve
     assert reply["type"] == "error"
     assert "host_app: no capability provider for 'test' on this server (known: ifc, revit)" in reply["message"]
     assert alice.call("GET", "/api/hosts").json()["hosts"] == []
+
+
+def test_every_kind_of_view_the_revit_description_names_is_what_the_revit_runtime_exports():
+    """What the model is told about Revit views is what the runtime does, run on the fake Revit."""
+    from tests.revit.conftest import make_revit, runtime_module  # puts the extension's lib on sys.path
+    from tests.revit.fake_revit import uninstall
+
+    described = _capture_description(hello_of("revit"))
+    revit = make_revit()
+    try:
+        export = runtime_module("image_export").export_view
+        from nexus_runtime.log import RuntimeLog
+
+        def exported(view: str | None, element_ids: list[int] | None = None) -> dict:
+            message = {"type": "export_view", "request_id": "v", "view": view, "element_ids": element_ids or [],
+                       "max_px": 400}
+            return revit.run_on_main(export, revit.uiapp, message, RuntimeLog())
+
+        kinds = {  # (the description's wording, a view in that form) -> the view Revit exported
+            ("by its name as the Project Browser shows it", "Level 2"): "Level 2",
+            ("by its title with the view type", "Floor Plan: Level 2"): "Level 2",
+            ("3D View: {3D}", "3D View: {3D}"): "{3D}",
+            ('"{3D}"', "{3D}"): "{3D}",
+            ("then the name without regard to case", "level 2"): "Level 2",
+        }
+        for (wording, view), name in kinds.items():
+            assert wording in described, wording
+            result = exported(view)
+            assert result["ok"] and result["view"] == name, (view, result)
+        assert "schedules and view templates cannot" in described
+        refused = exported("Door Schedule")
+        assert not refused["ok"] and "cannot be exported" in refused["error"]
+        # Without a view, the elements choose it: their level's plan when the active view does not show them.
+        def door_on_level_2_and_active_view() -> tuple[int, str]:
+            uidoc = revit.uiapp.ActiveUIDocument
+            doc = uidoc.Document
+            door = next(i for i, e in doc._elements.items()
+                        if type(e).__name__ == "FamilyInstance" and doc.GetElement(e.LevelId).Name == "Level 2")
+            return door, uidoc.ActiveView.Name
+
+        door, active = revit.run_on_main(door_on_level_2_and_active_view)
+        assert "else the floor plan of their most common level" in described and active != "Level 2"
+        shown = exported(None, [door])
+        assert shown["ok"] and shown["view"] == "Level 2", shown
+    finally:
+        revit.stop()
+        uninstall()

@@ -100,3 +100,9 @@ def test_a_trace_check_without_inserted_deadline_checks_fails_and_names_the_fall
     row = runtime_module("doctor")._trace_lines()
     assert row["ok"] is False and row["detail"].endswith("deadline checks inserted: no")
     assert "a bare except: around one long library call cannot be stopped" in row["fallback"]
+
+
+def test_a_host_without_the_doctor_capability_is_refused_by_name(server, host):
+    admin = Client(server.url, server.token("root", admin=True))
+    response = admin.call("POST", f"/api/admin/hosts/{host.host_id}/doctor")
+    assert response.status_code == 409 and "does not offer NexusAI Doctor" in response.json()["error"]

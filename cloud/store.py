@@ -62,6 +62,9 @@ MIGRATIONS = [
     ("tokens", "is_admin", "INTEGER NOT NULL DEFAULT 0",
      "UPDATE tokens SET is_admin = 1 WHERE user_name IN (SELECT name FROM users WHERE is_admin = 1)"),
     ("tokens", "scope", "TEXT NOT NULL DEFAULT 'user'", None),
+    # Validation after automations (cloud/validation_setting.py): per session and per user.
+    ("sessions", "validation", "TEXT NOT NULL DEFAULT 'warn'", None),
+    ("users", "validation", "TEXT NOT NULL DEFAULT 'warn'", None),
 ]
 
 MAX_IDLE_CONNECTIONS = 8
@@ -267,6 +270,15 @@ class Store:
         with self._write() as db:
             return db.execute("UPDATE users SET policy = ? WHERE name = ?", (policy, user_name)).rowcount > 0
 
+    def set_user_validation(self, user_name: str, validation: str) -> bool:
+        with self._write() as db:
+            return db.execute("UPDATE users SET validation = ? WHERE name = ?",
+                              (validation, user_name)).rowcount > 0
+
+    def user_validation(self, user_name: str) -> str | None:
+        rows = self._read("SELECT validation FROM users WHERE name = ?", (user_name,))
+        return rows[0]["validation"] if rows else None
+
     def get_user(self, user_name: str) -> User | None:
         """The user's record; is_admin says whether they hold any active admin token."""
         rows = self._read("SELECT name, policy FROM users WHERE name = ?", (user_name,))
@@ -295,7 +307,7 @@ class Store:
         return row
 
     def update_session(self, session_id: str, **fields: Any) -> None:
-        allowed = {"host_id", "model", "status", "state", "policy"}
+        allowed = {"host_id", "model", "status", "state", "policy", "validation"}
         if not fields or set(fields) - allowed:
             raise ValueError(f"cannot update session fields {sorted(set(fields) - allowed)}")
         if "state" in fields:

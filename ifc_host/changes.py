@@ -39,6 +39,36 @@ GEOMETRIC_RESOURCES = (
 GEOMETRIC_ATTRIBUTES = frozenset({"ObjectPlacement", "Representation", "RepresentationMaps"})
 
 
+class Ref(int):
+    """A reference to another entity (by STEP id) inside a snapshot of attribute values."""
+
+    def __repr__(self) -> str:
+        return f"#{int(self)}"
+
+    __str__ = int.__repr__
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An entity's class and attribute values (references as Ref, wrapped values unwrapped)."""
+
+    cls: str
+    values: tuple[Any, ...]
+
+
+def plain_value(value: Any) -> Any:
+    if isinstance(value, ifcopenshell.entity_instance):
+        entity_id = value.id()
+        return Ref(entity_id) if entity_id else plain_value(value.wrappedValue)
+    if isinstance(value, (tuple, list)):
+        return tuple(plain_value(v) for v in value)
+    return value
+
+
+def snapshot_of(entity: ifcopenshell.entity_instance) -> Snapshot:
+    return Snapshot(entity.is_a(), tuple(plain_value(entity[i]) for i in range(len(entity))))
+
+
 @dataclass
 class ChangeSet:
     added: list[int] = field(default_factory=list)
@@ -46,6 +76,12 @@ class ChangeSet:
     deleted: list[int] = field(default_factory=list)
     geometry: list[int] = field(default_factory=list)  # elements whose shape or placement changed
     deleted_info: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # What the "before" side of a change report needs: attribute values of every pre-existing entity the
+    # run touched, as they were just before its first change, and the ids of the entities the run created.
+    before: dict[int, Snapshot] = field(default_factory=dict)
+    created: frozenset[int] = frozenset()
+    edited: frozenset[int] = frozenset()  # pre-existing entities the run edited and that still exist
+    details: dict[str, Any] = field(default_factory=dict)  # before → after (ifc_host.change_details)
 
     def as_contract(self) -> dict[str, list[int]]:
         return {"added": list(self.added), "modified": list(self.modified), "deleted": list(self.deleted)}
@@ -172,6 +208,7 @@ class ChangeRecorder:
         self._original_storey: dict[int, str] = {}
         self._original_type: dict[int, str] = {}
         self._original_parent: dict[int, int] = {}
+        self._before: dict[int, Snapshot] = {}
         self.counts = {"created": 0, "edited": 0, "deleted": 0}
 
     # IfcOpenShell checks `if file.transaction:` before calling the hooks below.
@@ -240,6 +277,8 @@ class ChangeRecorder:
         kind = self._touched.get(element_id)
         if kind is None:
             kind = self._touched[element_id] = self._kinds.kind(element)
+            if element_id <= self._initial_max_id:  # hooks run before the change: these are the old values
+                self._before[element_id] = snapshot_of(element)
             if kind == RELATIONSHIP:
                 self._snapshot(element, element_id)
         return kind
@@ -347,6 +386,8 @@ class ChangeRecorder:
         return ChangeSet(
             added=sorted(added), modified=sorted(modified), deleted=sorted(deleted), geometry=sorted(geometric),
             deleted_info={i: self._deleted_info[i] for i in sorted(deleted)},
+            before=self._before, created=frozenset(self._created),
+            edited=frozenset(i for i in self._before if i not in self._deleted),
         )
 
     def _is_product(self, element_id: int) -> bool:

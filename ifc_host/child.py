@@ -21,9 +21,11 @@ import ifcopenshell
 from ifcopenshell.file import Transaction
 
 from ifc_host import sandbox
+from ifc_host.change_details import describe_changes
 from ifc_host.changes import ChangeRecorder, ChangeSet
 from ifc_host.pipes import MessageReader, send_frame, send_message
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
+from ifc_host.validation import validate_run
 
 SCRIPT_FILENAME = "<script>"
 _PR_SET_PDEATHSIG = 1
@@ -166,6 +168,8 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) ->
     changes = recorder.finish()
     result["changes"] = changes.as_contract()
     result["geometry_changed"] = changes.geometry
+    changes.details = result["change_details"] = describe_changes(model, changes)
+    validate_run(model, changes, job.get("validation"), result)
     if job.get("epilogue_code") and result["ok"]:
         _run_epilogue(model, job["epilogue_code"], changes, epilogue_fd, result)
     return result
@@ -210,7 +214,7 @@ def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet) -> dict[str,
         return list(changes.geometry)
 
     return {**_script_globals(model), "nexus_changes": nexus_changes, "nexus_deleted_info": nexus_deleted_info,
-            "nexus_geometry_changed": nexus_geometry_changed}
+            "nexus_geometry_changed": nexus_geometry_changed, "nexus_change_details": lambda: changes.details}
 
 
 def _forbid_script_transactions() -> None:

@@ -79,11 +79,12 @@ class ExecuteJob:
     timeout_s: float
     epilogue_code: str | None = None
     hold: bool = False
+    validation: str = "warn"  # "warn" | "block": what schema/model-rule findings the script introduced do
 
     def as_request(self) -> dict[str, Any]:
         return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
                 "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
-                "hold": self.hold and self.mode == "automate"}
+                "hold": self.hold and self.mode == "automate", "validation": self.validation}
 
 
 class IsolatedExecutor:

@@ -15,11 +15,11 @@ from shared_contract.validate import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
 HOST_APP = "ifc"
-CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context"]
+CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate"]
 CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error")
 RESULT_FIELDS = (
     "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",
-    "stdout_truncated", "held", "external_changes",
+    "stdout_truncated", "held", "external_changes", "change_details", "validation",
 )
 
 

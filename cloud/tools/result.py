@@ -52,6 +52,8 @@ class ScriptResult(ToolResult):
     external_changes: dict[str, Any] | None = None
     blocked: list[str] = field(default_factory=list)
     dialogs: list[dict[str, Any]] = field(default_factory=list)
+    change_details: dict[str, Any] | None = None  # before → after (IFC host: ifc_host/change_details.py)
+    validation: dict[str, Any] | None = None  # findings the script introduced (IFC host: ifc_host/validation.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)  # every key present, null when empty: the page reads them by name

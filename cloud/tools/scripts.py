@@ -21,8 +21,10 @@ from cloud.tools.capture import Exported, export_view
 from cloud.tools.render import describe_run
 from cloud.tools.result import ScriptResult
 from cloud.transcript import tool_result_part
+from cloud.validation_setting import effective_validation
 
 HOLD_CAPABILITY = "hold"
+VALIDATE_CAPABILITY = "validate"  # the host checks what an automation introduced (warn or block)
 
 
 @dataclass
@@ -62,6 +64,8 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         # Hold the transaction open so the policy can be re-read once the script has run.
         command["hold"] = ctx.host.hello.has(HOLD_CAPABILITY)
         command["review"] = command["hold"] and run.review
+        if ctx.host.hello.has(VALIDATE_CAPABILITY):
+            command["validation"] = effective_validation(ctx.store, ctx.session.session_id, ctx.session.user_name)
     _audit(ctx, call["id"], epilogue, run.code)
     reply = ctx.host.ask(command, ctx.settings.tool_timeout_s, ctx.cancel, about=call["id"])
     result = reply.message
@@ -89,7 +93,8 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         failures=result.get("failures", []), changes=result.get("changes"), change_report=report or None,
         duration_ms=result.get("duration_ms"), timed_out=bool(result.get("timed_out")), notes=run.notes,
         directives=directives, decision=decision, external_changes=result.get("external_changes"),
-        blocked=result.get("blocked", []), dialogs=result.get("dialogs", [])).to_json()
+        blocked=result.get("blocked", []), dialogs=result.get("dialogs", []),
+        change_details=result.get("change_details"), validation=result.get("validation")).to_json()
     ctx.store.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)
     images = [image.part] if image and image.part and committed else []

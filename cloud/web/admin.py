@@ -14,6 +14,7 @@ from cloud.contract import ContractError
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import known_providers
 from cloud.policy import POLICY_STRICTNESS
+from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
 
@@ -190,3 +191,15 @@ def user_policy(user_name: str):
     if not nexus().store.set_user_policy(user_name, policy):
         return api_error(404, f"no user {user_name}")
     return jsonify({"user": user_name, "policy": policy})
+
+
+@admin_api.put("/users/<user_name>/validation")
+@require_user(admin=True)
+def user_validation(user_name: str):
+    body = request.get_json(silent=True)
+    validation = body.get("validation") if isinstance(body, dict) else None
+    if not isinstance(validation, str) or validation not in VALIDATION_STRICTNESS:
+        raise ContractError(f"validation: expected one of {', '.join(VALIDATION_STRICTNESS)}")
+    if not nexus().store.set_user_validation(user_name, validation):
+        return api_error(404, f"no user {user_name}")
+    return jsonify({"user": user_name, "validation": validation})

@@ -16,6 +16,7 @@ from cloud.rendezvous import Delivery
 from cloud.runs import KEEPALIVE, Run
 from cloud.tools.relay import validate_relayed_result
 from cloud.transcript import model_view, person_view
+from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.vendors.base import ModelError
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, create_model
 from cloud.web.auth import api_error, require_user
@@ -149,7 +150,7 @@ def get_session(row: dict[str, Any]):
     transcript = state.store.transcript(session_id)
     return jsonify({
         "session_id": row["id"], "host_id": row["host_id"], "model": row["model"], "status": row["status"],
-        "policy": row["policy"], "messages": model_view(transcript), "history": person_view(transcript),
+        "policy": row["policy"], "validation": row.get("validation") or "warn", "messages": model_view(transcript), "history": person_view(transcript),
         "usage": state.store.session_usage(session_id), "running": run is not None,
         "run_chunks": len(run.chunks) if run else 0,
     })
@@ -272,6 +273,18 @@ def put_policy(row: dict[str, Any]):
     return jsonify({"session_id": session_id, "policy": policy})
 
 
+@api.put("/sessions/<session_id>/validation")
+@require_user()
+@own_session
+def put_validation(row: dict[str, Any]):
+    session_id = row["id"]
+    validation = _json_body("validation")["validation"]
+    if not isinstance(validation, str) or validation not in VALIDATION_STRICTNESS:
+        raise ContractError(f"validation: expected one of {', '.join(VALIDATION_STRICTNESS)}")
+    nexus().store.update_session(session_id, validation=validation)
+    return jsonify({"session_id": session_id, "validation": validation})
+
+
 @api.post("/sessions/<session_id>/cancel")
 @require_user()
 @own_session
@@ -313,4 +326,5 @@ def list_hosts():
 @api.get("/me")
 @require_user()
 def me():
-    return jsonify({"user": g.user.name, "is_admin": g.user.is_admin, "policy": g.user.policy})
+    return jsonify({"user": g.user.name, "is_admin": g.user.is_admin, "policy": g.user.policy,
+                    "validation": nexus().store.user_validation(g.user.name) or "warn"})

@@ -3,13 +3,25 @@
 # automation succeeded, in the same process and against the same (not yet committed) model; read-only.
 # Globals from the host: model, ifcopenshell, nexus_changes() -> {"added", "modified", "deleted"} (STEP ids),
 # nexus_deleted_info() -> {id: {class, type, storey, global_id, name}} captured when each was deleted,
-# nexus_geometry_changed() -> ids of elements whose shape or placement changed (added/deleted included).
+# nexus_geometry_changed() -> ids of elements whose shape or placement changed (added/deleted included),
+# nexus_change_details() -> {"groups": [{kinds, count, classes, ids}], "elements": [{id, status, class, name,
+# tag, kinds, changes: [{key, old, new}]}]}: modified elements grouped by what changed, old → new values.
 # Prints the report, then one "@@nexus {json}" directive line that the cloud strips.
 import json
 
 _NX_NAMED_LIMIT = 15
 _NX_GROUP_LINES = 25
 _NX_VIEW_IDS = 200
+_NX_KIND_WORDS = {
+    "placement": "moved", "rebased": "placement re-based onto a moved host (position unchanged)",
+    "shape": "shape changed", "openings": "openings or fillings changed",
+    "type": "type changed", "container": "container changed", "attributes": "attributes changed",
+    "properties": "property or quantity values changed", "material": "material changed",
+    "relationships": "other relationships changed",
+    "followed": "geometry followed (placed relative to, or cut by, something that changed)",
+    "other": "changed indirectly",
+}
+_NX_STATUS_WORDS = {"modified": " | before -> after", "added": " | new", "deleted": " | last values"}
 
 
 class _NxIndex:
@@ -103,6 +115,57 @@ def _nx_storey_counts(ids, infos):
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
+def _nx_value(value):
+    return "(none)" if value is None else value
+
+
+def _nx_classes(classes):
+    if len(classes) == 1:
+        return next(iter(classes))
+    ordered = sorted(classes.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{count} {cls}" for cls, count in ordered[:3])
+    return f"elements ({shown}{', ...' if len(ordered) > 3 else ''})"
+
+
+def _nx_values(element):
+    """old -> new of one element, on one line (the model's copy collapses repeated lines)."""
+    if not element:
+        return ""
+    parts = []
+    for change in element.get("changes") or []:
+        key = change["key"].split(":", 1)[-1]
+        if element["status"] == "modified":
+            parts.append(f"{key} {_nx_value(change['old'])} -> {_nx_value(change['new'])}")
+        else:
+            parts.append(f"{key} {_nx_value(change['old'] if element['status'] == 'deleted' else change['new'])}")
+    return (_NX_STATUS_WORDS.get(element["status"], "") + ": " + "; ".join(parts)) if parts else ""
+
+
+def _nx_groups_by_change(details):
+    groups = details.get("groups") or []
+    if groups:
+        print("Modified, by what changed: " + "; ".join(
+            " and ".join(_NX_KIND_WORDS.get(k, k) for k in g["kinds"]) + f": {g['count']} "
+            + _nx_classes(g.get("classes") or {}) for g in groups) + ".")
+    if details.get("error"):
+        print(f"(before -> after could not be worked out: {details['error']})")
+
+
+def _nx_before_after(details, counts):
+    elements = details.get("elements") or []
+    if elements:
+        print("Before -> after:")
+    for element in elements:
+        label = element.get("name") or ""
+        if element.get("tag") and element.get("tag") != label:
+            label = f"{label}, mark {element['tag']}" if label else f"mark {element['tag']}"
+        print(f"  #{element['id']} {element.get('class')}" + (f' "{label}"' if label else "") + _nx_values(element))
+    for status in ("modified", "added", "deleted"):
+        beyond = counts[status] - sum(1 for e in elements if e["status"] == status)
+        if beyond > 0:
+            print(f"... and {beyond} more {status} element(s) whose values are not listed (counted above).")
+
+
 def _nx_report():
     changes = nexus_changes()
     added, modified, deleted = changes["added"], changes["modified"], changes["deleted"]
@@ -126,13 +189,15 @@ def _nx_report():
         print("No elements were added, modified or deleted.")
     else:
         print(f"{len(added)} added, {len(modified)} modified, {len(deleted)} deleted element(s).")
+    details = (nexus_change_details() or {}) if "nexus_change_details" in globals() else {}
+    values = {e["id"]: e for e in details.get("elements") or []}
     for title, ids in (("Added", added), ("Modified", modified), ("Deleted", deleted)):
         if not ids:
             continue
         if named:
             print(f"{title}:")
             for element_id in ids:
-                print(_nx_line(element_id, infos[element_id]))
+                print(_nx_line(element_id, infos[element_id]) + _nx_values(values.get(element_id)))
         else:
             print(f"{title} ({len(ids)}), by class and type:")
             for line in _nx_groups(ids, infos):
@@ -140,6 +205,9 @@ def _nx_report():
     if not named:
         by_storey = _nx_storey_counts(added + modified + deleted, infos)
         print("By storey: " + ", ".join(f"{name} {count}" for name, count in by_storey[:12]))
+    _nx_groups_by_change(details)
+    if not named:
+        _nx_before_after(details, {"added": len(added), "modified": len(modified), "deleted": len(deleted)})
 
     present_geometric = [i for i in added + modified if i in geometric]
     focus = present_geometric or [i for i in deleted if i in geometric]

@@ -23,6 +23,7 @@ class ChatPage {
     this.modelInput = $("model");
     this.modelInput.addEventListener("input", () => this.updateScriptedNote());
     this.policySelect = $("policy");
+    this.validationSelect = validationControl(this.policySelect);
     this.notice = $("notice");
     this.sessionId = null;
     this.session = null;
@@ -46,6 +47,7 @@ class ChatPage {
     this.prompt.addEventListener("input", () => this.autosize());
     this.hostSelect.addEventListener("change", () => this.hostChanged());
     this.policySelect.addEventListener("change", () => this.policyChanged());
+    this.validationSelect.addEventListener("change", () => this.validationChanged());
     $("new-session").addEventListener("click", () => this.newConversation());
     $("sessions-toggle").addEventListener("click", () => this.toggleSessions());
     $("sessions-close").addEventListener("click", () => this.toggleSessions(false));
@@ -158,6 +160,16 @@ class ChatPage {
     }
   }
 
+  async validationChanged() {
+    if (!this.sessionId) return;
+    try {
+      await api("PUT", sessionPath(this.sessionId, "/validation"), { validation: this.validationSelect.value });
+      this.session.validation = this.validationSelect.value;
+    } catch (error) {
+      this.showNotice(error.message);
+    }
+  }
+
   updateScriptedNote() {
     $("scripted-note").hidden = !this.modelInput.value.trim().startsWith("scripted:");
   }
@@ -201,6 +213,7 @@ class ChatPage {
     this.session = null;
     this.remember(null);
     this.policySelect.value = "auto";
+    this.validationSelect.value = "warn";
     this.updatePolicyNote();
     this.showEmpty();
     this.toggleSessions(false);
@@ -235,6 +248,7 @@ class ChatPage {
     if (session.model) this.modelInput.value = session.model;
     this.updateScriptedNote();
     this.policySelect.value = session.policy || "auto";
+    this.validationSelect.value = session.validation || "warn";
     this.updatePolicyNote();
     this.showCost(session.usage);
     clear(this.conversation);
@@ -325,6 +339,10 @@ class ChatPage {
       await api("PUT", sessionPath(this.sessionId, "/policy"), { policy: this.policySelect.value });
       this.session.policy = this.policySelect.value;
     }
+    if (this.validationSelect.value !== "warn") {
+      await api("PUT", sessionPath(this.sessionId, "/validation"), { validation: this.validationSelect.value });
+      this.session.validation = this.validationSelect.value;
+    }
   }
 
   // Read a run's stream to its end; if the connection drops first, re-attach where it left off.
@@ -411,6 +429,7 @@ class ChatPage {
     this.cancel.textContent = "Cancel";
     this.hostSelect.disabled = running;
     this.policySelect.disabled = running;
+    this.validationSelect.disabled = running;
   }
 
   // ---- small things ----
@@ -439,3 +458,14 @@ class ChatPage {
 }
 
 new ChatPage().start();
+
+// What the host does when a script leaves the model with new schema or model-rule errors (IFC hosts):
+// a control beside the run policy; an administrator's stricter per-user choice wins on the server.
+function validationControl(policySelect) {
+  const select = h("select", { id: "validation", "aria-label": "Validation" },
+    h("option", { value: "warn", text: "Warn about new errors" }),
+    h("option", { value: "block", text: "Roll back new errors" }));
+  policySelect.closest("label").after(h("label", { class: "field validation-field" },
+    h("span", { text: "Validation" }), select));
+  return select;
+}

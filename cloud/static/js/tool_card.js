@@ -139,6 +139,7 @@ export class ToolCard {
     if (meta.error) this.result.append(errorView(meta.error));
     if (meta.failures && meta.failures.length) this.result.append(failuresView(meta.failures));
     if (meta.change_report || meta.changes) this.result.append(changesView(meta));
+    if (meta.change_details || meta.validation) this.result.append(diffView(meta.change_details, meta.validation));
     if (meta.image) this.result.append(imageView(this.sessionId, meta.image));
     if (meta.mode) this.result.append(outputView(meta.stdout || "", "Output"));
     if (meta.stdout_truncated) this.result.append(h("div", { class: "note", text: "The host truncated this output." }));
@@ -216,6 +217,76 @@ function changesView(meta) {
       counts.map(([k, n]) => pill(`${n} ${k}`, k === "deleted" ? "bad" : k === "added" ? "good" : "info"))),
     meta.change_report ? h("pre", { class: "plain-text change-report", text: meta.change_report })
       : h("div", { class: "muted", text: counts.length ? "" : "No elements changed." }));
+}
+
+// Before → after: modified elements grouped by what changed, then old and new values element by element.
+const KIND_WORDS = {
+  placement: "moved", rebased: "placement re-based onto a moved host (position unchanged)", shape: "shape changed", openings: "openings or fillings changed", type: "type changed",
+  container: "container changed", attributes: "attributes changed", properties: "property values changed",
+  material: "material changed", relationships: "other relationships changed",
+  followed: "geometry followed (placed relative to, or cut by, something that changed)", other: "changed indirectly",
+};
+const STATUS_WORDS = { modified: "modified", added: "added", deleted: "deleted (last values)" };
+
+function classesText(classes) {
+  const entries = Object.entries(classes || {}).sort((a, b) => b[1] - a[1]);
+  return entries.map(([cls, n]) => `${n} ${cls}`).join(", ");
+}
+
+function groupLabel(group) {
+  const classes = Object.entries(group.classes || {});
+  if (classes.length === 1) return `${group.count} ${classes[0][0]}`;
+  return `${group.count} elements (${classesText(group.classes)})`;
+}
+
+function keyText(key) {
+  const [kind, name] = key.includes(":") ? key.split(/:(.*)/s) : ["", key];
+  return kind === "property" || kind === "quantity" ? name : (name || key);
+}
+
+export function diffView(details, validation) {
+  const box = h("div", { class: "change-diff" });
+  const head = h("div", { class: "section-head" }, h("span", { class: "section-title", text: "Before → after" }));
+  if (validation) {
+    const n = validation.introduced || 0;
+    head.append(pill(n ? `validation: ${n} new finding${n === 1 ? "" : "s"}` : "validation: no new errors",
+      n ? (validation.mode === "block" ? "bad" : "warn") : "good"));
+  }
+  box.append(head);
+  if (!details) return box;
+  const groups = details.groups || [];
+  if (groups.length) {
+    box.append(h("ul", { class: "diff-groups" }, groups.map((g) => h("li", { dataset: { kinds: g.kinds.join(" ") } },
+      h("strong", { text: groupLabel(g) }), ": ", g.kinds.map((k) => KIND_WORDS[k] || k).join(" and ")))));
+  }
+  const elements = details.elements || [];
+  if (details.error) box.append(h("div", { class: "note warn", text: "Values could not be worked out: " + details.error }));
+  if (elements.length) {
+    const rows = [];
+    for (const element of elements) {
+      const unchanged = "(no listed value changed)";
+      const changes = element.changes && element.changes.length ? element.changes
+        : [{ key: (element.kinds || []).map((k) => KIND_WORDS[k] || k).join(", "), old: unchanged, new: unchanged }];
+      const label = [element.name, element.tag && element.tag !== element.name ? `mark ${element.tag}` : null].filter(Boolean).join(", ");
+      changes.forEach((change, index) => rows.push(h("tr", { dataset: { elementId: String(element.id), status: element.status } },
+        index === 0 ? h("th", { scope: "row", rowspan: String(changes.length), class: "diff-element" },
+          h("span", { class: "diff-id", text: `#${element.id} ${element.class || ""}` }),
+          label ? h("span", { class: "diff-name", text: label }) : null,
+          h("span", { class: `diff-status ${element.status}`, text: STATUS_WORDS[element.status] || element.status })) : null,
+        h("td", { class: "diff-key", text: keyText(change.key) }),
+        h("td", { class: "diff-old", text: change.old === null || change.old === undefined ? "—" : change.old }),
+        h("td", { class: "diff-new", text: change.new === null || change.new === undefined ? "—" : change.new }))));
+    }
+    box.append(h("div", { class: "diff-scroll" }, h("table", { class: "diff-table" },
+      h("thead", {}, h("tr", {}, ["Element", "What", "Before", "After"].map((t) => h("th", { scope: "col", text: t })))),
+      h("tbody", {}, rows))));
+  }
+  const counts = details.counts || {};
+  for (const status of ["modified", "added", "deleted"]) {
+    const beyond = (counts[status] || 0) - elements.filter((e) => e.status === status).length;
+    if (beyond > 0) box.append(h("div", { class: "muted diff-more", text: `… and ${beyond} more ${status} element${beyond === 1 ? "" : "s"} (counted above, values not listed)` }));
+  }
+  return box;
 }
 
 function imageView(sessionId, image) {

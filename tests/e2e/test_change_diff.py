@@ -1,0 +1,110 @@
+"""Before → after in a real browser: the tool card's diff view over a real IFC host, and the validation
+setting chosen on the page rolling back a script that breaks the schema."""
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import ifcopenshell
+
+from ifc_host import runtime, sample
+from tests.support.client import write_script
+
+RENUMBER_AND_MOVE = '''import ifcopenshell.api
+import ifcopenshell.util.element as element
+import ifcopenshell.util.placement as placement
+
+doors = sorted((d for d in model.by_type("IfcDoor") if (element.get_container(d).Name or "") == "Level 1"),
+               key=lambda d: d.id())
+for number, door in enumerate(doors[:3], start=1):
+    door.Tag = "DIFF-%02d" % number
+walls = sorted(model.by_type("IfcWall"), key=lambda w: w.id())[:2]
+for wall in walls:
+    matrix = placement.get_local_placement(wall.ObjectPlacement)
+    matrix[0][3] += 0.5 / ifcopenshell.util.unit.calculate_unit_scale(model)
+    ifcopenshell.api.run("geometry.edit_object_placement", model, product=wall, matrix=matrix, is_si=False)
+print("changed", [d.id() for d in doors[:3]], [w.id() for w in walls])
+'''
+BREAK_SCHEMA = '''storey = model.by_type("IfcBuildingStorey")[0]
+model.createIfcRelAggregates(ifcopenshell.guid.new(), None, "empty", None, storey, [])
+print("added an empty aggregation")
+'''
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, alice, scripts_dir, tmp_path,
+                                                                     browser_factory):
+    model_path = tmp_path / "building.ifc"
+    sample.write_sample_model(model_path, storeys=2)
+    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
+    try:
+        host_id = host.wait_connected(30)
+        spec = write_script(scripts_dir / "diff.json", [
+            [{"text": "Renumbering three doors and moving two walls."},
+             {"tool_call": {"name": "execute_task_automation", "input": {"code": RENUMBER_AND_MOVE}}}],
+            [{"text": "Done."}],
+            [{"text": "Adding the aggregation."},
+             {"tool_call": {"name": "execute_task_automation", "input": {"code": BREAK_SCHEMA}}}],
+            [{"text": "Validation rolled that back."}],
+        ])
+        # The first /api/models imports every vendor SDK; on a loaded 2-core machine that alone can outlast
+        # the page's 10 s readiness budget, which is about the page, not about imports.
+        assert alice.call("GET", "/api/models", timeout=120).status_code == 200
+        browser = browser_factory(width=1200, height=1600)
+        page = browser.page
+        browser.sign_in(server.url, alice.token, query=f"&host={host_id}")
+        browser.ready()
+        page.fill("#model", spec)
+        page.fill("#prompt", "Renumber the first Level 1 doors and move two walls")
+        page.click("#send")
+        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=60_000)
+
+        card = page.locator(".tool-card").first
+        assert card.get_attribute("data-state") == "committed", card.text_content()
+        diff = card.locator(".change-diff")
+        groups = diff.locator(".diff-groups li")
+        kinds = [groups.nth(i).get_attribute("data-kinds") for i in range(groups.count())]
+        assert "placement" in kinds and "attributes" in kinds
+        assert "2 IfcWall" in diff.locator(".diff-groups li[data-kinds='placement']").text_content()
+        rows = diff.locator(".diff-table tbody tr")
+        tags = {(rows.nth(i).locator(".diff-old").text_content(), rows.nth(i).locator(".diff-new").text_content())
+                for i in range(rows.count()) if rows.nth(i).locator(".diff-key").text_content() == "Tag"}
+        assert len(tags) == 3 and all(new.startswith("DIFF-0") and old.startswith("D") for old, new in tags)
+        moved = [rows.nth(i) for i in range(rows.count()) if rows.nth(i).locator(".diff-key").text_content() == "placement"]
+        assert len(moved) >= 2 and all(r.locator(".diff-old").text_content() != r.locator(".diff-new").text_content()
+                                       for r in moved)
+        # The new values are green, the old red: the page's stylesheet reached the table.
+        colours = page.evaluate("""() => [...document.querySelectorAll('.diff-old, .diff-new')].slice(0, 2)
+                                   .map((cell) => getComputedStyle(cell).backgroundColor)""")
+        assert len(set(colours)) == 2 and "rgba(0, 0, 0, 0)" not in colours
+        assert "no new errors" in diff.locator(".pill").text_content()
+        page.wait_for_function("() => { const i = document.querySelector('.view-image img');"
+                               " return i && i.complete && i.naturalWidth > 0; }", timeout=30_000)
+        browser.screenshot("change-diff.png")
+
+        # Validation set to block on the page: a script that breaks the schema is rolled back.
+        deadline = time.monotonic() + 20
+        committed = _digest(model_path)
+        page.select_option("#validation", "block")
+        page.wait_for_timeout(300)
+        page.fill("#prompt", "Add an empty aggregation to the first storey")
+        page.click("#send")
+        page.wait_for_function("() => document.querySelectorAll('.turn.assistant[data-state=\"complete\"]').length >= 2",
+                               timeout=60_000)
+        second = page.locator(".tool-card").nth(1)
+        assert second.get_attribute("data-state") == "rolled-back", second.text_content()
+        assert "ValidationFailed" in second.locator(".error-box").text_content()
+        assert "IfcRelAggregates.RelatedObjects" in second.locator(".failures").text_content()
+        while time.monotonic() < deadline and _digest(model_path) != committed:
+            time.sleep(0.1)
+        assert _digest(model_path) == committed
+        reopened = ifcopenshell.open(str(model_path))
+        assert not [r for r in reopened.by_type("IfcRelAggregates") if r.Name == "empty"]
+        assert sorted(d.Tag for d in reopened.by_type("IfcDoor") if (d.Tag or "").startswith("DIFF-")) == \
+            ["DIFF-01", "DIFF-02", "DIFF-03"]
+    finally:
+        host.stop()

@@ -1,0 +1,90 @@
+"""The validation setting through the real server and a real IFC host: per session and per user, the stricter
+wins; what the script introduced reaches the model's copy and the person's; `block` rolls back."""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ifc_host import runtime
+from tests.conformance.ifc_models import write_small_building
+from tests.support.client import Client
+
+BREAK_SCHEMA = ("storey = model.by_type('IfcBuildingStorey')[0]\n"
+                "model.createIfcRelAggregates(ifcopenshell.guid.new(), None, 'empty', None, storey, [])\n")
+
+
+@pytest.fixture
+def ifc_host(server, alice, tmp_path) -> Iterator[tuple[str, Path]]:
+    model_path = write_small_building(tmp_path / "model.ifc")
+    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
+    try:
+        yield host.wait_connected(30), model_path
+    finally:
+        host.stop()
+
+
+def _spec(scripts_dir: Path) -> str:
+    path = scripts_dir / "break.json"
+    path.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": BREAK_SCHEMA}}}],
+        [{"text": "done"}]]}))
+    return f"scripted:{path}"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_session_route_stores_the_setting_and_refuses_bad_values(server, alice, ifc_host):
+    sid = alice.new_session(ifc_host[0])
+    assert alice.call("GET", f"/api/sessions/{sid}").json()["validation"] == "warn"
+    answer = alice.call("PUT", f"/api/sessions/{sid}/validation", json={"validation": "block"})
+    assert answer.status_code == 200 and answer.json() == {"session_id": sid, "validation": "block"}
+    assert alice.call("GET", f"/api/sessions/{sid}").json()["validation"] == "block"
+    bad = alice.call("PUT", f"/api/sessions/{sid}/validation", json={"validation": "strict"})
+    assert bad.status_code == 400 and "validation" in bad.text
+    bob = Client(server.url, server.token("bob"))
+    assert bob.call("PUT", f"/api/sessions/{sid}/validation", json={"validation": "warn"}).status_code == 404
+    assert Client(server.url, None).call("PUT", f"/api/sessions/{sid}/validation",
+                                         json={"validation": "warn"}).status_code == 401
+    assert alice.call("GET", "/api/me").json()["validation"] == "warn"
+    admin = Client(server.url, server.token("root", admin=True))
+    assert alice.call("PUT", "/api/admin/users/alice/validation", json={"validation": "block"}).status_code == 403
+    assert admin.call("PUT", "/api/admin/users/nobody/validation", json={"validation": "block"}).status_code == 404
+    assert admin.call("PUT", "/api/admin/users/alice/validation", json={"validation": "x"}).status_code == 400
+
+
+def test_warn_reports_what_the_script_introduced_to_the_model_and_the_person(server, alice, ifc_host, scripts_dir):
+    host_id, model_path = ifc_host
+    before = _digest(model_path)
+    sid = alice.new_session(host_id, _spec(scripts_dir))
+    result = alice.run(sid, "add an aggregation").of("Metadata", "tool_result")[0]
+    person = result["metadata"]
+    assert person["committed"] and person["validation"]["mode"] == "warn"
+    assert person["validation"]["introduced"] == 1
+    assert "IfcRelAggregates.RelatedObjects" in person["failures"][0]["message"]
+    assert person["change_details"]["counts"] == {"added": 0, "modified": 0, "deleted": 0}
+    assert "validation: schema attribute type" in result["content"]  # the model's copy
+    assert _digest(model_path) != before
+
+
+@pytest.mark.parametrize("session_setting,user_setting", [("block", "warn"), ("warn", "block")])
+def test_the_stricter_of_session_and_user_setting_blocks(server, alice, ifc_host, scripts_dir, session_setting,
+                                                         user_setting):
+    host_id, model_path = ifc_host
+    admin = Client(server.url, server.token("root", admin=True))
+    assert admin.call("PUT", "/api/admin/users/alice/validation",
+                      json={"validation": user_setting}).status_code == 200
+    sid = alice.new_session(host_id, _spec(scripts_dir))
+    assert alice.call("PUT", f"/api/sessions/{sid}/validation",
+                      json={"validation": session_setting}).status_code == 200
+    before = model_path.read_bytes()
+    result = alice.run(sid, "add an aggregation").of("Metadata", "tool_result")[0]
+    assert not result["metadata"]["committed"]
+    assert result["metadata"]["error"]["type"] == "ValidationFailed"
+    assert "ValidationFailed" in result["content"] and "IfcRelAggregates.RelatedObjects" in result["content"]
+    assert model_path.read_bytes() == before

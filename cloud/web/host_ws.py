@@ -101,21 +101,15 @@ def serve_host(state: NexusState, ws: Any) -> None:
     connection = state.hosts.register(user.name, hello, lambda m: _send(ws, m))
     state.store.claim_host(connection.host_id, user.name)
     state.sockets.add(ws, connection.host_id, user.token_id)
-    warm_api_index(connection.host_app, hello)
-    with connection.send_lock:
-        _send(ws, {"type": "welcome", "host_id": connection.host_id})
-        for command in state.hosts.take_on_connect(connection.host_id):  # e.g. discards a restart left held
-            _send(ws, command)
-    log.info("host %s connected (%s, user %s)", connection.host_id, connection.host_app, user.name)
-    if previous is not None and previous is not connection:
-        try:
-            with previous.send_lock:
-                previous.send_json({"type": "error", "message": f"host id {connection.host_id} was taken over by a "
-                                                                "newer connection; this one is closed"})
-        except Exception as exc:  # the old socket may be half dead already: that is why it was replaced
-            log.info("host %s: the replaced connection could not be told: %s", connection.host_id, exc)
-        state.sockets.close_replaced(connection.host_id, ws)  # its own loop would notice too, a moment later
     try:
+        warm_api_index(connection.host_app, hello)
+        with connection.send_lock:
+            _send(ws, {"type": "welcome", "host_id": connection.host_id})
+            for command in state.hosts.take_on_connect(connection.host_id):  # e.g. discards a restart left held
+                _send(ws, command)
+        log.info("host %s connected (%s, user %s)", connection.host_id, connection.host_app, user.name)
+        if previous is not None and previous is not connection:
+            _retire(state, previous, ws)
         _serve(state, ws, connection, user.token_id)
     except ConnectionClosed:
         pass
@@ -123,6 +117,17 @@ def serve_host(state: NexusState, ws: Any) -> None:
         state.sockets.remove(ws)
         state.hosts.unregister(connection)
         log.info("host %s disconnected", connection.host_id)
+
+
+def _retire(state: NexusState, previous: HostConnection, newest: Any) -> None:
+    """Tell the connection a newer one took its host id over, and close it."""
+    try:
+        with previous.send_lock:
+            previous.send_json({"type": "error", "message": f"host id {previous.host_id} was taken over by a "
+                                                            "newer connection; this one is closed"})
+    except Exception as exc:  # the old socket may be half dead already: that is why it was replaced
+        log.info("host %s: the replaced connection could not be told: %s", previous.host_id, exc)
+    state.sockets.close_replaced(previous.host_id, newest)  # its own loop would notice too, a moment later
 
 
 def _serve(state: NexusState, ws: Any, connection: HostConnection, token_id: str | None) -> None:

@@ -187,6 +187,8 @@ def _learn(recipe: _Recipe, journal: Path) -> bool:
             recipe.exact.add(element_id)
         else:
             recipe.skip.add(element_id)
+        # Back to the one-pass iterator for the rest: the offender (and its kin) no longer go through it.
+        recipe.careful = False
         return True
     if last == ["batch"] and not recipe.careful:
         recipe.careful = True  # the crash was inside the one-pass iterator: go element by element

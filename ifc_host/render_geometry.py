@@ -88,14 +88,22 @@ def _segments(mesh: Mesh, z: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def footprint(mesh: Mesh) -> BaseGeometry | None:
-    """The mesh projected onto the XY plane."""
+    """The mesh projected onto the XY plane.
+
+    A closed, consistently oriented body projects exactly onto its upward-facing triangles (every vertical
+    line through it enters once through a face below and leaves through one above), so only those are
+    united: half the work. Open or inconsistently oriented meshes (surface models) use every triangle.
+    """
     triangles = mesh.verts[mesh.faces][:, :, :2]
-    if len(triangles) > MAX_FOOTPRINT_TRIANGLES:
-        return shapely.MultiPoint(mesh.verts[:, :2]).convex_hull
     edge_a = triangles[:, 1] - triangles[:, 0]
     edge_b = triangles[:, 2] - triangles[:, 0]
-    doubled_area = np.abs(edge_a[:, 0] * edge_b[:, 1] - edge_a[:, 1] * edge_b[:, 0])
-    triangles = triangles[doubled_area > 1e-9]
+    signed = edge_a[:, 0] * edge_b[:, 1] - edge_a[:, 1] * edge_b[:, 0]
+    up, down = signed > 1e-9, signed < -1e-9
+    up_area, down_area = signed[up].sum(), -signed[down].sum()
+    closed = up_area > 0 and abs(up_area - down_area) <= 1e-3 * up_area
+    triangles = triangles[up if closed else up | down]
+    if len(triangles) > MAX_FOOTPRINT_TRIANGLES:
+        return shapely.MultiPoint(mesh.verts[:, :2]).convex_hull
     if not len(triangles):
         return None
     closed = np.concatenate([triangles, triangles[:, :1]], axis=1)

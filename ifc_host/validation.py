@@ -59,6 +59,8 @@ class _Checker:
         self.before = ModelView(model, changes)
         self.now = ModelView(model)
         self._changed: dict[int, set[int]] = {}  # attribute indices the run changed, per edited entity
+        # Entities whose inverse attributes may have changed: a reference to them was added or removed.
+        self._relinked: set[int] = set(changes.created)
 
     def run(self) -> tuple[list[Finding], int]:
         changed = [e for e in (self._alive(i) for i in sorted(self.changes.created | self.changes.edited))
@@ -74,10 +76,20 @@ class _Checker:
                 changed_indices.add(index)
                 for referenced in _entities(value):
                     checked.setdefault(referenced.id(), referenced)
+                    self._relinked.add(referenced.id())
                 for referenced_id in _snapshot_refs(snapshot.values[index]) if snapshot is not None else ():
-                    old = self._alive(referenced_id)  # what it no longer points to may have lost an inverse
+                    self._relinked.add(referenced_id)  # what it no longer points to may have lost an inverse
+                    old = self._alive(referenced_id)
                     if old is not None:
                         checked.setdefault(referenced_id, old)
+        for entity_id, snapshot in self.changes.before.items():
+            if entity_id in self.changes.edited:
+                continue  # deleted by the run: what it pointed to lost an inverse
+            for referenced_id in _snapshot_refs(snapshot.values):
+                old = self._alive(referenced_id)
+                if old is not None:
+                    self._relinked.add(referenced_id)
+                    checked.setdefault(referenced_id, old)
         findings: list[Finding] = []
         new_guids: dict[str, int] = {}
         for entity_id, entity in checked.items():
@@ -111,12 +123,17 @@ class _Checker:
         if declaration.is_abstract() and self._is_new(entity):
             out.append(Finding(entity.id(), cls, None, "abstract entity", f"{cls} is abstract and cannot be instantiated"))
         if touched:
-            for index, (attribute, derived) in enumerate(zip(attributes, declaration.derived(), strict=True)):
-                if derived or not self._attribute_changed(entity, attribute.name()):
+            derived = declaration.derived()
+            indices = range(len(attributes)) if self._is_new(entity) else sorted(self._changed.get(entity.id(), ()))
+            for index in indices:
+                if derived[index]:
                     continue
+                attribute = attributes[index]
                 problem = self._attribute_problem(entity, index, attribute)
                 if problem:
                     out.append(Finding(entity.id(), cls, attribute.name(), problem[0], problem[1]))
+        if entity.id() not in self._relinked:
+            return out  # no reference to it was added or removed: its inverses are as they were
         for inverse in _constrained_inverses(declaration):
             try:
                 now = len(getattr(entity, inverse.name()))

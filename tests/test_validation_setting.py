@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +89,31 @@ def test_the_stricter_of_session_and_user_setting_blocks(server, alice, ifc_host
     assert result["metadata"]["error"]["type"] == "ValidationFailed"
     assert "ValidationFailed" in result["content"] and "IfcRelAggregates.RelatedObjects" in result["content"]
     assert model_path.read_bytes() == before
+
+
+def test_the_person_reviewing_a_held_change_sees_before_after_and_validation(server, alice, ifc_host, scripts_dir):
+    host_id, model_path = ifc_host
+    path = scripts_dir / "rename.json"
+    path.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_task_automation",
+                        "input": {"code": "for d in model.by_type('IfcDoor'):\n    d.Tag = 'R' + d.Tag"}}}],
+        [{"text": "done"}]]}))
+    sid = alice.new_session(host_id, f"scripted:{path}")
+    assert alice.call("PUT", f"/api/sessions/{sid}/policy", json={"policy": "ask"}).status_code == 200
+
+    def keep_when_asked(frame):
+        metadata = (frame.chunk or {}).get("metadata") or {}
+        if metadata.get("kind") == "approval_request":
+            threading.Thread(target=lambda: alice.call("POST", f"/api/sessions/{sid}/approval", json={
+                "tool_call_id": metadata["tool_call_id"], "decision": "keep"})).start()
+
+    stream = alice.run(sid, "renumber the doors", on_frame=keep_when_asked)
+    (request,) = stream.of("Metadata", "approval_request")
+    details = request["metadata"]["change_details"]
+    assert details["groups"] == [{"kinds": ["attributes"], "count": 4, "classes": {"IfcDoor": 4},
+                                  "ids": details["groups"][0]["ids"]}]
+    assert {(c["old"], c["new"]) for e in details["elements"] for c in e["changes"]} == \
+        {("D101", "RD101"), ("D102", "RD102"), ("D201", "RD201"), ("D202", "RD202")}
+    assert request["metadata"]["validation"]["introduced"] == 0
+    assert stream.of("Metadata", "tool_result")[0]["metadata"]["committed"]
+    assert b"'RD101'" in model_path.read_bytes()

@@ -27,7 +27,8 @@ def settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report:
         summary = message("approval_summary", report=report or "(no change report)")
         yield chunks.metadata("approval_request", summary, tool_call_id=call["id"], change_report=report or None,
                               changes=held.get("changes"), failures=held.get("failures", []),
-                              stdout=held.get("stdout", ""),
+                              stdout=held.get("stdout", ""), change_details=held.get("change_details"),
+                              validation=held.get("validation"),
                               image=_image_json(image), timeout_s=ctx.settings.approval_timeout_s)
         decision = ctx.host.await_decision(call["id"], ctx.settings.approval_timeout_s, ctx.cancel) \
             or _no_decision(ctx)

@@ -26,6 +26,7 @@ for wall in walls:
     ifcopenshell.api.run("geometry.edit_object_placement", model, product=wall, matrix=matrix, is_si=False)
 print("changed", [d.id() for d in doors[:3]], [w.id() for w in walls])
 '''
+RENAME_WALLS = 'for wall in sorted(model.by_type("IfcWall"), key=lambda w: w.id())[:2]:\n    wall.Name = "Reviewed " + wall.Name\n'
 BREAK_SCHEMA = '''storey = model.by_type("IfcBuildingStorey")[0]
 model.createIfcRelAggregates(ifcopenshell.guid.new(), None, "empty", None, storey, [])
 print("added an empty aggregation")
@@ -50,6 +51,9 @@ def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, ali
             [{"text": "Adding the aggregation."},
              {"tool_call": {"name": "execute_task_automation", "input": {"code": BREAK_SCHEMA}}}],
             [{"text": "Validation rolled that back."}],
+            [{"text": "Renaming the walls for your review."},
+             {"tool_call": {"name": "execute_task_automation", "input": {"code": RENAME_WALLS}}}],
+            [{"text": "Kept."}],
         ])
         # The first /api/models imports every vendor SDK; on a loaded 2-core machine that alone can outlast
         # the page's 10 s readiness budget, which is about the page, not about imports.
@@ -106,5 +110,21 @@ def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, ali
         assert not [r for r in reopened.by_type("IfcRelAggregates") if r.Name == "empty"]
         assert sorted(d.Tag for d in reopened.by_type("IfcDoor") if (d.Tag or "").startswith("DIFF-")) == \
             ["DIFF-01", "DIFF-02", "DIFF-03"]
+
+        # Under "ask" the person reviews the held change with the same before → after view, then keeps it.
+        page.select_option("#policy", "ask")
+        page.select_option("#validation", "warn")
+        page.wait_for_timeout(300)
+        page.fill("#prompt", "Rename the first two walls")
+        page.click("#send")
+        review = page.locator(".approval .change-diff")
+        review.wait_for(timeout=60_000)
+        assert "2 IfcWall" in review.locator(".diff-groups").text_content()
+        names = [review.locator(".diff-new").nth(i).text_content() for i in range(2)]
+        assert all(name.startswith("Reviewed ") for name in names)
+        page.locator(".approval button.primary").click()
+        page.wait_for_function("() => document.querySelectorAll('.turn.assistant[data-state=\"complete\"]').length >= 3",
+                               timeout=60_000)
+        assert page.locator(".tool-card").nth(2).get_attribute("data-state") == "committed"
     finally:
         host.stop()

@@ -124,3 +124,17 @@ for d in model.by_type('IfcDoor'):
     result = automate(executor, code, validation="block")
     assert result["committed"], result.get("error")
     assert result["validation"]["introduced"] == 0
+
+
+def test_dropping_the_only_reference_to_an_entity_breaks_its_inverse(executor: IsolatedExecutor):
+    """An untouched entity gets a finding when the script removed what its schema requires to point at it."""
+    code = "wall = [w for w in model.by_type('IfcWall') if w.Name == 'W101'][0]\n" \
+           "print(wall.Representation.id())\nwall.Representation = None"
+    result = automate(executor, code)
+    shape_id = int(result["stdout"].split()[-1])
+    (finding,) = findings(result)
+    assert (finding["entity_id"], finding["class"], finding["attribute"], finding["rule"]) == \
+        (shape_id, "IfcProductDefinitionShape", "ShapeOfProduct", "inverse cardinality")
+    renamed = automate(executor, "for w in model.by_type('IfcWall'):\n    w.Name = 'x' + (w.Name or '')",
+                       validation="block")
+    assert renamed["committed"] and renamed["validation"]["introduced"] == 0  # the earlier finding is not new

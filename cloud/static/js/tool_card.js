@@ -326,6 +326,7 @@ export function approvalView(sessionId, meta, onDecided) {
     h("div", { class: "section-title", text: "The script ran; its changes are held until you decide." }),
     meta.failures && meta.failures.length ? failuresView(meta.failures) : null,
     meta.change_report || meta.changes ? changesView(meta) : null,
+    meta.change_details || meta.validation ? diffView(meta.change_details, meta.validation) : null,
     meta.image && meta.image.image_id ? imageView(sessionId, meta.image) : null,
     meta.stdout ? h("details", {}, h("summary", { text: "Output" }), outputView(meta.stdout, "Output")) : null,
     comment,

@@ -67,19 +67,20 @@ class PipeChannel:
         return self.reader.read(None)
 
 
-def child_main(model: ifcopenshell.file, job: dict[str, Any], fds: dict[str, int]) -> NoReturn:
-    """Entry point right after fork(); never returns (os._exit keeps the keeper's cleanup from running here)."""
+def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int]) -> NoReturn:
+    """Entry point right after fork(), ahead of the script: confine, say ready, wait for the job, run it.
+    Never returns (os._exit keeps the keeper's cleanup from running here)."""
     code = 70
     try:
         die_with_the_keeper()
         os.setpgid(0, 0)
         reset_signals()
         capture_output(fds["stdout"], fds["crash"])
-        report = sandbox.apply(Path(job["scratch"]))
+        report = sandbox.apply(scratch)
         channel = PipeChannel(fds["to_keeper"], fds["from_keeper"])
-        if job.get("op") == "probe":
-            channel.send({"kind": "sandbox", "sandbox": report.as_dict()})
-        else:
+        channel.send({"kind": "ready", "sandbox": report.as_dict()})
+        job = channel.recv()
+        if job is not None:
             serve_job(model, job, channel, fds["epilogue"])
         code = 0
     except BaseException:  # noqa: B036 - nothing may escape a forked child

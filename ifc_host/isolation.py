@@ -1,7 +1,7 @@
 """How the keeper gives each script its own process: `fork` or `spawn`.
 
-- fork: the keeper forks a child per script; the child has a copy-on-write copy of the committed model, so
-  starting costs a fork whatever the model's size. Only where fork is available and safe (Linux, BSD).
+- fork: the keeper forks a child ahead of each script; the child has a copy-on-write copy of the committed
+  model and confines itself, then waits for its script. Only where fork is available and safe (Linux, BSD).
 - spawn: no fork anywhere (Windows has none; on macOS forking a process that has loaded system frameworks
   is unsafe). A warm spare process, started with multiprocessing's 'spawn' method, has already imported
   IfcOpenShell, loaded the committed file and confined itself; it runs exactly one script and is replaced in
@@ -11,6 +11,7 @@ Both hand the keeper a ScriptProcess: send commands, read messages and the seria
 """
 from __future__ import annotations
 
+import abc
 import multiprocessing
 import os
 import shutil
@@ -88,10 +89,10 @@ def _describe_exit(signum: int | None, status: int | None) -> str:
 
 
 class ForkedRun:
-    def __init__(self, pid: int, request_id: str, mode: str, started: float, reader: MessageReader, to_child: int,
-                 files: dict[str, Path], scratch: Path) -> None:
-        self.pid, self.request_id, self.mode, self.started = pid, request_id, mode, started
-        self.reader, self.to_child, self.files, self.scratch = reader, to_child, files, scratch
+    def __init__(self, pid: int, reader: MessageReader, to_child: int, files: dict[str, Path], scratch: Path) -> None:
+        self.pid, self.reader, self.to_child, self.files, self.scratch = pid, reader, to_child, files, scratch
+        self.request_id, self.mode, self.started = "", "", time.monotonic()
+        self.sandbox: dict[str, str] = {}
         self.exit_status: int | None = None
 
     def send(self, message: dict[str, Any]) -> None:
@@ -146,31 +147,106 @@ class ForkedRun:
                 pass
 
 
-class ForkStrategy:
-    """A child forked from the keeper per script."""
+class _WarmSpares(abc.ABC):
+    """One spare script process at a time, holding the committed model, confined and waiting for its job;
+    used once, then replaced (after the reply is sent, or at once for a collect where loading is slow)."""
+
+    name = ""
+    prepare_during_collect = False
+
+    def __init__(self) -> None:
+        self.spare: tuple[ForkedRun | SpawnedRun, Path] | None = None
+
+    @abc.abstractmethod
+    def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun | SpawnedRun:
+        """Start a spare process holding the committed model (it reports 'ready' once confined)."""
+
+    def _prepare(self, model: ifcopenshell.file | None, committed_path: Path) -> None:
+        self.discard_spare()
+        self.spare = (self._new_spare(model, committed_path), committed_path)
+
+    def discard_spare(self) -> None:
+        if self.spare is not None:
+            self.spare[0].close()
+            self.spare = None
+
+    def _ready_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun | SpawnedRun:
+        """The spare, once it holds the model and has confined itself (started again if it died)."""
+        last_error = ""
+        for _attempt in range(2):
+            if self.spare is None or self.spare[1] != committed_path:
+                self._prepare(model, committed_path)
+            assert self.spare is not None
+            run = self.spare[0]
+            if not run.sandbox:
+                try:
+                    ready = run.read(time.monotonic() + SPARE_START_TIMEOUT_S)
+                except TimeoutError:
+                    ready = {"error": f"it was not ready within {SPARE_START_TIMEOUT_S:g} s"}
+                if not ready or ready.get("kind") != "ready":
+                    last_error = (ready or {}).get("error") or run.how_it_ended()
+                    self.discard_spare()
+                    continue
+                run.sandbox = ready["sandbox"]
+            return run
+        raise RuntimeError(f"the script process failed to start: {last_error}")
+
+    def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any]) -> ForkedRun | SpawnedRun:
+        run = self._ready_spare(model, committed_path)
+        self.spare = None
+        run.request_id, run.mode, run.started = job["request_id"], job["mode"], time.monotonic()
+        run.send(job)
+        if job["mode"] == "collect" and self.prepare_during_collect:
+            self._prepare(model, committed_path)  # a collect cannot change the model: the next spare can load now
+        return run
+
+    def probe(self, model: ifcopenshell.file, committed_path: Path) -> dict[str, str]:
+        """What the sandbox applies here, as the first spare reports it."""
+        return self._ready_spare(model, committed_path).sandbox
+
+    def wait_ready(self, model: ifcopenshell.file, committed_path: Path) -> None:
+        """Block until the next script would start at once (benchmarks, tests)."""
+        self._ready_spare(model, committed_path)
+
+    def after_run(self, committed_path: Path, model_changed: bool) -> None:
+        """After a run, a commit or a reload: a spare holding the old model is useless."""
+        if model_changed:
+            self.discard_spare()
+
+    def replenish(self, model: ifcopenshell.file, committed_path: Path) -> None:
+        """Start the next spare (called once the reply is sent, so it costs the caller nothing)."""
+        if self.spare is None or self.spare[1] != committed_path:
+            self._prepare(model, committed_path)
+
+    def close(self) -> None:
+        self.discard_spare()
+
+
+class ForkStrategy(_WarmSpares):
+    """A child forked from the keeper ahead of each script (copy-on-write copy of the committed model)."""
 
     name = "fork"
 
     def __init__(self, workdir: Path, private_fds: tuple[int, ...]) -> None:
+        super().__init__()
         self.workdir = workdir
         self.private_fds = private_fds  # the keeper's own channel to the runtime: never left open in a child
         sandbox.prepare()
 
-    def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any]) -> ForkedRun:
+    def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun:
+        assert model is not None
         scratch = _scratch(self.workdir)
         files = _output_files(self.workdir)
         file_fds = {name: os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600) for name, path in files.items()}
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        started = time.monotonic()
         pid = os.fork()
         if pid == 0:
             from ifc_host.child import child_main
 
             for fd in (to_child_w, from_child_r, *self.private_fds):
                 os.close(fd)
-            child_main(model, {**job, "scratch": str(scratch)},
-                       {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r})
+            child_main(model, scratch, {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r})
         try:
             os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race harmlessly
         except (PermissionError, ProcessLookupError):
@@ -179,28 +255,7 @@ class ForkStrategy:
         os.close(from_child_w)
         for fd in file_fds.values():
             os.close(fd)
-        return ForkedRun(pid, job.get("request_id", ""), job.get("mode", ""), started, MessageReader(from_child_r),
-                         to_child_w, files, scratch)
-
-    def probe(self, model: ifcopenshell.file, committed_path: Path) -> dict[str, str]:
-        """What the sandbox applies here, from a throwaway child."""
-        run = self.start(model, committed_path, {"op": "probe"})
-        try:
-            message = run.read(time.monotonic() + 60)
-        except TimeoutError:
-            message = None
-        finally:
-            run.close()
-        return (message or {}).get("sandbox") or {"error": "the sandbox probe did not answer"}
-
-    def after_run(self, committed_path: Path, model_changed: bool) -> None:
-        """Nothing to prepare: the next fork copies the keeper's model as it is then."""
-
-    def wait_ready(self, committed_path: Path) -> None:
-        """Always ready: a fork needs no preparation."""
-
-    def close(self) -> None:
-        """No processes outlive a run."""
+        return ForkedRun(pid, MessageReader(from_child_r), to_child_w, files, scratch)
 
 
 class SpawnedRun:
@@ -233,21 +288,14 @@ class SpawnedRun:
             return None
 
     def kill(self) -> None:
-        if self.process.exitcode is None and self.process.pid is not None:
-            if hasattr(os, "killpg"):
-                try:
-                    os.killpg(self.process.pid, signal.SIGKILL)  # with anything the script started
-                except (ProcessLookupError, PermissionError):
-                    self.process.kill()
-            else:
-                self.process.kill()
+        self.stop()
         self.process.join()
 
     def stop(self) -> None:
         if self.process.exitcode is None and self.process.pid is not None:
             try:
                 if hasattr(os, "killpg"):
-                    os.killpg(self.process.pid, signal.SIGKILL)
+                    os.killpg(self.process.pid, signal.SIGKILL)  # with anything the script started
                 else:
                     self.process.kill()
             except (ProcessLookupError, PermissionError):
@@ -267,21 +315,21 @@ class SpawnedRun:
         self.process.close()
 
 
-class SpawnStrategy:
-    """One warm spare process at a time, loaded from the committed file, used once, then replaced."""
+class SpawnStrategy(_WarmSpares):
+    """A fresh interpreter (multiprocessing 'spawn') that loaded the committed file itself, per script."""
 
     name = "spawn"
+    prepare_during_collect = True  # loading takes seconds: overlap it with the collect script
 
     def __init__(self, workdir: Path, committed_path: Path) -> None:
+        super().__init__()
         self.workdir = workdir
         self.context = multiprocessing.get_context("spawn")
-        self.spare: tuple[SpawnedRun, Path] | None = None
-        self._prepare(committed_path)
+        self._prepare(None, committed_path)
 
-    def _prepare(self, committed_path: Path) -> None:
+    def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> SpawnedRun:
         from ifc_host.spare import spare_main
 
-        self.discard_spare()
         ours, theirs = self.context.Pipe(duplex=True)
         files = _output_files(self.workdir)
         scratch = _scratch(self.workdir)
@@ -290,58 +338,7 @@ class SpawnStrategy:
             args=(theirs, str(committed_path), str(scratch), {k: str(v) for k, v in files.items()}))
         process.start()
         theirs.close()
-        self.spare = (SpawnedRun(process, ours, files, scratch, {}), committed_path)
-
-    def discard_spare(self) -> None:
-        if self.spare is not None:
-            self.spare[0].close()
-            self.spare = None
-
-    def _ready_spare(self, committed_path: Path) -> SpawnedRun:
-        """The spare, once it has loaded the model and confined itself (started again if it died)."""
-        last_error = ""
-        for _attempt in range(2):
-            if self.spare is None or self.spare[1] != committed_path:
-                self._prepare(committed_path)
-            assert self.spare is not None
-            run = self.spare[0]
-            if not run.sandbox:
-                try:
-                    ready = run.read(time.monotonic() + SPARE_START_TIMEOUT_S)
-                except TimeoutError:
-                    ready = None
-                if not ready or ready.get("kind") != "ready":
-                    detail = (ready or {}).get("error") or run.how_it_ended()
-                    self.discard_spare()
-                    last_error = detail
-                    continue
-                run.sandbox = ready["sandbox"]
-            return run
-        raise RuntimeError(f"the spare script process failed to start: {last_error}")
-
-    def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any]) -> SpawnedRun:
-        run = self._ready_spare(committed_path)
-        self.spare = None
-        run.request_id, run.mode, run.started = job["request_id"], job["mode"], time.monotonic()
-        run.send({**job, "scratch": str(run.scratch)})
-        if job["mode"] == "collect":
-            self._prepare(committed_path)  # a collect cannot change the model: the next spare can load now
-        return run
-
-    def probe(self, model: ifcopenshell.file, committed_path: Path) -> dict[str, str]:
-        return self._ready_spare(committed_path).sandbox
-
-    def wait_ready(self, committed_path: Path) -> None:
-        """Block until the spare for the committed model is loaded and confined (benchmarks, tests)."""
-        self._ready_spare(committed_path)
-
-    def after_run(self, committed_path: Path, model_changed: bool) -> None:
-        """After a run, a commit or a reload: make sure a spare is loading the model as it now is."""
-        if model_changed or self.spare is None or self.spare[1] != committed_path:
-            self._prepare(committed_path)
-
-    def close(self) -> None:
-        self.discard_spare()
+        return SpawnedRun(process, ours, files, scratch, {})
 
 
 def _output_files(workdir: Path) -> dict[str, Path]:

@@ -88,7 +88,7 @@ class Keeper:
             return self.reload(Path(request["path"]))
         if op == "warm":
             if self.held is None:
-                self.strategy.wait_ready(self.committed_path)
+                self.strategy.wait_ready(self.model, self.committed_path)
             return {"ok": True}
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
 
@@ -179,6 +179,12 @@ class Keeper:
     def reap_retired(self) -> None:
         while self.retired:
             self.retired.pop().close()
+
+    def after_reply(self) -> None:
+        """Housekeeping the caller need not wait for: reap finished scripts, get the next spare ready."""
+        self.reap_retired()
+        if self.held is None:
+            self.strategy.replenish(self.model, self.committed_path)
 
     def shutdown(self) -> None:
         self.reap_retired()
@@ -318,6 +324,7 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
         while True:
             if not connection.poll(keeper.seconds_until_hold_expires()):
                 keeper.expire_hold()
+                keeper.after_reply()
                 continue
             try:
                 request = connection.recv()
@@ -326,7 +333,7 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
             if request.get("op") == "shutdown":
                 return 0
             connection.send(keeper.handle(request))
-            keeper.reap_retired()
+            keeper.after_reply()
     finally:
         keeper.shutdown()
 

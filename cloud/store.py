@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
+import re
 import secrets
 import sqlite3
 import time
@@ -69,6 +70,7 @@ MIGRATIONS = [
 
 MAX_IDLE_CONNECTIONS = 8
 TOKEN_SCOPES = ("user", "host")  # a host token can connect a host runtime and nothing else
+USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")  # shown in pages and logs: no spaces or controls
 
 
 def hash_token(token: str) -> str:
@@ -162,6 +164,8 @@ class Store:
     # users and tokens
     def create_token(self, user_name: str, admin: bool = False, scope: str = "user") -> str:
         """A new token for user_name (created on first use). Admin rights belong to this token only."""
+        if not USER_NAME.fullmatch(user_name):
+            raise ValueError("a user name is 1-64 letters, digits or . _ @ + - (starting with a letter or digit)")
         if scope not in TOKEN_SCOPES:
             raise ValueError(f"token scope must be one of {TOKEN_SCOPES}")
         if admin and scope != "user":

@@ -31,7 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_token_create(args: argparse.Namespace) -> int:
-    token = open_store(args).create_token(args.user, admin=args.admin, scope="host" if args.host else "user")
+    try:
+        token = open_store(args).create_token(args.user, admin=args.admin, scope="host" if args.host else "user")
+    except ValueError as exc:
+        return fail(str(exc))
     print(f"Token for {args.user}{' (admin)' if args.admin else ''}{' (host only)' if args.host else ''}:")
     print(token)
     return 0

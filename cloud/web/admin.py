@@ -14,6 +14,7 @@ from cloud.contract import ContractError
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import known_providers
 from cloud.policy import POLICY_STRICTNESS
+from cloud.store import USER_NAME
 from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
@@ -144,6 +145,8 @@ def create_token():
     if admin and host:
         raise ContractError("a token is either an admin token or a host token, not both")
     user = body["user"].strip()
+    if not USER_NAME.fullmatch(user):
+        raise ContractError("user: 1-64 letters, digits or . _ @ + - (starting with a letter or digit)")
     token = nexus().store.create_token(user, admin=admin, scope="host" if host else "user")
     return jsonify({"user": user, "token": token, "admin": admin, "scope": "host" if host else "user"}), 201
 

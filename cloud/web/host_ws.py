@@ -185,7 +185,8 @@ def _handle(state: NexusState, connection: HostConnection, raw: Any) -> None:
         decision = {"decision": message["decision"], "by": _decider(connection)}
         if state.channel.deliver_from_host(message["request_id"], connection.host_id, decision,
                                            kind="approval") is not Delivery.ACCEPTED:
-            log.info("host %s decided %s after the cloud stopped waiting", connection.host_id, message["request_id"])
+            log.info("host %s decided %s after the cloud stopped waiting", connection.host_id,
+                     loggable(message["request_id"]))
     elif kind == "error":
         log.warning("host %s reported: %s", connection.host_id, loggable(message.get("message")))
     else:

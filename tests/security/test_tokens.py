@@ -101,3 +101,13 @@ def test_a_token_revoked_from_another_process_disconnects_its_hosts(server):
     wait_until(lambda: server.state.hosts.get(host.host_id) is None, timeout=15)
     with pytest.raises(websocket.WebSocketBadStatusException):
         websocket.create_connection(server.ws_url, header=[f"Authorization: Bearer {token}"], timeout=10)
+
+
+def test_user_names_are_checked_where_tokens_are_made(server):
+    admin = Client(server.url, server.token("root", admin=True))
+    for bad in ("bob\nINFO forged", " ", "a b", "x" * 65, "-dash"):
+        response = admin.call("POST", "/api/admin/tokens", json={"user": bad})
+        assert response.status_code == 400 and "user" in response.json()["error"], bad
+    assert admin.call("POST", "/api/admin/tokens", json={"user": "jane.doe@example.com"}).status_code == 201
+    refused = _nexus("token", "create", "bob smith", db=server.db_path)
+    assert refused.returncode != 0 and "user name" in refused.stderr

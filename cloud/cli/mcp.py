@@ -1,0 +1,79 @@
+"""`nexus mcp`: NexusAI as a stdio MCP server.
+
+`--ifc MODEL.ifc` embeds the core (store, host websocket on 127.0.0.1, an IFC host in its own process);
+`--server URL` bridges stdio to a deployment's streamable HTTP MCP endpoint (its hosts, policies, audit),
+with the token from NEXUS_TOKEN or --token-file, never the command line. Standard output carries the
+protocol: everything for people goes to standard error.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cloud.cli.common import fail, open_store, with_db
+from ifc_host.launcher import add_isolation_argument
+
+MCP_USER = "mcp"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = with_db(sub.add_parser("mcp", help="NexusAI as a stdio MCP server (an IFC model, or a deployment)"))
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--ifc", help="the IFC model to serve (embedded core and IFC host)")
+    where.add_argument("--server", help="a running orchestrator's URL (its /mcp endpoint)")
+    p.add_argument("--out", help="--ifc: save committed changes here; MODEL is never modified")
+    p.add_argument("--model", help="--ifc: model spec for run_task (default: from the API key set)")
+    p.add_argument("--policy", choices=("auto", "ask", "readonly"), help="--ifc: run policy (default auto)")
+    p.add_argument("--image-max-px", type=int, default=None, help="longest side of images sent to the client")
+    p.add_argument("--token-file", help="--server: file holding the token (else NEXUS_TOKEN)")
+    add_isolation_argument(p)
+    p.set_defaults(func=cmd_mcp)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    if args.server:
+        from cloud.mcp.remote import serve_remote, token_from
+
+        token = token_from(args.token_file)
+        if not token:
+            return fail("no token: set NEXUS_TOKEN or pass --token-file PATH")
+        return serve_remote(args.server, token)
+    return serve_ifc(args)
+
+
+def serve_ifc(args: argparse.Namespace) -> int:
+    from cloud.embedded import EmbeddedCore, HostStartFailed
+    from cloud.mcp.calls import Backend
+    from cloud.mcp.server import NexusMcp
+    from cloud.vendors.registry import allow_on_command_line, create_model, default_model_spec
+    from ifc_host.model_file import BadModelError, open_checked
+
+    try:
+        open_checked(args.ifc)
+    except BadModelError as exc:
+        return fail(str(exc))
+    store = open_store(args)
+    try:
+        core = EmbeddedCore(store, args.ifc, args.out, user=MCP_USER, isolation=args.isolation)
+    except HostStartFailed as exc:
+        return fail(str(exc))
+
+    def models(spec: str):  # the person's own machine: any spec they could type on `nexus run`
+        allow_on_command_line(spec)
+        return create_model(spec)
+
+    token = store.create_token(MCP_USER)  # the chat page's, for reviews; revoked with the server
+    found = store.user_for_token(token)
+    try:
+        state = core.state
+        print(f"NexusAI MCP server on {args.ifc}; chat page (reviews under --policy ask): "
+              f"{core.server.url}/?signin={store.create_signin_code(token)}", file=sys.stderr, flush=True)
+        backend = Backend(state.store, state.settings, state.hosts, state.channel)
+        server = NexusMcp(backend, lambda: MCP_USER, models, default_model=args.model or default_model_spec(),
+                          image_max_px=args.image_max_px, policy=args.policy).build()
+        server.run("stdio")
+        return 0
+    finally:
+        core.close()
+        if found is not None:
+            store.revoke_token(found.token_id)

@@ -1,0 +1,192 @@
+"""One MCP tool call through the loop's own tool code (cloud/tools): the same validation, policy, edits,
+budgets, audit, epilogue, change report and rendering, against a store session kept per MCP client and host.
+
+`McpCalls.call` runs the tool's generator on a worker thread and hands its chunks over a queue, so the
+async side can turn an `approval_request` into an MCP elicitation while the tool waits for the decision.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cloud.chunks import Chunk
+from cloud.config import Settings
+from cloud.contract import content_hash
+from cloud.hostlink import HostConnection, HostDirectory, session_link
+from cloud.mcp.wording import say
+from cloud.rendezvous import Delivery, ToolResultChannel
+from cloud.session import Session, SessionState
+from cloud.store import Store
+from cloud.tools.base import ToolContext
+from cloud.tools.dispatch import execute_tool
+
+LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_view", "lookup_api")
+AUDIT_KIND = "mcp_call"
+
+
+class Refused(Exception):
+    """A call that cannot go ahead, with the reason in the caller's words."""
+
+
+@dataclass
+class Outcome:
+    """A finished tool call: the person's full result (structured content) and the model's capped part."""
+    person: dict[str, Any] | None
+    part: dict[str, Any]
+    session_id: str
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p["text"] for p in self.part["content"] if p.get("type") == "text")
+
+    @property
+    def images(self) -> list[dict[str, Any]]:
+        return [p for p in self.part["content"] if p.get("type") == "image"]
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.part.get("is_error"))
+
+
+@dataclass
+class _Worker:
+    """A tool call running on its own thread: chunks, then the finished Outcome (or the exception)."""
+    items: queue.Queue[Chunk | Outcome | BaseException] = field(default_factory=queue.Queue)
+
+
+@dataclass
+class Backend:
+    """What the MCP server shares with the orchestrator it sits in: the store, the hosts, the rendezvous."""
+    store: Store
+    settings: Settings
+    hosts: HostDirectory
+    channel: ToolResultChannel
+
+
+class McpCalls:
+    def __init__(self, backend: Backend, image_max_px: int | None = None, policy: str | None = None) -> None:
+        self.backend, self.policy = backend, policy  # policy: for the sessions created here (None: auto)
+        self.image_max_px = image_max_px or backend.settings.image_max_px
+        self._lock = threading.Lock()
+        self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, client) -> session id
+        self._session_locks: dict[str, threading.Lock] = {}  # one call at a time per session (capacity one)
+
+    def hosts_for(self, user: str) -> list[HostConnection]:
+        return self.backend.hosts.for_user(user)
+
+    def resolve_host(self, user: str, host_id: str | None) -> HostConnection:
+        """The user's host named `host_id`, or the only one connected. Another user's host is unknown."""
+        hosts = self.hosts_for(user)
+        known = ", ".join(h.host_id for h in hosts) or "none"
+        if host_id:
+            for connection in hosts:
+                if connection.host_id == host_id:
+                    return connection
+            raise Refused(say("unknown_host", host=host_id, known=known))
+        if not hosts:
+            raise Refused(say("no_host"))
+        if len(hosts) > 1:
+            raise Refused(say("choose_host", known=known))
+        return hosts[0]
+
+    def session_for(self, user: str, host_id: str, client: str) -> str:
+        """The store session this client's calls on this host are recorded in (visible in the chat page and
+        the admin console; budgets count per session, as in one run)."""
+        key = (user, host_id, client)
+        with self._lock:
+            if key in self._sessions:
+                return self._sessions[key]
+        session_id = self.backend.store.create_session(user, host_id, f"mcp:{client}", {})
+        state = SessionState()
+        state.start_run()
+        self.backend.store.update_session(session_id, state=state.to_json(),
+                                          **({"policy": self.policy} if self.policy else {}))
+        with self._lock:
+            self._sessions.setdefault(key, session_id)
+            self._session_locks.setdefault(self._sessions[key], threading.Lock())
+            return self._sessions[key]
+
+    def audit(self, user: str, client: str, session_id: str | None, host: HostConnection | None, call_id: str,
+              tool: str, arguments: dict[str, Any]) -> None:
+        """Every MCP call, as an audit row: what was asked, by whom, from which client, with its sha256."""
+        code = json.dumps({"tool": tool, "client": client, "arguments": arguments}, sort_keys=True)
+        self.backend.store.record_scripts([{
+            "session_id": session_id, "tool_call_id": call_id, "user_name": user,
+            "host_id": host.host_id if host else None, "host_app": host.host_app if host else None,
+            "capability_version": None, "kind": AUDIT_KIND, "code": code, "sha256": content_hash(code)}])
+
+    def start(self, user: str, client: str, call_id: str, name: str, arguments: dict[str, Any],
+              host_id: str | None) -> tuple[str, Iterator[Chunk | Outcome]]:
+        """Start a loop tool call; returns its session id and an iterator of chunks ending in its Outcome.
+        Raises Refused before anything runs."""
+        try:
+            host = self.resolve_host(user, host_id)
+        except Refused:
+            self.audit(user, client, None, None, call_id, name, {**arguments, "host": host_id})
+            raise
+        session_id = self.session_for(user, host.host_id, client)
+        self.audit(user, client, session_id, host, call_id, name, {**arguments, "host": host_id})
+        worker = _Worker()
+        thread = threading.Thread(target=self._run, args=(worker, session_id, call_id, name, arguments),
+                                  name=f"mcp-{name}", daemon=True)
+        thread.start()
+        return session_id, _drain(worker)
+
+    def _run(self, worker: _Worker, session_id: str, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        store = self.backend.store
+        try:
+            with self._session_locks[session_id]:
+                row = store.get_session(session_id)
+                assert row is not None
+                session = Session(row["id"], row["user_name"], row["host_id"], row["model"],
+                                  SessionState.from_json(row["state"]), [])
+                link = session_link(self.backend.hosts, self.backend.channel, row)
+
+                def save_state() -> None:
+                    store.update_session(session_id, state=session.state.to_json())
+
+                ctx = ToolContext(store=store, host=link, settings=self.backend.settings, session=session,
+                                  cancel=threading.Event(), image_max_px=self.image_max_px, save_state=save_state)
+                call = {"id": call_id, "name": name, "input": arguments}
+                tool = execute_tool(ctx, call)
+                person = None
+                while True:
+                    try:
+                        chunk = next(tool)
+                    except StopIteration as done:
+                        part = done.value
+                        break
+                    if chunk.type == "Metadata" and (chunk.metadata or {}).get("kind") == "tool_result":
+                        person = {k: v for k, v in (chunk.metadata or {}).items() if k != "kind"}
+                    worker.items.put(chunk)
+                worker.items.put(Outcome(person, part, session_id))
+        except BaseException as exc:  # handed to the caller, which reports it
+            worker.items.put(exc)
+
+    def decide(self, session_id: str, call_id: str, decision: dict[str, Any], wait_s: float = 30.0) -> bool:
+        """Deliver the person's decision on a held automation, once the tool waits for it."""
+        stop = threading.Event()
+        deadline = wait_s
+        while deadline > 0:
+            delivery = self.backend.channel.deliver_tool_result(session_id, call_id, decision, kind="approval")
+            if delivery is Delivery.ACCEPTED:
+                return True
+            if delivery is Delivery.ALREADY_ANSWERED:
+                return False
+            stop.wait(0.02)
+            deadline -= 0.02
+        return False
+
+
+def _drain(worker: _Worker) -> Iterator[Chunk | Outcome]:
+    while True:
+        item = worker.items.get()
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+        if isinstance(item, Outcome):
+            return

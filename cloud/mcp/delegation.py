@@ -1,0 +1,105 @@
+"""`run_task` and `get_run`: NexusAI's own loop does a whole task, in a store session of its own.
+
+The handle is that session's id, so `get_run` still answers from the store (status, final answer) after the
+process that drove the run has gone; while the run is driven here, it also reports its steps as they come.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from cloud.assembly import run_session
+from cloud.hostlink import session_link
+from cloud.mcp.calls import Backend
+from cloud.vendors.base import ModelAdapter
+
+
+@dataclass
+class DelegatedRun:
+    handle: str
+    user: str
+    steps: list[str] = field(default_factory=list)  # one line per tool call or message, for progress
+    answer: list[str] = field(default_factory=list)  # the model's text, in pieces
+    results: list[dict[str, Any]] = field(default_factory=list)  # the person's tool results
+    error: str | None = None
+    status: str = "running"  # running | complete | error | cancelled
+    done: threading.Event = field(default_factory=threading.Event)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def summary(self) -> dict[str, Any]:
+        return {"handle": self.handle, "status": self.status, "steps": list(self.steps),
+                "answer": "".join(self.answer).strip(), "error": self.error,
+                "committed": [r["tool_call_id"] for r in self.results if r.get("committed")],
+                "results": list(self.results)}
+
+
+class DelegatedRuns:
+    def __init__(self, backend: Backend, policy: str | None = None) -> None:
+        self.backend, self.policy = backend, policy
+        self._lock = threading.Lock()
+        self._runs: dict[str, DelegatedRun] = {}
+
+    def start(self, user: str, host_id: str, model: ModelAdapter, prompt: str) -> DelegatedRun:
+        store = self.backend.store
+        session_id = store.create_session(user, host_id, model.spec, {})
+        if self.policy:
+            store.update_session(session_id, policy=self.policy)
+        run = DelegatedRun(session_id, user)
+        with self._lock:
+            self._runs[session_id] = run
+        threading.Thread(target=self._drive, args=(run, model, prompt), name="mcp-run", daemon=True).start()
+        return run
+
+    def _drive(self, run: DelegatedRun, model: ModelAdapter, prompt: str) -> None:
+        store = self.backend.store
+        try:
+            row = store.get_session(run.handle)
+            assert row is not None
+            link = session_link(self.backend.hosts, self.backend.channel, row)
+            for chunk in run_session(store, self.backend.settings, model, link, row, prompt, threading.Event()):
+                data = chunk.metadata or {}
+                with run.changed:
+                    if chunk.type == "Message":
+                        run.answer.append(chunk.content)
+                    elif chunk.type == "ToolCall":
+                        run.steps.append(f"tool call: {data.get('name') or chunk.content}")
+                    elif chunk.type == "Metadata" and data.get("kind") == "tool_result":
+                        run.results.append({k: v for k, v in data.items() if k != "kind"})
+                        run.steps.append(f"{data.get('name')}: {'ok' if data.get('ok') else 'failed'}"
+                                         + (", committed" if data.get("committed") else ""))
+                    elif chunk.type == "Metadata" and data.get("kind") == "approval_request":
+                        run.steps.append("awaiting Keep/Discard in the chat page")
+                    elif chunk.type == "Error":
+                        run.error = chunk.content
+                        run.status = "cancelled" if data.get("cancelled") else "error"
+                    elif chunk.type == "Complete":
+                        run.status = "complete"
+                    run.changed.notify_all()
+        except Exception as exc:  # a crash of this run is reported on it and takes nothing else down
+            run.error, run.status = f"{type(exc).__name__}: {exc}", "error"
+        finally:
+            if run.status == "running":
+                run.status = "error"
+            run.done.set()
+            with run.changed:
+                run.changed.notify_all()
+
+    def get(self, user: str, handle: str) -> DelegatedRun | dict[str, Any] | None:
+        """The run driven here, or what the store knows of one driven elsewhere; None if not the user's."""
+        with self._lock:
+            run = self._runs.get(handle)
+        if run is not None:
+            return run if run.user == user else None
+        row = self.backend.store.get_session(handle)
+        if row is None or row["user_name"] != user or row["model"] is None or row["model"].startswith("mcp:"):
+            return None
+        transcript = self.backend.store.transcript(handle)
+        answer = ""
+        for entry in reversed(transcript):
+            if entry.get("role") == "assistant":
+                answer = "".join(p.get("text", "") for p in entry.get("content", []) if p.get("type") == "text")
+                break
+        status = {"idle": "complete", "running": "running"}.get(row["status"], row["status"])
+        return {"handle": handle, "status": status, "steps": [], "answer": answer.strip(), "error": None,
+                "committed": [], "results": []}

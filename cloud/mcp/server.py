@@ -1,0 +1,249 @@
+"""The MCP server: the loop's four tools with their contract definitions, list_hosts, run_task, get_run,
+the host's context block as a resource, and a few prompts. Transport-neutral: stdio (`nexus mcp`) and
+streamable HTTP (http.py) build the same server, differing only in how the user is known.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+from mcp_types import CallToolResult, ImageContent, TextContent
+from pydantic import BaseModel, Field
+
+from cloud.context import fetch_context, render_context_block
+from cloud.hostlink import WebSocketHostLink
+from cloud.hosts.registry import host_tool_definitions
+from cloud.mcp.calls import LOOP_TOOLS, Backend, McpCalls, Outcome, Refused
+from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
+from cloud.mcp.wording import host_argument, own_tool, prompt_text, prompts, say
+from cloud.vendors.base import ModelAdapter
+
+ToolHandler = Callable[[dict[str, Any], Context], Awaitable[CallToolResult]]
+DEFAULT_RUN_WAIT_S = 50.0  # under the 60 s many clients give a call; longer runs return a handle
+PROGRESS_POLL_S = 0.2
+
+
+class ContractTool(Tool):
+    """A tool whose input schema is given (the shared contract's), not derived from a function signature."""
+    handler: Any = Field(exclude=True)
+
+    async def run(self, arguments: dict[str, Any], context: Context, convert_result: bool = False) -> Any:
+        return await self.handler(arguments, context)
+
+
+async def _placeholder() -> None:
+    """Only for the function metadata the SDK's Tool requires; ContractTool.run never calls it."""
+
+
+def contract_tool(name: str, description: str, schema: dict[str, Any], handler: ToolHandler) -> ContractTool:
+    return ContractTool(fn=_placeholder, name=name, description=description, parameters=schema,
+                        fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True, handler=handler)
+
+
+def with_host(schema: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(schema)
+    out.setdefault("properties", {})["host"] = {"type": "string", "minLength": 1, "description": host_argument()}
+    return out
+
+
+class ApprovalAnswer(BaseModel):
+    keep: bool = Field(default=True, description="Keep the change (uncheck to discard it)")
+    comment: str = Field(default="", description="Optional note for the agent")
+
+
+def error_result(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text=text)], structured_content={"ok": False, "error": text},
+                          is_error=True)
+
+
+def client_name(ctx: Context) -> str:
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return (info.name if info is not None and info.name else "unknown")[:100]
+
+
+class NexusMcp:
+    """One MCP server over a backend. `user_of()` says who is calling (fixed over stdio, the bearer token's
+    user over HTTP); `models(spec)` builds a model adapter for run_task, checking the spec as the
+    transport requires."""
+
+    def __init__(self, backend: Backend, user_of: Callable[[], str], models: Callable[[str], ModelAdapter],
+                 default_model: str | None = None, image_max_px: int | None = None,
+                 policy: str | None = None) -> None:
+        self.backend, self.user_of, self.models = backend, user_of, models
+        self.default_model = default_model
+        self.calls = McpCalls(backend, image_max_px, policy)
+        self.runs = DelegatedRuns(backend, policy)
+
+    def build(self, **server_args: Any) -> MCPServer:
+        tools: list[Tool] = []
+        for definition in host_tool_definitions(None):
+            if definition["name"] in LOOP_TOOLS:
+                tools.append(contract_tool(definition["name"], definition["description"],
+                                           with_host(definition["input_schema"]), self._loop_tool(definition["name"])))
+        for name, handler in (("list_hosts", self.list_hosts), ("run_task", self.run_task), ("get_run", self.get_run)):
+            spec = own_tool(name)
+            tools.append(contract_tool(name, spec["description"], spec["input_schema"], handler))
+        server: MCPServer = MCPServer("NexusAI", tools=tools, **server_args)
+        self._resources(server)
+        self._prompts(server)
+        return server
+
+    # the loop's tools
+    def _loop_tool(self, name: str) -> ToolHandler:
+        async def handler(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+            return await self.loop_call(name, arguments, ctx)
+        return handler
+
+    async def loop_call(self, name: str, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        user, client = self.user_of(), client_name(ctx)
+        arguments = dict(arguments)
+        host_id = arguments.pop("host", None)
+        call_id = "mcp_" + uuid.uuid4().hex[:16]
+        try:
+            session_id, items = await anyio.to_thread.run_sync(
+                self.calls.start, user, client, call_id, name, arguments, host_id)
+        except Refused as exc:
+            return error_result(str(exc))
+        outcome: Outcome | None = None
+        while outcome is None:
+            item = await anyio.to_thread.run_sync(next, items)
+            if isinstance(item, Outcome):
+                outcome = item
+            elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":
+                await self._review(ctx, session_id, call_id, item.content)
+        return self.result(outcome)
+
+    async def _review(self, ctx: Context, session_id: str, call_id: str, summary: str) -> None:
+        """Under `ask`: the person decides through elicitation where the client can ask them; otherwise
+        the chat page (or the host) decides, as for any run, and the client is told where."""
+        timeout_s = self.backend.settings.approval_timeout_s
+        minutes = round(timeout_s / 60, 1)
+        capabilities = ctx.client_capabilities
+        if capabilities is None or capabilities.elicitation is None:
+            note = say("approval_elsewhere", session_id=session_id, minutes=minutes)
+            await ctx.report_progress(0, None, note)
+            await ctx.info(note)
+            return
+        decision: dict[str, Any] = {"decision": "discard", "by": "mcp", "undecided": True,
+                                    "comment": say("approval_no_answer", minutes=minutes)}
+        with anyio.move_on_after(timeout_s):
+            answer = await ctx.elicit(say("approval_elicit", report=summary), ApprovalAnswer)
+            if answer.action == "accept" and answer.data is not None and answer.data.keep:
+                decision = {"decision": "keep", "by": "mcp", "comment": answer.data.comment}
+            elif answer.action == "accept" and answer.data is not None:
+                decision = {"decision": "discard", "by": "mcp", "comment": answer.data.comment}
+            else:
+                decision = {"decision": "discard", "by": "mcp", "comment": say("approval_declined")}
+        await anyio.to_thread.run_sync(self.calls.decide, session_id, call_id, decision)
+
+    @staticmethod
+    def result(outcome: Outcome) -> CallToolResult:
+        content: list[TextContent | ImageContent] = [TextContent(text=outcome.text)]
+        content += [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
+                    for image in outcome.images]
+        structured = outcome.person or {"ok": not outcome.is_error, "summary": outcome.text}
+        return CallToolResult(content=content, structured_content=structured, is_error=outcome.is_error)
+
+    # hosts, delegated runs
+    async def list_hosts(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        user = self.user_of()
+        hosts = [connection.describe() for connection in self.calls.hosts_for(user)]
+        self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
+        listing = {"hosts": [{k: h[k] for k in ("host_id", "host_app", "host_version", "document", "display_name")
+                              if k in h} for h in hosts]}
+        return CallToolResult(content=[TextContent(text=json.dumps(listing, indent=1))], structured_content=listing)
+
+    async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        user, client = self.user_of(), client_name(ctx)
+        spec = arguments.get("model") or self.default_model
+        try:
+            host = self.calls.resolve_host(user, arguments.get("host"))
+        except Refused as exc:
+            return error_result(str(exc))
+        self.calls.audit(user, client, None, host, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
+        if not spec:
+            return error_result(say("no_model"))
+        try:
+            model = await anyio.to_thread.run_sync(self.models, spec)
+        except Exception as exc:  # the spec's own error names what was wrong
+            return error_result(say("bad_model", spec=spec, detail=exc))
+        run = await anyio.to_thread.run_sync(self.runs.start, user, host.host_id, model, arguments["prompt"])
+        return await self._follow(run, ctx, float(arguments.get("wait_s", DEFAULT_RUN_WAIT_S)))
+
+    async def get_run(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        user = self.user_of()
+        self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "get_run", arguments)
+        found = self.runs.get(user, arguments["handle"])
+        if found is None:
+            return error_result(say("unknown_run", handle=arguments["handle"]))
+        if isinstance(found, dict):
+            return self._run_result(found)
+        return await self._follow(found, ctx, float(arguments.get("wait_s", 0)))
+
+    async def _follow(self, run: DelegatedRun, ctx: Context, wait_s: float) -> CallToolResult:
+        """Progress notifications while the run goes on; its result, or its handle if it outlasts `wait_s`."""
+        reported = 0
+        with anyio.move_on_after(wait_s):
+            while not run.done.is_set():
+                if len(run.steps) > reported:
+                    reported = len(run.steps)
+                    await ctx.report_progress(reported, None, run.steps[-1])
+                await anyio.sleep(PROGRESS_POLL_S)
+        return self._run_result(run.summary())
+
+    @staticmethod
+    def _run_result(summary: dict[str, Any]) -> CallToolResult:
+        if summary["status"] == "running":
+            text = say("run_running", handle=summary["handle"], steps=len(summary["steps"]))
+        else:
+            text = summary["answer"] or summary["error"] or summary["status"]
+        return CallToolResult(content=[TextContent(text=text)], structured_content=summary,
+                              is_error=summary["status"] in ("error", "cancelled"))
+
+    # resources and prompts
+    def context_block(self, host_id: str | None) -> str:
+        user = self.user_of()
+        try:
+            host = self.calls.resolve_host(user, host_id)
+        except Refused as exc:
+            return str(exc)
+        link = WebSocketHostLink(self.backend.hosts, self.backend.channel, host.host_id, user,
+                                 "ctx_" + uuid.uuid4().hex[:12])
+        return render_context_block(link, fetch_context(link, threading.Event()))
+
+    def _resources(self, server: MCPServer) -> None:
+        @server.resource("nexus://context", name="context", mime_type="text/plain",
+                         description="The connected host's context block: document, storeys or levels, selection.")
+        def context() -> str:
+            return self.context_block(None)
+
+        @server.resource("nexus://hosts/{host_id}/context", name="host_context", mime_type="text/plain",
+                         description="A connected host's context block, by host_id (see list_hosts).")
+        def host_context(host_id: str) -> str:
+            return self.context_block(host_id)
+
+    def _prompts(self, server: MCPServer) -> None:
+        specs = prompts()
+
+        def audit(focus: str = "") -> str:
+            return prompt_text("audit").format(focus=f", concentrating on {focus}" if focus else "")
+
+        def renumber(category: str, scheme: str, scope: str = "") -> str:
+            return prompt_text("renumber").format(category=category, scheme=scheme,
+                                                  scope=f" ({scope})" if scope else "")
+
+        def report(topic: str) -> str:
+            return prompt_text("report").format(topic=topic)
+
+        for name, fn in (("audit", audit), ("renumber", renumber), ("report", report)):
+            server.add_prompt(Prompt.from_function(fn, name=name, description=specs[name]["description"]))

@@ -1,0 +1,35 @@
+"""The MCP front door's wording and definitions, read from data files (data/)."""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+@cache
+def _json(name: str) -> dict[str, Any]:
+    return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+
+
+def say(key: str, **values: object) -> str:
+    return _json("messages.json")[key].format(**values)
+
+
+def own_tool(name: str) -> dict[str, Any]:
+    """list_hosts, run_task, get_run: {description, input_schema}."""
+    return _json("tools.json")[name]
+
+
+def host_argument() -> str:
+    return _json("tools.json")["host_argument"]
+
+
+def prompts() -> dict[str, dict[str, Any]]:
+    return _json("prompts.json")
+
+
+def prompt_text(name: str) -> str:
+    return (DATA_DIR / "prompts" / prompts()[name]["file"]).read_text(encoding="utf-8")

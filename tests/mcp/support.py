@@ -1,0 +1,44 @@
+"""Real MCP clients (the official `mcp` SDK's) against `nexus mcp` over stdio and the HTTP endpoint."""
+from __future__ import annotations
+
+import base64
+import io
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nexus_mcp_params(*args: str) -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return StdioServerParameters(command=sys.executable, args=["-m", "cloud.cli", "mcp", *args], env=env,
+                                 cwd=str(ROOT))
+
+
+@asynccontextmanager
+async def stdio_session(*args: str, **session_args: Any) -> AsyncIterator[ClientSession]:
+    async with stdio_client(nexus_mcp_params(*args)) as (read, write):
+        async with ClientSession(read, write, **session_args) as session:
+            await session.initialize()
+            yield session
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+def decoded_png(result: Any) -> Image.Image:
+    images = [c for c in result.content if c.type == "image"]
+    assert images, f"no image content in {result.content}"
+    assert images[0].mime_type == "image/png"
+    image = Image.open(io.BytesIO(base64.b64decode(images[0].data)))
+    image.load()
+    return image

@@ -133,6 +133,14 @@ class ModelView:
         self._memo[key] = value
         return value
 
+    def ids(self, entity_id: int, name: str) -> frozenset[int]:
+        """The entities an attribute references, as a set (memoised: membership tests on big relationships)."""
+        key = (entity_id, "#ids " + name)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = frozenset(_refs(self.get(entity_id, name)))
+        return found
+
     def referrers(self, entity_id: int) -> list[int]:
         """Entities referencing this one (the view's own inverse references)."""
         entity = self._entity(entity_id)
@@ -198,6 +206,7 @@ class Facets:
     def __init__(self, view: ModelView, unit_scale: float) -> None:
         self.view = view
         self.unit_scale = unit_scale
+        self._world: dict[int, list[list[float]] | None] = {}
 
     def of(self, element_id: int) -> dict[str, str]:
         view = self.view
@@ -214,19 +223,19 @@ class Facets:
         for rel_id in view.referrers(element_id):
             rel_cls = view.cls(rel_id) or ""
             if view.class_is_a(rel_cls, "IfcRelDefinesByProperties"):
-                if element_id in _ids(view.get(rel_id, "RelatedObjects")):
+                if element_id in view.ids(rel_id, "RelatedObjects"):
                     self._properties(view.get(rel_id, "RelatingPropertyDefinition"), out)
             elif view.class_is_a(rel_cls, "IfcRelDefinesByType"):
-                if element_id in _ids(view.get(rel_id, "RelatedObjects")):
+                if element_id in view.ids(rel_id, "RelatedObjects"):
                     out["type"] = view.label(view.get(rel_id, "RelatingType")) or "(none)"
             elif view.class_is_a(rel_cls, "IfcRelContainedInSpatialStructure"):
-                if element_id in _ids(view.get(rel_id, "RelatedElements")):
+                if element_id in view.ids(rel_id, "RelatedElements"):
                     out["container"] = view.label(view.get(rel_id, "RelatingStructure")) or "(none)"
             elif view.class_is_a(rel_cls, "IfcRelAggregates") or view.class_is_a(rel_cls, "IfcRelNests"):
-                if element_id in _ids(view.get(rel_id, "RelatedObjects")):
+                if element_id in view.ids(rel_id, "RelatedObjects"):
                     out.setdefault("container", "part of " + (view.label(view.get(rel_id, "RelatingObject")) or "?"))
             elif view.class_is_a(rel_cls, "IfcRelAssociatesMaterial"):
-                if element_id in _ids(view.get(rel_id, "RelatedObjects")):
+                if element_id in view.ids(rel_id, "RelatedObjects"):
                     out["material"] = self._material(view.get(rel_id, "RelatingMaterial"))
             elif view.class_is_a(rel_cls, "IfcRelFillsElement"):
                 if view.get(rel_id, "RelatingOpeningElement") == element_id:
@@ -314,19 +323,20 @@ class Facets:
             return _identity()
         return self._axis_matrix(int(relative))
 
-    def world_matrix(self, placement: int) -> list[list[float]] | None:
-        matrix = _identity()
-        current: int | None = placement
-        for _ in range(32):
-            if current is None:
-                return matrix
-            local = self.local_matrix(current)
-            if local is None:
-                return None
-            matrix = _multiply(local, matrix)
-            parent = self.view.get(current, "PlacementRelTo")
-            current = int(parent) if isinstance(parent, Ref) else None
-        return matrix
+    def world_matrix(self, placement: int, depth: int = 0) -> list[list[float]] | None:
+        if placement in self._world:
+            return self._world[placement]
+        local = self.local_matrix(placement)
+        parent = self.view.get(placement, "PlacementRelTo")
+        if local is None or depth > 32:
+            world = None
+        elif isinstance(parent, Ref):
+            parent_world = self.world_matrix(int(parent), depth + 1)
+            world = _multiply(parent_world, local) if parent_world is not None else None
+        else:
+            world = local
+        self._world[placement] = world  # placements are shared: storeys and hosts are walked once
+        return world
 
     def _axis_matrix(self, axis_placement: int) -> list[list[float]]:
         view = self.view
@@ -612,8 +622,8 @@ class ChangeDetails:
         related = {"container": "RelatedElements" if self.now.class_is_a(cls, "IfcRelContainedInSpatialStructure")
                    else "RelatedObjects"}.get(kind, "RelatedObjects")
         relating = next((n for n in self.now.attribute_names(cls) if n.startswith("Relating")), None)
-        was = element_id in _ids(self.before.get(rel_id, related)) if self.before.exists(rel_id) else False
-        now = element_id in _ids(self.now.get(rel_id, related)) if self.now.exists(rel_id) else False
+        was = element_id in self.before.ids(rel_id, related) if self.before.exists(rel_id) else False
+        now = element_id in self.now.ids(rel_id, related) if self.now.exists(rel_id) else False
         if was != now:
             return kind
         if not was:

@@ -11,6 +11,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = with_db(sub.add_parser("serve", help="run the orchestrator"))
     p.add_argument("--bind", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--mcp-port", type=int, help="also serve the streamable HTTP MCP endpoint (/mcp) on this port")
     p.set_defaults(func=cmd_serve)
 
 
@@ -21,5 +22,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(open_store(args), Settings.from_env(), default_model=default_model_spec())
     print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {args.db or default_db()})", flush=True)
+    if args.mcp_port is not None:
+        from cloud.mcp.http import start_mcp_http
+
+        mcp = start_mcp_http(app.extensions["nexus"], args.bind, args.mcp_port)
+        print(f"MCP endpoint (streamable HTTP, bearer token) on {mcp.url}", flush=True)
     serve_forever(app, args.bind, args.port)
     return 0

@@ -132,7 +132,6 @@ class NexusMcp:
         if capabilities is None or capabilities.elicitation is None:
             note = say("approval_elsewhere", session_id=session_id, minutes=minutes)
             await ctx.report_progress(0, None, note)
-            await ctx.info(note)
             return
         decision: dict[str, Any] = {"decision": "discard", "by": "mcp", "undecided": True,
                                     "comment": say("approval_no_answer", minutes=minutes)}

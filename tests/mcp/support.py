@@ -42,3 +42,15 @@ def decoded_png(result: Any) -> Image.Image:
     image = Image.open(io.BytesIO(base64.b64decode(images[0].data)))
     image.load()
     return image
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str | None, **session_args: Any) -> AsyncIterator[ClientSession]:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"} if token else None)
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        async with ClientSession(streams[0], streams[1], **session_args) as session:
+            await session.initialize()
+            yield session

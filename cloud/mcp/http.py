@@ -1,0 +1,108 @@
+"""The streamable HTTP MCP endpoint of a deployment, at `/mcp` on a port of its own.
+
+The MCP SDK serves streamable HTTP as an ASGI (Starlette) app, and the orchestrator is a Flask (WSGI)
+app whose hosts live in this process (the host directory of live websockets, the rendezvous). So the
+endpoint runs in the same process, on uvicorn in a thread, sharing the Flask app's state: a bridge of
+ASGI into WSGI would have to carry SSE streams and server-to-client requests (elicitation) through a
+synchronous server, and a separate process could not reach the hosts connected here.
+
+Bearer tokens are the deployment's own (the store's users); a host-only token is refused. Each user
+sees and reaches only their own hosts and runs, as on the rest of the API.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from starlette.applications import Starlette
+
+from cloud.mcp.calls import Backend
+from cloud.mcp.server import NexusMcp
+from cloud.store import Store
+from cloud.vendors.base import ModelAdapter
+
+START_TIMEOUT_S = 30.0
+
+
+class StoreTokenVerifier:
+    """Bearer tokens checked against the deployment's store, as every API route checks them."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        user = await anyio.to_thread.run_sync(self.store.user_for_token, token)
+        if user is None or user.scope != "user":
+            return None
+        return AccessToken(token=token, client_id=user.name, scopes=[], subject=user.name)
+
+
+def token_user() -> str:
+    token = get_access_token()
+    if token is None or not token.subject:
+        raise PermissionError("no authenticated user on this request")
+    return token.subject
+
+
+def http_models(spec: str) -> ModelAdapter:
+    """A model for run_task as the HTTP API allows it (scripted files only from NEXUS_SCRIPTED_DIRS, ...)."""
+    from cloud.vendors.registry import check_allowed_for_http, create_model
+
+    check_allowed_for_http(spec)
+    return create_model(spec)
+
+
+def mcp_http_app(state: Any, public_url: str, bind: str = "127.0.0.1") -> Starlette:
+    """The endpoint for a Flask app's NexusState (`app.extensions["nexus"]`)."""
+    backend = Backend(state.store, state.settings, state.hosts, state.channel)
+    # The store's tokens are not issued per resource: the verifier is the whole check.
+    auth = AuthSettings(issuer_url=public_url, resource_server_url=public_url.rstrip("/") + "/mcp",
+                        validate_token_resource=False)
+    server = NexusMcp(backend, token_user, http_models, default_model=state.default_model).build(
+        token_verifier=StoreTokenVerifier(state.store), auth=auth)
+    # On 127.0.0.1 the SDK also checks Host/Origin against DNS rebinding; elsewhere the token guards.
+    return server.streamable_http_app(host=bind)
+
+
+@dataclass
+class McpHttpServer:
+    server: uvicorn.Server
+    thread: threading.Thread
+    bind: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.bind}:{self.port}/mcp"
+
+    def shutdown(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def start_mcp_http(state: Any, bind: str = "127.0.0.1", port: int = 0,
+                   public_url: str | None = None) -> McpHttpServer:
+    """Serve the endpoint on a daemon thread of this process (port 0: a free one) and return once it listens."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((bind, port))
+    port = sock.getsockname()[1]
+    app = mcp_http_app(state, public_url or f"http://{bind}:{port}", bind)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="nexus-mcp-http", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not server.started:
+        raise RuntimeError(f"the MCP endpoint did not start on {bind}:{port}")
+    return McpHttpServer(server, thread, bind, port)

@@ -1,0 +1,151 @@
+"""The deployment's streamable HTTP MCP endpoint: bearer tokens, per-user hosts, the chat page deciding for a
+client without elicitation, and `nexus mcp --server` bridging stdio to it. Real IFC hosts in their own
+processes, the official mcp client."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import ifcopenshell
+import pytest
+import requests
+
+from cloud.embedded import start_ifc_host
+from cloud.mcp.http import start_mcp_http
+from tests.mcp.support import http_session, stdio_session, text_of
+from tests.support.server import RunningServer, running_server
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "probe", "version": "1"}}}
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory) -> Iterator[tuple[RunningServer, str, dict[str, str], dict[str, Path]]]:
+    """An orchestrator with its MCP endpoint, and an IFC host for each of alice and bob."""
+    from ifc_host.sample import write_sample_model
+
+    tmp = tmp_path_factory.mktemp("mcp_http")
+    with running_server(tmp) as server:
+        endpoint = start_mcp_http(server.state)
+        hosts, outs = [], {}
+        try:
+            for user in ("alice", "bob"):
+                model = tmp / f"{user}.ifc"
+                write_sample_model(str(model), storeys=1)
+                outs[user] = tmp / f"{user}-out.ifc"
+                hosts.append(start_ifc_host(str(model), server.url, server.state.store.create_token(user, scope="host"),
+                                            str(outs[user])))
+                server.wait_for_host(user, timeout=60)
+            host_ids = {user: server.wait_for_host(user) for user in ("alice", "bob")}
+            yield server, endpoint.url, host_ids, outs
+        finally:
+            for host in hosts:
+                host.stop()
+            endpoint.shutdown()
+
+
+def test_no_token_a_wrong_token_and_a_host_token_get_401(deployment):
+    server, url, _, _ = deployment
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    assert requests.post(url, json=INITIALIZE, headers=headers, timeout=10).status_code == 401
+    wrong = {**headers, "Authorization": "Bearer not-a-token"}
+    assert requests.post(url, json=INITIALIZE, headers=wrong, timeout=10).status_code == 401
+    host_only = {**headers, "Authorization": f"Bearer {server.state.store.create_token('alice', scope='host')}"}
+    assert requests.post(url, json=INITIALIZE, headers=host_only, timeout=10).status_code == 401
+    good = {**headers, "Authorization": f"Bearer {server.token('alice')}"}
+    assert requests.post(url, json=INITIALIZE, headers=good, timeout=10).status_code == 200
+
+
+def test_each_user_reaches_only_their_own_host(deployment):
+    server, url, host_ids, _ = deployment
+
+    async def scenario(user: str, other: str):
+        async with http_session(url, server.token(user)) as session:
+            listed = await session.call_tool("list_hosts", {})
+            mine = await session.call_tool("execute_data_collection",
+                                           {"code": "print(model.by_type('IfcProject')[0].id())"})
+            theirs = await session.call_tool("execute_data_collection",
+                                             {"code": "print(1)", "host": host_ids[other]})
+            context = await session.read_resource(f"nexus://hosts/{host_ids[other]}/context")
+            return listed, mine, theirs, context
+
+    for user, other in (("alice", "bob"), ("bob", "alice")):
+        listed, mine, theirs, context = anyio.run(scenario, user, other)
+        assert [h["host_id"] for h in listed.structured_content["hosts"]] == [host_ids[user]]
+        assert not mine.is_error and mine.structured_content["stdout"].strip().isdigit()
+        assert theirs.is_error and host_ids[other] in text_of(theirs)
+        assert "No host" in context.contents[0].text
+    audit = server.state.store.audit(kind="mcp_call", user_name="bob")
+    assert any(json.loads(row["code"])["arguments"].get("host") == host_ids["alice"] for row in audit)
+
+
+def test_a_client_without_elicitation_leaves_the_decision_to_the_chat_page(deployment):
+    server, url, host_ids, outs = deployment
+    store = server.state.store
+    token = server.token("alice")
+    store.set_user_policy("alice", "ask")
+    decided: list[int] = []
+
+    def keep_from_the_page() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for row in store.list_sessions(user_name="alice"):
+                call = server.state.channel.pending_tool_call(row["id"])
+                if call and call.startswith("mcp_"):
+                    reply = requests.post(f"{server.url}/api/sessions/{row['id']}/approval",
+                                          json={"tool_call_id": call, "decision": "keep"},
+                                          headers={"Authorization": f"Bearer {token}"}, timeout=10)
+                    if reply.status_code == 202:  # 409 while the script still runs (nothing awaits approval)
+                        decided.append(reply.status_code)
+                        return
+            time.sleep(0.05)
+
+    async def scenario():
+        async with http_session(url, token) as session:
+            return await session.call_tool("execute_task_automation",
+                                           {"code": "model.by_type('IfcDoor')[0].Name = 'PAGE-KEPT'"})
+
+    page = threading.Thread(target=keep_from_the_page)
+    page.start()
+    try:
+        result = anyio.run(scenario)
+    finally:
+        page.join()
+        store.set_user_policy("alice", "auto")
+    assert decided == [202]
+    assert result.structured_content["committed"] is True, text_of(result)
+    assert result.structured_content["decision"]["decision"] == "keep"
+    assert "PAGE-KEPT" in {d.Name for d in ifcopenshell.open(str(outs["alice"])).by_type("IfcDoor")}
+
+
+def test_nexus_mcp_server_bridges_stdio_to_the_endpoint(deployment, tmp_path, monkeypatch):
+    server, url, host_ids, _ = deployment
+    token_file = tmp_path / "token"
+    token_file.write_text(server.token("bob"))
+
+    async def scenario():
+        async with stdio_session("--server", url.removesuffix("/mcp"), "--token-file", str(token_file)) as session:
+            tools = await session.list_tools()
+            hosts = await session.call_tool("list_hosts", {})
+            collected = await session.call_tool("execute_data_collection", {"code": "print('via bridge')"})
+            return tools, hosts, collected
+
+    tools, hosts, collected = anyio.run(scenario)
+    assert {"execute_task_automation", "run_task"} <= {t.name for t in tools.tools}
+    assert [h["host_id"] for h in hosts.structured_content["hosts"]] == [host_ids["bob"]]
+    assert collected.structured_content["stdout"].strip() == "via bridge"
+
+
+def test_nexus_mcp_server_without_a_token_says_so(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("NEXUS_TOKEN", raising=False)
+    done = subprocess.run([sys.executable, "-m", "cloud.cli", "mcp", "--server", "http://127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "NEXUS_TOKEN" in done.stderr

@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="--ifc: save committed changes here; MODEL is never modified")
     p.add_argument("--model", help="--ifc: model spec for run_task (default: from the API key set)")
     p.add_argument("--policy", choices=("auto", "ask", "readonly"), help="--ifc: run policy (default auto)")
+    p.add_argument("--review-timeout", type=float, default=None, metavar="SECONDS",
+                   help="--ifc: how long a held automation waits for Keep/Discard (then: discard)")
     p.add_argument("--image-max-px", type=int, default=None, help="longest side of images sent to the client")
     p.add_argument("--token-file", help="--server: file holding the token (else NEXUS_TOKEN)")
     add_isolation_argument(p)
@@ -42,6 +44,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def serve_ifc(args: argparse.Namespace) -> int:
+    from cloud.config import Settings
     from cloud.embedded import EmbeddedCore, HostStartFailed
     from cloud.mcp.calls import Backend
     from cloud.mcp.server import NexusMcp
@@ -54,7 +57,8 @@ def serve_ifc(args: argparse.Namespace) -> int:
         return fail(str(exc))
     store = open_store(args)
     try:
-        core = EmbeddedCore(store, args.ifc, args.out, user=MCP_USER, isolation=args.isolation)
+        settings = Settings.from_env(**({"approval_timeout_s": args.review_timeout} if args.review_timeout else {}))
+        core = EmbeddedCore(store, args.ifc, args.out, settings, user=MCP_USER, isolation=args.isolation)
     except HostStartFailed as exc:
         return fail(str(exc))
 

@@ -1,0 +1,87 @@
+"""The reviewer through MCP (`nexus mcp --ifc --policy ask`): the person decides through elicitation;
+accept keeps, decline discards, no answer in time discards; `readonly` refuses automations."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import ifcopenshell
+import mcp_types as types
+import pytest
+
+from tests.mcp.support import stdio_session, text_of
+
+RENAME = "model.by_type('IfcDoor')[0].Name = '{name}'\n"
+
+
+@pytest.fixture(scope="module")
+def sample_ifc(tmp_path_factory) -> Path:
+    from ifc_host.sample import write_sample_model
+
+    path = tmp_path_factory.mktemp("mcp_review") / "sample.ifc"
+    write_sample_model(str(path), storeys=1)
+    return path
+
+
+def _door_names(path: Path) -> set[str]:
+    return {d.Name for d in ifcopenshell.open(str(path)).by_type("IfcDoor")} if path.exists() else set()
+
+
+def test_elicitation_accept_commits_and_decline_discards(sample_ifc, tmp_path):
+    out = tmp_path / "out.ifc"
+    asked: list[str] = []
+    answers = iter([types.ElicitResult(action="accept", content={"keep": True}),
+                    types.ElicitResult(action="decline")])
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return next(answers)
+
+    async def scenario():
+        async with stdio_session("--ifc", str(sample_ifc), "--out", str(out), "--db", str(tmp_path / "db.sqlite"),
+                                 "--policy", "ask", elicitation_callback=elicit) as session:
+            kept = await session.call_tool("execute_task_automation", {"code": RENAME.format(name="KEPT")})
+            discarded = await session.call_tool("execute_task_automation",
+                                                {"code": RENAME.format(name="DISCARDED")})
+            return kept, discarded
+
+    kept, discarded = anyio.run(scenario)
+    assert len(asked) == 2 and "KEPT" in asked[0]  # the person saw the change report before deciding
+    assert kept.structured_content["committed"] is True, text_of(kept)
+    assert kept.structured_content["decision"]["decision"] == "keep"
+    assert discarded.structured_content["committed"] is False
+    assert discarded.structured_content["decision"]["decision"] == "discard"
+    names = _door_names(out)
+    assert "KEPT" in names and "DISCARDED" not in names
+
+
+def test_no_answer_in_time_discards(sample_ifc, tmp_path):
+    out = tmp_path / "out.ifc"
+
+    async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await anyio.sleep(30)
+        return types.ElicitResult(action="accept", content={"keep": True})
+
+    async def scenario():
+        async with stdio_session("--ifc", str(sample_ifc), "--out", str(out), "--db", str(tmp_path / "db.sqlite"),
+                                 "--policy", "ask", "--review-timeout", "2", elicitation_callback=never) as session:
+            return await session.call_tool("execute_task_automation", {"code": RENAME.format(name="LATE")})
+
+    late = anyio.run(scenario)
+    assert late.structured_content["committed"] is False, text_of(late)
+    assert late.structured_content["decision"]["decision"] == "discard"
+    assert "LATE" not in _door_names(out)
+
+
+def test_readonly_refuses_automations(sample_ifc, tmp_path):
+    async def scenario():
+        async with stdio_session("--ifc", str(sample_ifc), "--db", str(tmp_path / "db.sqlite"),
+                                 "--policy", "readonly") as session:
+            automate = await session.call_tool("execute_task_automation", {"code": RENAME.format(name="NO")})
+            collect = await session.call_tool("execute_data_collection", {"code": "print('reading is fine')"})
+            return automate, collect
+
+    automate, collect = anyio.run(scenario)
+    assert automate.is_error and "read-only" in text_of(automate).lower()
+    assert not collect.is_error

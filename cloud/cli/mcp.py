@@ -72,9 +72,10 @@ def serve_ifc(args: argparse.Namespace) -> int:
         state = core.state
         print(f"NexusAI MCP server on {args.ifc}; chat page (reviews under --policy ask): "
               f"{core.server.url}/?signin={store.create_signin_code(token)}", file=sys.stderr, flush=True)
+        connection = state.hosts.get(core.host_id)
         backend = Backend(state.store, state.settings, state.hosts, state.channel)
         server = NexusMcp(backend, lambda: MCP_USER, models, default_model=args.model or default_model_spec(),
-                          image_max_px=args.image_max_px, policy=args.policy).build()
+                          image_max_px=args.image_max_px, policy=args.policy).build(connection.hello if connection else None)
         server.run("stdio")
         return 0
     finally:

@@ -8,7 +8,7 @@ import copy
 import json
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -84,9 +84,10 @@ class NexusMcp:
         self.calls = McpCalls(backend, image_max_px, policy)
         self.runs = DelegatedRuns(backend, policy)
 
-    def build(self, **server_args: Any) -> MCPServer:
+    def build(self, hello: Mapping[str, Any] | None = None, **server_args: Any) -> MCPServer:
+        """`hello`: the one host this server is for (`--ifc`), whose views capture_view's description lists."""
         tools: list[Tool] = []
-        for definition in host_tool_definitions(None):
+        for definition in host_tool_definitions(hello):
             if definition["name"] in LOOP_TOOLS:
                 tools.append(contract_tool(definition["name"], definition["description"],
                                            with_host(definition["input_schema"]), self._loop_tool(definition["name"])))

@@ -80,16 +80,14 @@ class Relay:
                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
         return await self.remote.get_prompt(params.name, params.arguments)
 
-    async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         """The deployment asks the person (a held automation): relayed to the stdio client when it can
-        answer elicitations; otherwise declined here, and the chat page decides."""
+        answer elicitations; otherwise an error, and the deployment leaves the decision to the chat page."""
         caller = self._callers[-1] if self._callers else None
         capabilities = caller.session.client_capabilities if caller is not None else None
-        if caller is None or capabilities is None or capabilities.elicitation is None:
-            return types.ElicitResult(action="decline")
         form = params if isinstance(params, types.ElicitRequestFormParams) else None
-        if form is None:
-            return types.ElicitResult(action="decline")
+        if caller is None or capabilities is None or capabilities.elicitation is None or form is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="this client cannot answer elicitations")
         return await caller.session.elicit_form(form.message, form.requested_schema,
                                                 related_request_id=caller.request_id)
 
@@ -100,7 +98,7 @@ def serve_remote(server_url: str, token: str) -> int:
         async with http, streamable_http_client(endpoint(server_url), http_client=http) as streams:
             relay_holder: list[Relay] = []
 
-            async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
                 return await relay_holder[0].elicit(context, params)
 
             async with ClientSession(streams[0], streams[1], elicitation_callback=elicit) as remote:

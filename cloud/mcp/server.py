@@ -16,6 +16,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
@@ -130,14 +131,18 @@ class NexusMcp:
         timeout_s = self.backend.settings.approval_timeout_s
         minutes = round(timeout_s / 60, 1)
         capabilities = ctx.client_capabilities
+        note = say("approval_elsewhere", session_id=session_id, minutes=minutes)
         if capabilities is None or capabilities.elicitation is None:
-            note = say("approval_elsewhere", session_id=session_id, minutes=minutes)
             await ctx.report_progress(0, None, note)
             return
         decision: dict[str, Any] = {"decision": "discard", "by": "mcp", "undecided": True,
                                     "comment": say("approval_no_answer", minutes=minutes)}
         with anyio.move_on_after(timeout_s):
-            answer = await ctx.elicit(say("approval_elicit", report=summary), ApprovalAnswer)
+            try:
+                answer = await ctx.elicit(say("approval_elicit", report=summary), ApprovalAnswer)
+            except MCPError:  # the client could not ask after all (a bridge whose own client cannot)
+                await ctx.report_progress(0, None, note)
+                return
             if answer.action == "accept" and answer.data is not None and answer.data.keep:
                 decision = {"decision": "keep", "by": "mcp", "comment": answer.data.comment}
             elif answer.action == "accept" and answer.data is not None:

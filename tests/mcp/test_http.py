@@ -3,14 +3,17 @@ client without elicitation, and `nexus mcp --server` bridging stdio to it. Real 
 processes, the official mcp client."""
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import ifcopenshell
+import mcp_types as types
 import pytest
 import requests
 
@@ -84,6 +87,30 @@ def test_each_user_reaches_only_their_own_host(deployment):
     assert any(json.loads(row["code"])["arguments"].get("host") == host_ids["alice"] for row in audit)
 
 
+def _decide_from_the_page(server: RunningServer, user: str, token: str, decision: str,
+                          decided: list[int]) -> threading.Thread:
+    """The chat page's part: once an MCP call's automation awaits approval, POST the decision."""
+    store = server.state.store
+
+    def decide() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for row in store.list_sessions(user_name=user):
+                call = server.state.channel.pending_tool_call(row["id"])
+                if call and call.startswith("mcp_"):
+                    reply = requests.post(f"{server.url}/api/sessions/{row['id']}/approval",
+                                          json={"tool_call_id": call, "decision": decision},
+                                          headers={"Authorization": f"Bearer {token}"}, timeout=10)
+                    if reply.status_code == 202:  # 409 while the script still runs (nothing awaits approval)
+                        decided.append(reply.status_code)
+                        return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=decide)
+    thread.start()
+    return thread
+
+
 def test_a_client_without_elicitation_leaves_the_decision_to_the_chat_page(deployment):
     server, url, host_ids, outs = deployment
     store = server.state.store
@@ -91,27 +118,12 @@ def test_a_client_without_elicitation_leaves_the_decision_to_the_chat_page(deplo
     store.set_user_policy("alice", "ask")
     decided: list[int] = []
 
-    def keep_from_the_page() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            for row in store.list_sessions(user_name="alice"):
-                call = server.state.channel.pending_tool_call(row["id"])
-                if call and call.startswith("mcp_"):
-                    reply = requests.post(f"{server.url}/api/sessions/{row['id']}/approval",
-                                          json={"tool_call_id": call, "decision": "keep"},
-                                          headers={"Authorization": f"Bearer {token}"}, timeout=10)
-                    if reply.status_code == 202:  # 409 while the script still runs (nothing awaits approval)
-                        decided.append(reply.status_code)
-                        return
-            time.sleep(0.05)
-
     async def scenario():
         async with http_session(url, token) as session:
             return await session.call_tool("execute_task_automation",
                                            {"code": "model.by_type('IfcDoor')[0].Name = 'PAGE-KEPT'"})
 
-    page = threading.Thread(target=keep_from_the_page)
-    page.start()
+    page = _decide_from_the_page(server, "alice", token, "keep", decided)
     try:
         result = anyio.run(scenario)
     finally:
@@ -121,6 +133,43 @@ def test_a_client_without_elicitation_leaves_the_decision_to_the_chat_page(deplo
     assert result.structured_content["committed"] is True, text_of(result)
     assert result.structured_content["decision"]["decision"] == "keep"
     assert "PAGE-KEPT" in {d.Name for d in ifcopenshell.open(str(outs["alice"])).by_type("IfcDoor")}
+
+
+def test_the_bridge_relays_elicitation_or_leaves_the_decision_to_the_page(deployment, tmp_path):
+    server, url, _, outs = deployment
+    store = server.state.store
+    token = server.token("bob")
+    token_file = tmp_path / "token"
+    token_file.write_text(token)
+    store.set_user_policy("bob", "ask")
+    asked: list[str] = []
+
+    async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"keep": True})
+
+    async def scenario(name: str, **session_args: Any):
+        async with stdio_session("--server", url, "--token-file", str(token_file), **session_args) as session:
+            return await session.call_tool("execute_task_automation",
+                                           {"code": f"model.by_type('IfcDoor')[0].Name = '{name}'"})
+
+    decided: list[int] = []
+    try:
+        relayed = anyio.run(functools.partial(scenario, "BRIDGE-KEPT", elicitation_callback=accept))
+        page = _decide_from_the_page(server, "bob", token, "discard", decided)
+        try:
+            unasked = anyio.run(scenario, "BRIDGE-PAGE")
+        finally:
+            page.join()
+    finally:
+        store.set_user_policy("bob", "auto")
+    assert len(asked) == 1 and "BRIDGE-KEPT" in asked[0]
+    assert relayed.structured_content["committed"] is True, text_of(relayed)
+    assert decided == [202]
+    assert unasked.structured_content["committed"] is False
+    assert unasked.structured_content["decision"]["decision"] == "discard"
+    names = {d.Name for d in ifcopenshell.open(str(outs["bob"])).by_type("IfcDoor")}
+    assert "BRIDGE-KEPT" in names and "BRIDGE-PAGE" not in names
 
 
 def test_nexus_mcp_server_bridges_stdio_to_the_endpoint(deployment, tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -110,7 +111,7 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
     ids of the sessions ended."""
     ended = []
     for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT):
-        if row["status"] != "running" or not _owner_gone((store.get_session(row["id"]) or {}).get("state", {})):
+        if row["status"] != "running" or not _run_abandoned(store, row["id"]):
             continue
         transcript = store.transcript(row["id"])
         dangling = unanswered_tool_calls(transcript)
@@ -125,6 +126,15 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
         store.update_session(row["id"], status="error")
         ended.append(row["id"])
     return ended
+
+
+def _run_abandoned(store: Store, session_id: str) -> bool:
+    """Whether nothing drives the session's run any more: its lease expired (its process died, on any
+    machine); a run recorded without a lease falls back to the same-machine process check."""
+    lease = store.run_lease(session_id)
+    if lease is not None:
+        return lease["expires"] < time.time()
+    return _owner_gone((store.get_session(session_id) or {}).get("state", {}))
 
 
 def _owner_gone(state: dict[str, Any]) -> bool:

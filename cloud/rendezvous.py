@@ -65,6 +65,12 @@ class ToolResultChannel:
             pending = self._pending.get(session_id)
             return pending.tool_call_id if pending else None
 
+    def awaiting_decision(self, session_id: str) -> bool:
+        """Whether the session's run waits for the person's keep/discard."""
+        with self._lock:
+            pending = self._pending.get(session_id)
+            return pending is not None and pending.kind == "approval" and not pending.done.is_set()
+
     def _accept(self, session_id: str, pending: _Pending, result: dict[str, Any]) -> Delivery:
         if pending.done.is_set():
             return Delivery.ALREADY_ANSWERED

@@ -1,35 +1,45 @@
 """Runs in progress: each run's loop drives on its own thread and publishes chunks to a buffer.
 
-Streams (the POST that started the run, or a page reloaded mid-run) read from the buffer, so a dropped
-connection loses nothing. A run that nobody listens to for `detach_grace_s` is cancelled cleanly.
-This buffer is process-local; with several processes it would live in Redis behind the same methods.
+Streams (the POST that started the run, or any page of the same user reattaching) read from the buffer,
+so a dropped connection loses nothing. A run does not need a listener: it ends by its own limits, an
+explicit cancel or the person's decision. A finished run's chunks stay readable for `retain_s`, so a
+browser that comes back after the end still sees everything it missed.
+
+With a store, the driving process holds a lease on the session (renewed while the run goes on): a run
+whose lease expired was left by a dead process and is recovered by any other process. This registry is
+process-local; cloud/distributed/runs.py keeps the same methods with the buffer in Redis.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloud import chunks
 from cloud.chunks import Chunk
 
+if TYPE_CHECKING:
+    from cloud.store import Store
+
 log = logging.getLogger(__name__)
 
 KEEPALIVE = None  # yielded by `follow` when nothing happened for a keepalive interval
+RETAIN_S = 3600.0  # how long a finished run's chunks can still be read by a reattaching page
+MAX_RETAINED = 1000
+LEASE_TTL_S = 30.0  # a driving process renews its leases every third of this
 
 
 class Run:
-    def __init__(self, session_id: str, detach_grace_s: float):
+    def __init__(self, session_id: str):
         self.session_id = session_id
         self.cancel = threading.Event()
         self.chunks: list[dict[str, Any]] = []
         self.done = False
+        self.finished_at: float | None = None
         self._cond = threading.Condition()
-        self._listeners = 0
-        self._detach_grace_s = detach_grace_s
-        self._last_detach = time.monotonic()
 
     def publish(self, chunk: Chunk) -> None:
         with self._cond:
@@ -39,46 +49,52 @@ class Run:
     def finish(self) -> None:
         with self._cond:
             self.done = True
+            self.finished_at = time.monotonic()
             self._cond.notify_all()
+
+    def chunk_count(self) -> int:
+        with self._cond:
+            return len(self.chunks)
 
     def follow(self, after: int, keepalive_s: float) -> Iterator[dict[str, Any] | None]:
         """Every chunk from index `after` on, as it is published; None after each quiet keepalive interval."""
-        with self._cond:
-            self._listeners += 1
-        try:
-            index = after
-            while True:
-                with self._cond:
-                    if index >= len(self.chunks) and not self.done:
-                        self._cond.wait(keepalive_s)
-                    batch = self.chunks[index:]
-                    finished = self.done
-                index += len(batch)
-                if not batch and not finished:
-                    yield KEEPALIVE
-                yield from batch
-                if finished and index >= len(self.chunks):
-                    return
-        finally:
+        index = after
+        while True:
             with self._cond:
-                self._listeners -= 1
-                self._last_detach = time.monotonic()
-
-    def abandoned(self) -> bool:
-        with self._cond:
-            return self._listeners == 0 and time.monotonic() - self._last_detach > self._detach_grace_s
+                if index >= len(self.chunks) and not self.done:
+                    self._cond.wait(keepalive_s)
+                batch = self.chunks[index:]
+                finished = self.done
+            index += len(batch)
+            if not batch and not finished:
+                yield KEEPALIVE
+            yield from batch
+            if finished and index >= len(self.chunks):
+                return
 
 
 class RunRegistry:
-    def __init__(self, detach_grace_s: float):
+    def __init__(self, store: Store | None = None, owner: str | None = None, retain_s: float = RETAIN_S,
+                 lease_ttl_s: float = LEASE_TTL_S):
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}
-        self._detach_grace_s = detach_grace_s
-        threading.Thread(target=self._reap_abandoned, name="run-reaper", daemon=True).start()
+        self._finished: OrderedDict[str, Run] = OrderedDict()
+        self._retain_s = retain_s
+        self._store, self._lease_ttl_s = store, lease_ttl_s
+        self.owner = owner or _process_owner()
+        if store is not None:
+            threading.Thread(target=self._renew_leases, name="run-leases", daemon=True).start()
 
     def get(self, session_id: str) -> Run | None:
+        """The session's run in progress."""
         with self._lock:
             return self._runs.get(session_id)
+
+    def recent(self, session_id: str) -> Run | None:
+        """The session's run in progress, or its last finished run while it is retained."""
+        with self._lock:
+            self._forget_old()
+            return self._runs.get(session_id) or self._finished.get(session_id)
 
     def active(self) -> list[Run]:
         with self._lock:
@@ -89,7 +105,10 @@ class RunRegistry:
         with self._lock:
             if session_id in self._runs:
                 return None
-            run = Run(session_id, self._detach_grace_s)
+            if self._store is not None and not self._store.acquire_run_lease(session_id, self.owner,
+                                                                             self._lease_ttl_s):
+                return None  # another process drives it
+            run = Run(session_id)
             self._runs[session_id] = run
         threading.Thread(target=self._drive, args=(run, drive), name=f"run-{session_id[:8]}", daemon=True).start()
         return run
@@ -104,12 +123,44 @@ class RunRegistry:
         finally:
             with self._lock:
                 self._runs.pop(run.session_id, None)
+                self._finished[run.session_id] = run
+                self._finished.move_to_end(run.session_id)
+                self._forget_old()
+            if self._store is not None:
+                try:
+                    self._store.release_run_lease(run.session_id, self.owner)
+                except Exception:  # the lease then simply expires
+                    log.exception("could not release the lease of run %s", run.session_id)
             run.finish()
 
-    def _reap_abandoned(self) -> None:
+    def _forget_old(self) -> None:
+        now = time.monotonic()
+        while self._finished:
+            oldest = next(iter(self._finished.values()))
+            if len(self._finished) <= MAX_RETAINED and now - (oldest.finished_at or now) <= self._retain_s:
+                return
+            self._finished.popitem(last=False)
+
+    def _renew_leases(self) -> None:
+        assert self._store is not None
         while True:
-            time.sleep(min(1.0, max(0.05, self._detach_grace_s / 4)))
-            for run in self.active():
-                if not run.cancel.is_set() and run.abandoned():
-                    log.info("cancelling run %s: no listener for %.0f s", run.session_id, self._detach_grace_s)
-                    run.cancel.set()
+            time.sleep(self._lease_ttl_s / 3)
+            ids = [run.session_id for run in self.active()]
+            if not ids:
+                continue
+            try:
+                for session_id in self._store.renew_run_leases(ids, self.owner, self._lease_ttl_s):
+                    log.warning("run %s: its lease was taken over by another process; cancelling here", session_id)
+                    run = self.get(session_id)
+                    if run is not None:
+                        run.cancel.set()
+            except Exception:  # a store hiccup: the next round retries well before the lease runs out
+                log.exception("renewing run leases failed")
+
+
+def _process_owner() -> str:
+    import os
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

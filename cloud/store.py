@@ -55,6 +55,8 @@ CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, day TEXT NOT NULL, session_id TEXT,
     user_name TEXT, model TEXT, uncached_input INTEGER, cache_read INTEGER, cache_write INTEGER,
     output INTEGER, reasoning INTEGER, cost REAL);
+CREATE TABLE IF NOT EXISTS run_leases (
+    session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
 """
 
 # Columns added after a database may already exist: (table, column, definition, backfill SQL or None).
@@ -352,6 +354,37 @@ class Store:
     def transcript(self, session_id: str) -> list[dict[str, Any]]:
         return [json.loads(r["entry"]) for r in self._read(
             "SELECT entry FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))]
+
+    # run leases: the process driving a session's run holds one and renews it while the run goes on; a
+    # lease that expired means its process died (on any machine) and the run may be taken over
+    def acquire_run_lease(self, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Take the session's lease for `owner`; False while another owner's lease has not expired."""
+        now = time.time()
+        with self._write() as db:
+            db.execute("INSERT OR IGNORE INTO run_leases (session_id, owner, expires) VALUES (?, ?, ?)",
+                       (session_id, owner, now + ttl_s))
+            return db.execute("UPDATE run_leases SET owner = ?, expires = ? WHERE session_id = ? "
+                              "AND (owner = ? OR expires < ?)",
+                              (owner, now + ttl_s, session_id, owner, now)).rowcount > 0
+
+    def renew_run_leases(self, session_ids: list[str], owner: str, ttl_s: float) -> list[str]:
+        """Extend the owner's leases; returns the ids whose lease this owner no longer holds."""
+        lost = []
+        with self._write() as db:
+            for session_id in session_ids:
+                if db.execute("UPDATE run_leases SET expires = ? WHERE session_id = ? AND owner = ?",
+                              (time.time() + ttl_s, session_id, owner)).rowcount == 0:
+                    lost.append(session_id)
+        return lost
+
+    def release_run_lease(self, session_id: str, owner: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM run_leases WHERE session_id = ? AND owner = ?", (session_id, owner))
+
+    def run_lease(self, session_id: str) -> dict[str, Any] | None:
+        """The session's lease (owner, expires), or None when no process holds one."""
+        rows = self._read("SELECT owner, expires FROM run_leases WHERE session_id = ?", (session_id,))
+        return dict(rows[0]) if rows else None
 
     # the person's full copy of tool results, and images
     def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> None:

@@ -109,7 +109,9 @@ def test_a_reloaded_page_reattaches_to_the_run_and_misses_nothing(server, alice,
         host.stop()
     assert rest.chunks == whole.chunks[seen:]
     assert rest.last["type"] == "Complete"
-    assert alice.call("GET", f"/api/sessions/{session_id}/stream").status_code == 404  # nothing running now
+    # The finished run stays readable: a page coming back after the end replays what it missed, then the end.
+    replay = alice.call("GET", f"/api/sessions/{session_id}/stream", params={"after": seen})
+    assert replay.status_code == 200 and replay.text.count("event: ") == len(whole.chunks) - seen
 
 
 def test_sse_frames_name_their_chunk_type(server, alice, host, scripts_dir):

@@ -205,3 +205,19 @@ def test_long_lived_threads_do_not_each_hold_a_connection(store, monkeypatch):
     for w in workers:
         w.join()
     assert opened == []  # 50 threads, one after another, all used the pooled connection
+
+
+def test_a_run_lease_is_held_by_one_owner_until_released_or_expired(store):
+    assert store.acquire_run_lease("s1", "proc-a", ttl_s=30)
+    assert store.acquire_run_lease("s1", "proc-a", ttl_s=30)  # its own lease: renewed
+    assert not store.acquire_run_lease("s1", "proc-b", ttl_s=30)
+    assert store.run_lease("s1")["owner"] == "proc-a"
+    assert store.renew_run_leases(["s1", "s2"], "proc-a", ttl_s=30) == ["s2"]
+    assert store.renew_run_leases(["s1"], "proc-b", ttl_s=30) == ["s1"]
+    store.release_run_lease("s1", "proc-b")  # not its lease: nothing happens
+    assert store.run_lease("s1")["owner"] == "proc-a"
+    store.release_run_lease("s1", "proc-a")
+    assert store.run_lease("s1") is None
+    assert store.acquire_run_lease("s3", "proc-a", ttl_s=-1)  # already expired: a dead process's lease
+    assert store.acquire_run_lease("s3", "proc-b", ttl_s=30)
+    assert store.run_lease("s3")["owner"] == "proc-b"

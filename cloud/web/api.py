@@ -140,6 +140,22 @@ def session_previews():
     return jsonify({"previews": previews})
 
 
+@api.get("/runs")
+@require_user()
+def list_runs():
+    """The person's runs in progress across all their sessions, and which of them wait for a decision."""
+    state = nexus()
+    runs = []
+    for run in state.runs.active():
+        row = state.store.get_session(run.session_id)
+        if row is None or row["user_name"] != g.user.name:
+            continue
+        runs.append({"session_id": run.session_id, "host_id": row["host_id"], "model": row["model"],
+                     "chunks": run.chunk_count(), "updated": row["updated"],
+                     "awaiting_decision": state.channel.awaiting_decision(run.session_id)})
+    return jsonify({"runs": sorted(runs, key=lambda r: -r["updated"])})
+
+
 @api.get("/sessions/<session_id>")
 @require_user()
 @own_session
@@ -152,7 +168,7 @@ def get_session(row: dict[str, Any]):
         "session_id": row["id"], "host_id": row["host_id"], "model": row["model"], "status": row["status"],
         "policy": row["policy"], "validation": row.get("validation") or "warn", "messages": model_view(transcript), "history": person_view(transcript),
         "usage": state.store.session_usage(session_id), "running": run is not None,
-        "run_chunks": len(run.chunks) if run else 0,
+        "run_chunks": run.chunk_count() if run else 0,
     })
 
 
@@ -214,7 +230,7 @@ def post_message(row: dict[str, Any]):
 @own_session
 def reattach(row: dict[str, Any]):
     session_id = row["id"]
-    run = nexus().runs.get(session_id)
+    run = nexus().runs.recent(session_id)  # a run that finished meanwhile still replays what was missed
     if run is None:
         return api_error(404, "no run in progress in this session")
     after = request.args.get("after", "0")

@@ -48,7 +48,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)  # type: ignore[method-assign]
     app.extensions["nexus"] = NexusState(store=store, settings=settings, hosts=HostDirectory(),
                                          channel=ToolResultChannel(),
-                                         runs=RunRegistry(settings.detach_grace_s), default_model=default_model,
+                                         runs=RunRegistry(store), default_model=default_model,
                                          request_rate=RequestRate(settings.quota_requests_per_minute))
     # Runs a dead process left `running` end with every call answered; held changes are discarded on reconnect.
     recover_interrupted_runs(store, app.extensions["nexus"].hosts)

@@ -198,3 +198,20 @@ def test_nexus_mcp_server_without_a_token_says_so(tmp_path, monkeypatch):
     done = subprocess.run([sys.executable, "-m", "cloud.cli", "mcp", "--server", "http://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "NEXUS_TOKEN" in done.stderr
+
+
+def test_run_task_over_http_takes_scripted_models_only_from_the_allowed_folders(deployment, tmp_path, monkeypatch):
+    server, url, _, _ = deployment
+    script = tmp_path / "elsewhere.json"
+    script.write_text(json.dumps({"turns": [[{"text": "done"}]]}))
+    monkeypatch.delenv("NEXUS_SCRIPTED_DIRS", raising=False)
+
+    async def scenario():
+        async with http_session(url, server.token("alice")) as session:
+            return await session.call_tool("run_task", {"prompt": "hi", "model": f"scripted:{script}"})
+
+    refused = anyio.run(scenario)
+    assert refused.is_error and "NEXUS_SCRIPTED_DIRS" in text_of(refused)
+    monkeypatch.setenv("NEXUS_SCRIPTED_DIRS", str(tmp_path))
+    done = anyio.run(scenario)
+    assert done.structured_content["status"] == "complete" and done.structured_content["answer"] == "done"

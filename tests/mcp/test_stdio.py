@@ -65,9 +65,11 @@ def test_collect_automate_and_a_failing_script(sample_ifc, tmp_path):
             failed = await session.call_tool("execute_task_automation",
                                              {"code": "model.by_type('IfcDoor')[1].Name = 'NOPE'\nraise ValueError('x')"})
             refused = await session.call_tool("execute_task_automation", {"code": "x = 1", "host": "h_nothere"})
-            return collected, automated, edited, failed, refused
+            invalid = await session.call_tool("execute_task_automation", {"code": "x = 1", "edits": []})
+            return collected, automated, edited, failed, refused, invalid
 
-    collected, automated, edited, failed, refused = anyio.run(scenario)
+    collected, automated, edited, failed, refused, invalid = anyio.run(scenario)
+    assert invalid.is_error and "edits" in text_of(invalid)  # the contract's validation names the field
     doors = len(ifcopenshell.open(str(sample_ifc)).by_type("IfcDoor"))
     assert not collected.is_error and text_of(collected).strip().endswith(str(doors))
     assert collected.structured_content["stdout"].strip() == str(doors)
@@ -90,7 +92,7 @@ def test_collect_automate_and_a_failing_script(sample_ifc, tmp_path):
 
     rows = sqlite3.connect(db).execute("SELECT user_name, code, sha256 FROM audit WHERE kind = 'mcp_call'").fetchall()
     calls = [json.loads(code) for _, code, _ in rows]
-    assert [c["tool"] for c in calls].count("execute_task_automation") == 4
+    assert [c["tool"] for c in calls].count("execute_task_automation") == 5
     assert all(c["client"] == "mcp" and user == "mcp" and len(sha) == 64 for (user, _, sha), c in zip(rows, calls, strict=True))
     scripts = sqlite3.connect(db).execute("SELECT count(*) FROM audit WHERE kind = 'model'").fetchone()[0]
     assert scripts == 4  # every script dispatched to the host, with its hash, as for the loop
@@ -140,9 +142,15 @@ def test_run_task_with_a_scripted_model(sample_ifc, tmp_path):
             handle = done.structured_content["handle"]
             again = await session.call_tool("get_run", {"handle": handle})
             unknown = await session.call_tool("get_run", {"handle": "nope"})
-            return done, again, unknown
+            started = await session.call_tool("run_task", {"prompt": "again", "model": f"scripted:{script}",
+                                                           "wait_s": 0})
+            finished = await session.call_tool("get_run", {"handle": started.structured_content["handle"],
+                                                           "wait_s": 60})
+            return done, again, unknown, started, finished
 
-    done, again, unknown = anyio.run(scenario)
+    done, again, unknown, started, finished = anyio.run(scenario)
+    assert started.structured_content["status"] == "running" and "get_run" in text_of(started)
+    assert finished.structured_content["status"] == "complete", text_of(finished)
     assert not done.is_error, text_of(done)
     assert done.structured_content["status"] == "complete"
     assert "MCP-D1" in text_of(done) and len(done.structured_content["committed"]) == 1

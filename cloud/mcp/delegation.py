@@ -22,6 +22,7 @@ class DelegatedRun:
     steps: list[str] = field(default_factory=list)  # one line per tool call or message, for progress
     answer: list[str] = field(default_factory=list)  # the model's text, in pieces
     results: list[dict[str, Any]] = field(default_factory=list)  # the person's tool results
+    approvals: list[tuple[str, str]] = field(default_factory=list)  # (tool_call_id, summary) held for review
     error: str | None = None
     status: str = "running"  # running | complete | error | cancelled
     done: threading.Event = field(default_factory=threading.Event)
@@ -69,7 +70,8 @@ class DelegatedRuns:
                         run.steps.append(f"{data.get('name')}: {'ok' if data.get('ok') else 'failed'}"
                                          + (", committed" if data.get("committed") else ""))
                     elif chunk.type == "Metadata" and data.get("kind") == "approval_request":
-                        run.steps.append("awaiting Keep/Discard in the chat page")
+                        run.steps.append("awaiting Keep/Discard")
+                        run.approvals.append((data.get("tool_call_id", ""), chunk.content))
                     elif chunk.type == "Error":
                         run.error = chunk.content
                         run.status = "cancelled" if data.get("cancelled") else "error"

@@ -203,6 +203,9 @@ class NexusMcp:
                 if len(run.steps) > reported:
                     reported = len(run.steps)
                     await ctx.report_progress(reported, None, run.steps[-1])
+                if run.approvals:  # a change held under `ask`: the person decides, here if the client can ask
+                    call_id, summary = run.approvals.pop(0)
+                    await self._review(ctx, run.handle, call_id, summary)
                 await anyio.sleep(PROGRESS_POLL_S)
         return self._run_result(run.summary())
 

@@ -85,3 +85,29 @@ def test_readonly_refuses_automations(sample_ifc, tmp_path):
     automate, collect = anyio.run(scenario)
     assert automate.is_error and "read-only" in text_of(automate).lower()
     assert not collect.is_error
+
+
+def test_a_delegated_run_under_ask_asks_through_elicitation(sample_ifc, tmp_path):
+    import json
+
+    out = tmp_path / "out.ifc"
+    script = tmp_path / "rename.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": RENAME.format(name="RUN-KEPT")}}}],
+        [{"text": "Renamed."}]]}))
+    asked: list[str] = []
+
+    async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"keep": True})
+
+    async def scenario():
+        async with stdio_session("--ifc", str(sample_ifc), "--out", str(out), "--db", str(tmp_path / "db.sqlite"),
+                                 "--policy", "ask", elicitation_callback=accept) as session:
+            return await session.call_tool("run_task", {"prompt": "rename", "model": f"scripted:{script}"})
+
+    done = anyio.run(scenario)
+    assert done.structured_content["status"] == "complete", text_of(done)
+    assert len(asked) == 1 and "RUN-KEPT" in asked[0]
+    assert len(done.structured_content["committed"]) == 1
+    assert "RUN-KEPT" in _door_names(out)

@@ -33,7 +33,7 @@ class Refused(Exception):
 
 
 @dataclass
-class Outcome:
+class CallOutcome:
     """A finished tool call: the person's full result (structured content) and the model's capped part."""
     person: dict[str, Any] | None
     part: dict[str, Any]
@@ -54,8 +54,8 @@ class Outcome:
 
 @dataclass
 class _Worker:
-    """A tool call running on its own thread: chunks, then the finished Outcome (or the exception)."""
-    items: queue.Queue[Chunk | Outcome | BaseException] = field(default_factory=queue.Queue)
+    """A tool call running on its own thread: chunks, then the finished CallOutcome (or the exception)."""
+    items: queue.Queue[Chunk | CallOutcome | BaseException] = field(default_factory=queue.Queue)
 
 
 @dataclass
@@ -120,8 +120,8 @@ class McpCalls:
             "capability_version": None, "kind": AUDIT_KIND, "code": code, "sha256": content_hash(code)}])
 
     def start(self, user: str, client: str, call_id: str, name: str, arguments: dict[str, Any],
-              host_id: str | None) -> tuple[str, Iterator[Chunk | Outcome]]:
-        """Start a loop tool call; returns its session id and an iterator of chunks ending in its Outcome.
+              host_id: str | None) -> tuple[str, Iterator[Chunk | CallOutcome]]:
+        """Start a loop tool call; returns its session id and an iterator of chunks ending in its CallOutcome.
         Raises Refused before anything runs."""
         try:
             host = self.resolve_host(user, host_id)
@@ -163,7 +163,7 @@ class McpCalls:
                     if chunk.type == "Metadata" and (chunk.metadata or {}).get("kind") == "tool_result":
                         person = {k: v for k, v in (chunk.metadata or {}).items() if k != "kind"}
                     worker.items.put(chunk)
-                worker.items.put(Outcome(person, part, session_id))
+                worker.items.put(CallOutcome(person, part, session_id))
         except BaseException as exc:  # handed to the caller, which reports it
             worker.items.put(exc)
 
@@ -182,11 +182,11 @@ class McpCalls:
         return False
 
 
-def _drain(worker: _Worker) -> Iterator[Chunk | Outcome]:
+def _drain(worker: _Worker) -> Iterator[Chunk | CallOutcome]:
     while True:
         item = worker.items.get()
         if isinstance(item, BaseException):
             raise item
         yield item
-        if isinstance(item, Outcome):
+        if isinstance(item, CallOutcome):
             return

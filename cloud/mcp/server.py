@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import host_tool_definitions
-from cloud.mcp.calls import LOOP_TOOLS, Backend, McpCalls, Outcome, Refused
+from cloud.mcp.calls import LOOP_TOOLS, Backend, CallOutcome, McpCalls, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
 from cloud.mcp.wording import host_argument, own_tool, prompt_text, prompts, say
 from cloud.vendors.base import ModelAdapter
@@ -116,10 +116,10 @@ class NexusMcp:
                 self.calls.start, user, client, call_id, name, arguments, host_id)
         except Refused as exc:
             return error_result(str(exc))
-        outcome: Outcome | None = None
+        outcome: CallOutcome | None = None
         while outcome is None:
             item = await anyio.to_thread.run_sync(next, items)
-            if isinstance(item, Outcome):
+            if isinstance(item, CallOutcome):
                 outcome = item
             elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":
                 await self._review(ctx, session_id, call_id, item.content)
@@ -152,7 +152,7 @@ class NexusMcp:
         await anyio.to_thread.run_sync(self.calls.decide, session_id, call_id, decision)
 
     @staticmethod
-    def result(outcome: Outcome) -> CallToolResult:
+    def result(outcome: CallOutcome) -> CallToolResult:
         content: list[TextContent | ImageContent] = [TextContent(text=outcome.text)]
         content += [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
                     for image in outcome.images]

@@ -110,7 +110,7 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
     whose process is alive (another server or `nexus run` on the same store) are left alone. Returns the
     ids of the sessions ended."""
     ended = []
-    for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT):
+    for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT, status="running"):
         if row["status"] != "running" or not _run_abandoned(store, row["id"]):
             continue
         transcript = store.transcript(row["id"])

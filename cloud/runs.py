@@ -82,6 +82,7 @@ class RunRegistry:
         self._retain_s = retain_s
         self._store, self._lease_ttl_s = store, lease_ttl_s
         self.owner = owner or _process_owner()
+        self.stopped = threading.Event()
         if store is not None:
             threading.Thread(target=self._renew_leases, name="run-leases", daemon=True).start()
 
@@ -108,10 +109,13 @@ class RunRegistry:
             if self._store is not None and not self._store.acquire_run_lease(session_id, self.owner,
                                                                              self._lease_ttl_s):
                 return None  # another process drives it
-            run = Run(session_id)
+            run = self._new_run(session_id)
             self._runs[session_id] = run
         threading.Thread(target=self._drive, args=(run, drive), name=f"run-{session_id[:8]}", daemon=True).start()
         return run
+
+    def _new_run(self, session_id: str) -> Run:
+        return Run(session_id)
 
     def _drive(self, run: Run, drive: Callable[[Run], Iterator[Chunk]]) -> None:
         try:
@@ -141,11 +145,15 @@ class RunRegistry:
                 return
             self._finished.popitem(last=False)
 
+    def close(self) -> None:
+        """Stop this registry's background work (a server shutting down)."""
+        self.stopped.set()
+
     def _renew_leases(self) -> None:
         assert self._store is not None
-        while True:
-            time.sleep(self._lease_ttl_s / 3)
-            ids = [run.session_id for run in self.active()]
+        while not self.stopped.wait(self._lease_ttl_s / 3):
+            with self._lock:
+                ids = list(self._runs)
             if not ids:
                 continue
             try:

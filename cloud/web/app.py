@@ -10,9 +10,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from cloud.assembly import recover_interrupted_runs
 from cloud.config import Settings
-from cloud.hostlink import HostDirectory
-from cloud.rendezvous import ToolResultChannel
-from cloud.runs import RunRegistry
+from cloud.distributed import build_parts, start_recovery_sweep
 from cloud.store import Store
 from cloud.web.admin import admin_api
 from cloud.web.api import api
@@ -46,12 +44,13 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
         # over TLS gets a Secure cookie); never without the setting, or any client could claim https.
         n = settings.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)  # type: ignore[method-assign]
-    app.extensions["nexus"] = NexusState(store=store, settings=settings, hosts=HostDirectory(),
-                                         channel=ToolResultChannel(),
-                                         runs=RunRegistry(store), default_model=default_model,
+    hosts, channel, runs = build_parts(store)  # in Redis with NEXUS_REDIS_URL, else in this process
+    app.extensions["nexus"] = NexusState(store=store, settings=settings, hosts=hosts, channel=channel,
+                                         runs=runs, default_model=default_model,
                                          request_rate=RequestRate(settings.quota_requests_per_minute))
     # Runs a dead process left `running` end with every call answered; held changes are discarded on reconnect.
     recover_interrupted_runs(store, app.extensions["nexus"].hosts)
+    start_recovery_sweep(store, hosts, runs)  # and later, runs whose process died (their lease expired)
     app.register_blueprint(api)
     app.register_blueprint(admin_api)
     app.register_blueprint(models_api)

@@ -1,0 +1,63 @@
+"""Many server processes, one service: the Redis-backed rendezvous, run streams and host routing.
+
+`NEXUS_REDIS_URL` switches them on (`redis://host:6379/0`); without it the in-process implementations
+serve one process. Either way, every process sweeps for runs whose lease expired (their process died) and
+ends them cleanly, every dangling tool call answered.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING
+
+from cloud.hostlink import HostDirectory
+from cloud.prompts import message
+from cloud.rendezvous import ToolResultChannel
+from cloud.runs import LEASE_TTL_S, RunRegistry
+
+if TYPE_CHECKING:
+    from cloud.store import Store
+
+log = logging.getLogger(__name__)
+
+REDIS_URL_ENV = "NEXUS_REDIS_URL"
+
+
+def redis_url() -> str | None:
+    return os.environ.get(REDIS_URL_ENV) or None
+
+
+def build_parts(store: Store, url: str | None = None) -> tuple[HostDirectory, ToolResultChannel, RunRegistry]:
+    """The host directory, rendezvous and run registry: in Redis when a URL is given, else in-process."""
+    url = url if url is not None else redis_url()
+    if not url:
+        return HostDirectory(), ToolResultChannel(), RunRegistry(store)
+    from cloud.distributed.bus import Bus
+    from cloud.distributed.hosts import RedisHostDirectory
+    from cloud.distributed.rendezvous import RedisToolResultChannel
+    from cloud.distributed.runs import RedisRunRegistry
+
+    bus = Bus(url)
+    return RedisHostDirectory(bus), RedisToolResultChannel(bus), RedisRunRegistry(bus, store)  # type: ignore[return-value]
+
+
+def start_recovery_sweep(store: Store, hosts: HostDirectory, runs: RunRegistry,
+                         interval_s: float = LEASE_TTL_S / 2) -> threading.Thread:
+    """Every `interval_s`, end the runs whose lease expired (a process died mid-run, on any machine)."""
+    from cloud.assembly import recover_interrupted_runs
+    from cloud.distributed.runs import RedisRunRegistry
+
+    def sweep() -> None:
+        while not runs.stopped.wait(interval_s):
+            try:
+                for session_id in recover_interrupted_runs(store, hosts):
+                    log.warning("run %s: its process stopped mid-run; ended here", session_id)
+                    if isinstance(runs, RedisRunRegistry):
+                        runs.end_abandoned(session_id, message("server_restarted"))
+            except Exception:  # the next sweep tries again
+                log.exception("recovery sweep failed")
+
+    thread = threading.Thread(target=sweep, name="run-recovery", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,179 @@
+"""Host connections across processes: which process holds a host's websocket, and commands routed to it.
+
+Same methods as cloud.hostlink.HostDirectory. A process that accepts a host's websocket records itself
+as the host's owner in Redis under a key that expires unless heartbeats refresh it, so a dead process's
+hosts vanish within HOST_TTL_S and the host reconnects to any process. A command for a host held
+elsewhere is published to the owner's inbox; no subscriber (the owner is gone) fails fast.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+import redis
+
+from cloud.distributed.bus import PREFIX, Bus
+from cloud.hostlink import HostConnection, HostDirectory, HostUnavailable
+from cloud.hosts.hello import Hello
+
+log = logging.getLogger(__name__)
+
+HOST_TTL_S = 30
+LOOKUP_CACHE_S = 0.5  # a remote host's record is re-read at most this often (waiting calls ask often)
+ALL_HOSTS = PREFIX + "hosts"
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1], KEYS[2]) end
+return 0
+"""
+
+
+def _owner_key(host_id: str) -> str:
+    return f"{PREFIX}host:{host_id}:owner"
+
+
+def _info_key(host_id: str) -> str:
+    return f"{PREFIX}host:{host_id}:info"
+
+
+def _user_key(user_name: str) -> str:
+    return f"{PREFIX}user:{user_name}:hosts"
+
+
+def _on_connect_key(host_id: str) -> str:
+    return f"{PREFIX}host:{host_id}:on_connect"
+
+
+class RedisHostDirectory(HostDirectory):
+    def __init__(self, bus: Bus) -> None:
+        super().__init__()
+        self.bus = bus
+        self._release = bus.redis.register_script(_RELEASE)
+        self._cache: dict[str, tuple[float, HostConnection | None]] = {}
+        bus.on("host_cmd", self._deliver_here)
+        threading.Thread(target=self._heartbeat, name="host-heartbeat", daemon=True).start()
+
+    def register(self, user_name: str, hello: dict[str, Any], send_json: Any) -> HostConnection:
+        connection = super().register(user_name, hello, send_json)
+        self._advertise([connection])
+        return connection
+
+    def _advertise(self, connections: list[HostConnection]) -> None:
+        with self.bus.redis.pipeline() as pipe:
+            for c in connections:
+                pipe.set(_owner_key(c.host_id), self.bus.process, ex=HOST_TTL_S)
+                pipe.set(_info_key(c.host_id), json.dumps({"user": c.user_name, "hello": dict(c.hello),
+                                                           "connected_at": c.connected_at,
+                                                           "last_seen": c.last_seen}), ex=HOST_TTL_S)
+                pipe.sadd(_user_key(c.user_name), c.host_id)
+                pipe.sadd(ALL_HOSTS, c.host_id)
+            pipe.execute()
+
+    def unregister(self, connection: HostConnection) -> None:
+        mine = self.get_local(connection.host_id) is connection
+        super().unregister(connection)
+        if mine:
+            try:
+                self._release(keys=[_owner_key(connection.host_id), _info_key(connection.host_id)],
+                              args=[self.bus.process])
+            except redis.RedisError as exc:  # the keys expire on their own
+                log.warning("host %s: could not release its Redis record: %s", connection.host_id, exc)
+
+    def get_local(self, host_id: str | None) -> HostConnection | None:
+        return super().get(host_id)
+
+    def get(self, host_id: str | None) -> HostConnection | None:
+        local = super().get(host_id)
+        if local is not None or not host_id:
+            return local
+        cached = self._cache.get(host_id)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        remote = self._remote(host_id)
+        self._cache[host_id] = (time.monotonic() + LOOKUP_CACHE_S, remote)
+        return remote
+
+    def _remote(self, host_id: str) -> HostConnection | None:
+        try:
+            owner, info = self.bus.redis.mget(_owner_key(host_id), _info_key(host_id))
+        except redis.RedisError as exc:
+            log.warning("host %s: Redis unreachable for its lookup: %s", host_id, exc)
+            return None
+        if owner is None or info is None or owner == self.bus.process:
+            return None
+        record = json.loads(info)
+        connection = HostConnection(host_id, record["user"], Hello.parse(record["hello"]),
+                                    lambda message: self._send_remote(owner, host_id, message),
+                                    connected_at=record["connected_at"], last_seen=record["last_seen"])
+        return connection
+
+    def _send_remote(self, owner: str, host_id: str, message: dict[str, Any]) -> None:
+        if self.bus.send_to(owner, {"kind": "host_cmd", "host_id": host_id, "message": message}) == 0:
+            self._cache.pop(host_id, None)
+            raise HostUnavailable(f"host {host_id}: the server process holding its connection is gone")
+
+    def _deliver_here(self, body: dict[str, Any]) -> None:
+        try:
+            HostDirectory.send(self, body["host_id"], body["message"])
+        except HostUnavailable as exc:
+            log.warning("a command routed here for host %s was not delivered: %s", body["host_id"], exc)
+
+    def send(self, host_id: str, message: dict[str, Any]) -> HostConnection:
+        local = super().get(host_id)
+        if local is not None:
+            return super().send(host_id, message)
+        connection = self.get(host_id)
+        if connection is None:
+            raise HostUnavailable(f"host {host_id} is not connected")
+        try:
+            connection.send_json(message)
+        except redis.RedisError as exc:
+            raise HostUnavailable(f"host {host_id} could not be reached: {exc}") from exc
+        return connection
+
+    def for_user(self, user_name: str) -> list[HostConnection]:
+        local = super().for_user(user_name)
+        seen = {c.host_id for c in local}
+        try:
+            ids = self.bus.redis.smembers(_user_key(user_name))
+        except redis.RedisError:
+            return local
+        remote = [c for c in (self.get(h) for h in sorted(ids - seen)) if c is not None and c.user_name == user_name]
+        return local + remote
+
+    def all(self) -> list[HostConnection]:
+        local = super().all()
+        seen = {c.host_id for c in local}
+        try:
+            ids = self.bus.redis.smembers(ALL_HOSTS)
+        except redis.RedisError:
+            return local
+        return local + [c for c in (self.get(h) for h in sorted(ids - seen)) if c is not None]
+
+    def owner(self, host_id: str) -> str | None:
+        local = super().owner(host_id)
+        if local is not None:
+            return local
+        connection = self.get(host_id)
+        return connection.user_name if connection else None
+
+    def send_on_connect(self, host_id: str, message: dict[str, Any]) -> None:
+        self.bus.redis.rpush(_on_connect_key(host_id), json.dumps(message))
+        self.bus.redis.expire(_on_connect_key(host_id), 7 * 86400)
+
+    def take_on_connect(self, host_id: str) -> list[dict[str, Any]]:
+        with self.bus.redis.pipeline() as pipe:
+            pipe.lrange(_on_connect_key(host_id), 0, -1)
+            pipe.delete(_on_connect_key(host_id))
+            raw, _ = pipe.execute()
+        return [json.loads(m) for m in raw]
+
+    def _heartbeat(self) -> None:
+        while not self.bus.closed.wait(HOST_TTL_S / 3):
+            try:
+                self._advertise(super().all())
+            except redis.RedisError as exc:  # next beat retries; the keys outlive two missed beats
+                log.warning("host heartbeat to Redis failed: %s", exc)

@@ -1,0 +1,252 @@
+"""Runs whose chunk streams live in Redis: driven on one process, followed and cancelled from any.
+
+Same methods as cloud.runs.RunRegistry. The driving process appends each chunk to a Redis list and
+wakes followers through the bus; a page on any process reads the list from index N (`/stream?after=N`).
+A cancel sets a key and wakes the driving process. Chunks published while Redis is unreachable are kept
+and sent, in order, once it is back; the run itself goes on. A finished run's list expires after the
+retention time; a run whose process died is ended by whichever process recovers its session.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from cloud import chunks
+from cloud.chunks import Chunk
+from cloud.distributed.bus import PREFIX, Bus
+from cloud.runs import KEEPALIVE, LEASE_TTL_S, RETAIN_S, Run, RunRegistry
+
+if TYPE_CHECKING:
+    from cloud.store import Store
+
+log = logging.getLogger(__name__)
+
+ACTIVE = PREFIX + "runs"
+POLL_S = 1.0
+FLUSH_PATIENCE_S = 120.0
+MISSING_PATIENCE_S = 10.0  # a follower waits this long for a run's record Redis lost to be written again  # how long a finished run keeps trying to hand its last chunks to Redis
+
+
+def _chunks_key(session_id: str) -> str:
+    return f"{PREFIX}run:{session_id}:chunks"
+
+
+def _meta_key(session_id: str) -> str:
+    return f"{PREFIX}run:{session_id}"
+
+
+def _cancel_key(session_id: str) -> str:
+    return f"{PREFIX}run:{session_id}:cancel"
+
+
+def chunk_signal(session_id: str) -> str:
+    return f"run:{session_id}"
+
+
+def cancel_signal(session_id: str) -> str:
+    return f"cancel:{session_id}"
+
+
+class _RemoteCancel:
+    """A run's cancel as seen from a process that does not drive it: setting it reaches the driver."""
+
+    def __init__(self, bus: Bus, session_id: str) -> None:
+        self.bus, self.session_id = bus, session_id
+
+    def set(self) -> None:
+        self.bus.redis.set(_cancel_key(self.session_id), "1", ex=int(RETAIN_S))
+        self.bus.signal(cancel_signal(self.session_id))
+
+    def is_set(self) -> bool:
+        return bool(self.bus.redis.exists(_cancel_key(self.session_id)))
+
+
+class RedisRun(Run):
+    """A run's chunk stream in Redis. Driven here (`cancel` is a local event) or elsewhere (`cancel`
+    reaches the driving process)."""
+
+    def __init__(self, bus: Bus, session_id: str, driven_here: bool, retain_s: float = RETAIN_S) -> None:
+        super().__init__(session_id)
+        self.bus = bus
+        self._retain_s = retain_s
+        self._all: list[str] = []  # every chunk this process published (driven here)
+        self._sent = 0
+        self._owner = ""
+        self._send_lock = threading.Lock()
+        if not driven_here:
+            self.cancel = _RemoteCancel(bus, session_id)  # type: ignore[assignment]
+
+    def start(self, owner: str) -> None:
+        self._owner = owner
+        self._write_head()
+
+    def _write_head(self, pipe: Any = None) -> None:
+        own = pipe is None
+        pipe = pipe if pipe is not None else self.bus.redis.pipeline()
+        pipe.delete(_chunks_key(self.session_id), _cancel_key(self.session_id))
+        pipe.hset(_meta_key(self.session_id), mapping={"owner": self._owner, "done": "0"})
+        pipe.persist(_meta_key(self.session_id))
+        pipe.sadd(ACTIVE, self.session_id)
+        if own:
+            pipe.execute()
+
+    def publish(self, chunk: Chunk) -> None:
+        with self._send_lock:
+            self._all.append(json.dumps(chunk.to_json()))
+            self._flush()
+
+    def _flush(self) -> bool:
+        if self._sent == len(self._all):
+            return True
+        try:
+            if self.bus.redis.llen(_chunks_key(self.session_id)) == self._sent:
+                self.bus.redis.rpush(_chunks_key(self.session_id), *self._all[self._sent:])
+            else:  # Redis lost the stream (it restarted without persistence): write it again, whole
+                with self.bus.redis.pipeline() as pipe:
+                    self._write_head(pipe)
+                    pipe.rpush(_chunks_key(self.session_id), *self._all)
+                    pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("run %s: Redis unreachable, %d chunk(s) kept until it is back: %s",
+                        self.session_id, len(self._all) - self._sent, exc)
+            return False
+        self._sent = len(self._all)
+        self.bus.signal(chunk_signal(self.session_id))
+        return True
+
+    def finish(self) -> None:
+        deadline = time.monotonic() + FLUSH_PATIENCE_S
+        while True:
+            with self._send_lock:
+                try:
+                    if self._flush():
+                        mark_done(self.bus, self.session_id, self._retain_s)
+                        break
+                except redis.RedisError as exc:
+                    log.warning("run %s: could not mark its end in Redis: %s", self.session_id, exc)
+            if time.monotonic() > deadline:
+                log.error("run %s: Redis stayed unreachable; its last chunks are only in the transcript",
+                          self.session_id)
+                break
+            time.sleep(0.5)
+        super().finish()
+
+    def chunk_count(self) -> int:
+        if self._owner:  # driven here
+            return len(self._all)
+        return int(self.bus.redis.llen(_chunks_key(self.session_id)))
+
+    def follow(self, after: int, keepalive_s: float) -> Iterator[dict[str, Any] | None]:
+        signal = chunk_signal(self.session_id)
+        index = after
+        quiet_since = missing_since = time.monotonic()
+        while True:
+            seen = self.bus.generation(signal)
+            try:
+                with self.bus.redis.pipeline() as pipe:
+                    pipe.lrange(_chunks_key(self.session_id), index, -1)
+                    pipe.hget(_meta_key(self.session_id), "done")
+                    batch, done = pipe.execute()
+            except redis.RedisError:
+                batch, done = [], "away"  # Redis is away: keep the stream open with keepalives
+            index += len(batch)
+            for raw in batch:
+                yield json.loads(raw)
+            now = time.monotonic()
+            if batch:
+                quiet_since = now
+            if done == "1":
+                return
+            if done is not None:
+                missing_since = now
+            elif now - missing_since > MISSING_PATIENCE_S:
+                return  # the run expired, or Redis lost it and its driver never came back
+            if now - quiet_since >= keepalive_s:
+                quiet_since = now
+                yield KEEPALIVE
+            self.bus.wait(signal, seen, min(POLL_S, keepalive_s))
+
+
+def mark_done(bus: Bus, session_id: str, retain_s: float) -> None:
+    with bus.redis.pipeline() as pipe:
+        pipe.hset(_meta_key(session_id), "done", "1")
+        pipe.expire(_meta_key(session_id), int(retain_s))
+        pipe.expire(_chunks_key(session_id), int(retain_s))
+        pipe.srem(ACTIVE, session_id)
+        pipe.execute()
+    bus.signal(chunk_signal(session_id))
+
+
+class RedisRunRegistry(RunRegistry):
+    def __init__(self, bus: Bus, store: Store | None = None, retain_s: float = RETAIN_S,
+                 lease_ttl_s: float = LEASE_TTL_S) -> None:
+        self.bus = bus
+        super().__init__(store, owner=bus.process, retain_s=retain_s, lease_ttl_s=lease_ttl_s)
+        bus.watch(self._on_signal)
+        threading.Thread(target=self._poll_cancels, name="run-cancels", daemon=True).start()
+
+    def _new_run(self, session_id: str) -> Run:
+        run = RedisRun(self.bus, session_id, driven_here=True, retain_s=self._retain_s)
+        run.start(self.owner)
+        return run
+
+    def _local(self, session_id: str) -> Run | None:
+        with self._lock:
+            return self._runs.get(session_id)
+
+    def get(self, session_id: str) -> Run | None:
+        local = self._local(session_id)
+        if local is not None:
+            return local
+        if self.bus.redis.sismember(ACTIVE, session_id):
+            return RedisRun(self.bus, session_id, driven_here=False)
+        return None
+
+    def recent(self, session_id: str) -> Run | None:
+        local = self._local(session_id)
+        if local is not None:
+            return local
+        if self.bus.redis.exists(_meta_key(session_id)):
+            return RedisRun(self.bus, session_id, driven_here=False)
+        return None
+
+    def active(self) -> list[Run]:
+        with self._lock:
+            local = dict(self._runs)
+        ids = self.bus.redis.smembers(ACTIVE)
+        return [local.get(sid) or RedisRun(self.bus, sid, driven_here=False) for sid in sorted(ids | set(local))]
+
+    def end_abandoned(self, session_id: str, message: str) -> None:
+        """End the chunk stream of a run whose process died (its session was just recovered)."""
+        if self._local(session_id) is not None:
+            return
+        self.bus.redis.rpush(_chunks_key(session_id), json.dumps(chunks.error(message).to_json()))
+        mark_done(self.bus, session_id, self._retain_s)
+
+    def _on_signal(self, key: str) -> None:
+        if key.startswith("cancel:"):
+            run = self._local(key[len("cancel:"):])
+            if run is not None:
+                run.cancel.set()
+
+    def close(self) -> None:
+        super().close()
+        self.bus.close()
+
+    def _poll_cancels(self) -> None:
+        """The fallback for a cancel whose wake-up was lost (pub/sub is at most once)."""
+        while not self.stopped.wait(POLL_S):
+            with self._lock:
+                runs = list(self._runs.values())
+            for run in runs:
+                try:
+                    if not run.cancel.is_set() and self.bus.redis.exists(_cancel_key(run.session_id)):
+                        run.cancel.set()
+                except redis.RedisError:
+                    break

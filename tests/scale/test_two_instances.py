@@ -1,0 +1,102 @@
+"""Issue 14 item 3: two server instances on one store and one Redis, over real sockets.
+
+A host connects to instance A; the session is created, driven and followed through instance B; the
+tool result comes back on A's websocket; the person's decision and a cancel are posted to A.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+
+from cloud.distributed.hosts import RedisHostDirectory
+from tests.conftest import FAST
+from tests.support.client import Client, write_script
+from tests.support.server import RunningServer, running_server
+from tests.support.spine import (
+    BackgroundRun,
+    assert_transcript_valid,
+    automate,
+    collect,
+    say,
+    session,
+    wait_until,
+)
+from tests.support.test_host import TestHost
+
+
+@pytest.fixture
+def instances(tmp_path, scripts_dir, redis, monkeypatch) -> Iterator[tuple[RunningServer, RunningServer]]:
+    monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
+    with ExitStack() as stack:
+        a = stack.enter_context(running_server(tmp_path, db_path=tmp_path / "shared.db", **FAST))
+        b = stack.enter_context(running_server(tmp_path, db_path=tmp_path / "shared.db", **FAST))
+        assert isinstance(a.state.hosts, RedisHostDirectory) and a.state.runs.owner != b.state.runs.owner
+        stack.callback(a.state.runs.close)
+        stack.callback(b.state.runs.close)
+        yield a, b
+
+
+def test_host_on_a_session_driven_and_followed_on_b_the_run_completes(instances, scripts_dir):
+    a, b = instances
+    token = a.token("alice")
+    host = TestHost(a.ws_url, token).start()
+    try:
+        on_a, on_b = Client(a.url, token), Client(b.url, token)
+        # B sees the host A holds, and only for its user.
+        assert [h["host_id"] for h in on_b.call("GET", "/api/hosts").json()["hosts"]] == [host.host_id]
+        assert Client(b.url, b.token("bob")).call("GET", "/api/hosts").json()["hosts"] == []
+        spec = write_script(scripts_dir / "two.json", [collect("print(len(doc.by_class('Door')))"),
+                                                       say("There are 6 doors.")])
+        session_id = on_b.new_session(host.host_id, spec)
+        stream = on_b.run(session_id, "count the doors")
+        assert stream.last == {"type": "Complete", "content": "There are 6 doors."}
+        (result,) = stream.of("Metadata", "tool_result")
+        assert result["metadata"]["ok"] is True and result["content"].endswith("6")
+        body = session(on_a, session_id)  # the same session read through the other instance
+        assert body["status"] == "idle"
+        assert_transcript_valid(body["messages"])
+        # A reattach through A replays the whole run B drove.
+        replay = on_a.call("GET", f"/api/sessions/{session_id}/stream?after=0")
+        assert replay.status_code == 200 and replay.text.count("event: ") == len(stream.chunks)
+    finally:
+        host.stop()
+
+
+def test_an_approval_posted_to_a_reaches_the_run_driven_on_b_and_a_cancel_too(instances, scripts_dir):
+    a, b = instances
+    token = a.token("alice")
+    host = TestHost(a.ws_url, token).start()
+    try:
+        on_a, on_b = Client(a.url, token), Client(b.url, token)
+        spec = write_script(scripts_dir / "ask.json", [automate("doc.add('Wall', 'New wall')"), say("Kept.")])
+        session_id = on_b.new_session(host.host_id, spec)
+        assert on_b.call("PUT", f"/api/sessions/{session_id}/policy", json={"policy": "ask"}).status_code == 200
+        run = BackgroundRun(on_b, session_id, "add a wall")
+        call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
+        wait_until(lambda: any(r["awaiting_decision"] for r in on_a.call("GET", "/api/runs").json()["runs"]),
+                   timeout=15)
+        (listed,) = on_a.call("GET", "/api/runs").json()["runs"]
+        assert listed["session_id"] == session_id
+        answer = on_a.call("POST", f"/api/sessions/{session_id}/approval",
+                           json={"tool_call_id": call_id, "decision": "keep"})
+        assert answer.status_code == 202
+        again = on_a.call("POST", f"/api/sessions/{session_id}/approval",
+                          json={"tool_call_id": call_id, "decision": "discard"})
+        assert again.status_code == 409  # applied exactly once, whichever instance it reaches
+        stream = run.join(30)
+        assert stream.last == {"type": "Complete", "content": "Kept."}
+        assert "New wall" in [e["name"] for e in host.document.elements.values()]
+
+        # A cancel posted to A stops a run B drives, whose host never answers.
+        host.silent = True
+        spec = write_script(scripts_dir / "slow.json", [collect("print(1)"), say("never")])
+        second = BackgroundRun(on_b, session_id, "again", model=spec)
+        second.wait_for("ToolCall")
+        assert on_a.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 202
+        second.join(20)
+        wait_until(lambda: session(on_a, session_id)["status"] == "cancelled", timeout=10)
+        assert_transcript_valid(session(on_a, session_id)["messages"])
+    finally:
+        host.stop()

@@ -1,7 +1,6 @@
-"""Throwaway Redis and PostgreSQL servers from Debian's packages, on random ports, in temporary folders."""
+"""Throwaway Redis servers from Debian's packages, on random ports, in temporary folders."""
 from __future__ import annotations
 
-import glob
 import shutil
 import socket
 import subprocess
@@ -63,28 +62,3 @@ def redis_server(folder: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
-
-
-def postgres_bin() -> Path:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        raise RuntimeError("PostgreSQL is not installed (scripts/test installs Debian's postgresql)")
-    return Path(found[-1]).parent
-
-
-@contextmanager
-def postgres_server(folder: Path) -> Iterator[str]:
-    """A PostgreSQL cluster initialised into `folder`, listening on a random port; yields its URL."""
-    bin_dir, port = postgres_bin(), free_port()
-    data = folder / "pgdata"
-    subprocess.run([str(bin_dir / "initdb"), "-D", str(data), "-U", "nexus", "--auth=trust", "-E", "UTF8"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    process = subprocess.Popen([str(bin_dir / "postgres"), "-D", str(data), "-p", str(port), "-h", "127.0.0.1",
-                                "-k", str(folder), "-c", "fsync=off"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_port(port, process, "postgres")
-        yield f"postgresql://nexus@127.0.0.1:{port}/postgres"
-    finally:
-        process.terminate()
-        process.wait(30)

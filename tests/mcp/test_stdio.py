@@ -149,6 +149,14 @@ def test_run_task_with_a_scripted_model(sample_ifc, tmp_path):
             return done, again, unknown, started, finished
 
     done, again, unknown, started, finished = anyio.run(scenario)
+
+    async def after_a_restart():
+        async with stdio_session("--ifc", str(sample_ifc), "--db", str(tmp_path / "db.sqlite")) as session:
+            return await session.call_tool("get_run", {"handle": done.structured_content["handle"]})
+
+    remembered = anyio.run(after_a_restart)  # another server process on the same store
+    assert remembered.structured_content["status"] == "complete", text_of(remembered)
+    assert "MCP-D1" in remembered.structured_content["answer"]
     assert started.structured_content["status"] == "running" and "get_run" in text_of(started)
     assert finished.structured_content["status"] == "complete", text_of(finished)
     assert not done.is_error, text_of(done)

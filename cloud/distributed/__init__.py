@@ -22,6 +22,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REDIS_URL_ENV = "NEXUS_REDIS_URL"
+LEASE_ENV = "NEXUS_RUN_LEASE_S"  # how long a dead process's run stays `running` before another ends it
+
+
+def lease_ttl_s() -> float:
+    value = os.environ.get(LEASE_ENV)
+    try:
+        return max(1.0, float(value)) if value else LEASE_TTL_S
+    except ValueError:
+        raise ValueError(f"{LEASE_ENV}: expected a number of seconds, got {value!r}") from None
 
 
 def redis_url() -> str | None:
@@ -32,24 +41,26 @@ def build_parts(store: Store, url: str | None = None) -> tuple[HostDirectory, To
     """The host directory, rendezvous and run registry: in Redis when a URL is given, else in-process."""
     url = url if url is not None else redis_url()
     if not url:
-        return HostDirectory(), ToolResultChannel(), RunRegistry(store)
+        return HostDirectory(), ToolResultChannel(), RunRegistry(store, lease_ttl_s=lease_ttl_s())
     from cloud.distributed.bus import Bus
     from cloud.distributed.hosts import RedisHostDirectory
     from cloud.distributed.rendezvous import RedisToolResultChannel
     from cloud.distributed.runs import RedisRunRegistry
 
     bus = Bus(url)
-    return RedisHostDirectory(bus), RedisToolResultChannel(bus), RedisRunRegistry(bus, store)  # type: ignore[return-value]
+    return RedisHostDirectory(bus), RedisToolResultChannel(bus), RedisRunRegistry(bus, store, lease_ttl_s=lease_ttl_s())  # type: ignore[return-value]
 
 
 def start_recovery_sweep(store: Store, hosts: HostDirectory, runs: RunRegistry,
-                         interval_s: float = LEASE_TTL_S / 2) -> threading.Thread:
-    """Every `interval_s`, end the runs whose lease expired (a process died mid-run, on any machine)."""
+                         interval_s: float | None = None) -> threading.Thread:
+    """Every `interval_s` (half the lease time), end the runs whose lease expired (a process died mid-run, on any machine)."""
     from cloud.assembly import recover_interrupted_runs
     from cloud.distributed.runs import RedisRunRegistry
 
+    every = interval_s if interval_s is not None else lease_ttl_s() / 2
+
     def sweep() -> None:
-        while not runs.stopped.wait(interval_s):
+        while not runs.stopped.wait(every):
             try:
                 for session_id in recover_interrupted_runs(store, hosts):
                     log.warning("run %s: its process stopped mid-run; ended here", session_id)

@@ -1,0 +1,116 @@
+"""Issue 14 item 4: `kill -9` of the instance driving a run while the host executes, and Redis restarted
+mid-run. The other instance ends the run cleanly (every tool call answered), nothing committed is lost,
+no session stays `running`."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST
+from tests.scale.servers import free_port, wait_port
+from tests.support.client import Client, write_script
+from tests.support.server import RunningServer, running_server
+from tests.support.spine import (
+    BackgroundRun,
+    assert_transcript_valid,
+    automate,
+    collect,
+    say,
+    session,
+    wait_until,
+)
+from tests.support.test_host import TestHost
+
+LEASE_S = 2.0
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def instance_a(tmp_path, scripts_dir, redis, monkeypatch) -> Iterator[RunningServer]:
+    monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
+    monkeypatch.setenv("NEXUS_RUN_LEASE_S", str(LEASE_S))
+    with running_server(tmp_path, db_path=tmp_path / "shared.db", **FAST) as a:
+        yield a
+        a.state.runs.close()
+
+
+@pytest.fixture
+def instance_b(instance_a, tmp_path) -> Iterator[tuple[str, subprocess.Popen]]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tests.scale.instance", str(tmp_path / "shared.db"), str(port)],
+                               cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, process, "instance B")
+        yield f"http://127.0.0.1:{port}", process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+def test_kill_9_of_the_driving_instance_while_the_host_executes(instance_a, instance_b, scripts_dir):
+    a = instance_a
+    b_url, b_process = instance_b
+    token = a.token("alice")
+    host = TestHost(a.ws_url, token, delay_s=1.5).start()
+    try:
+        on_a, on_b = Client(a.url, token), Client(b_url, token)
+        spec = write_script(scripts_dir / "crash.json", [automate("doc.add('Wall', 'Committed wall')"), say("done")])
+        session_id = on_b.new_session(host.host_id, spec)
+        BackgroundRun(on_b, session_id, "add a wall")
+        wait_until(lambda: any(m["type"] == "execute" for m in host.received), timeout=15)
+        os.kill(b_process.pid, signal.SIGKILL)  # the host is executing; its answer will reach A only
+        b_process.wait(10)
+        # A's sweep finds B's lease expired and ends the run; no session stays running.
+        wait_until(lambda: session(on_a, session_id)["status"] != "running", timeout=LEASE_S * 6 + 10)
+        body = session(on_a, session_id)
+        assert body["status"] == "error" and body["running"] is False
+        assert_transcript_valid(body["messages"])  # the dangling call is answered
+        assert "server restarted" in str(body["messages"][-1]).lower()
+        # The change was held open by the host for the dead instance's decision: the document is as it was,
+        # and the host, reconnecting to the surviving instance, is told to discard it.
+        assert not [e for e in host.document.elements.values() if e["name"] == "Committed wall"]
+        host.stop()
+        again = TestHost(a.ws_url, token, host_id=host.host_id, document=host.document).start()
+        wait_until(lambda: any(m["type"] == "decide" and m["decision"] == "discard" for m in again.received),
+                   timeout=10)
+        again.stop()
+        # A page reattaching through A sees the run's chunks and a clear end.
+        replay = on_a.call("GET", f"/api/sessions/{session_id}/stream?after=0")
+        assert replay.status_code == 200 and "event: ToolCall" in replay.text
+        assert replay.text.rstrip().splitlines()[-1].startswith("data: ") and "event: Error" in replay.text
+        assert on_a.call("GET", "/api/runs").json() == {"runs": []}
+    finally:
+        host.stop()
+
+
+def test_redis_restarted_mid_run_the_run_waits_and_recovers(instance_a, redis, scripts_dir):
+    a = instance_a
+    token = a.token("alice")
+    host = TestHost(a.ws_url, token, delay_s=2.5).start()
+    try:
+        alice = Client(a.url, token)
+        spec = write_script(scripts_dir / "redis.json", [collect("print(len(doc.by_class('Wall')))"),
+                                                         say("Counted the walls.")])
+        session_id = alice.new_session(host.host_id, spec)
+        run = BackgroundRun(alice, session_id, "count the walls")
+        wait_until(lambda: any(m["type"] == "execute" for m in host.received), timeout=15)
+        redis.stop()  # everything Redis held is gone (no persistence)
+        time.sleep(0.3)
+        redis.start()
+        stream = run.join(40)
+        assert stream.last == {"type": "Complete", "content": "Counted the walls."}
+        (result,) = stream.of("Metadata", "tool_result")
+        assert result["metadata"]["ok"] is True
+        body = session(alice, session_id)
+        assert body["status"] == "idle"
+        assert_transcript_valid(body["messages"])
+    finally:
+        host.stop()

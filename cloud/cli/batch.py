@@ -1,0 +1,250 @@
+"""`nexus batch`: one reviewed script (or one prompt) applied to many IFC models, each in its own host
+process and transaction, with a per-file result and a summary report; `nexus batch-worker`: processes a
+batch's jobs from the Redis queue on any machine that can read the files (docs/batch.md)."""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from cloud.cli.common import fail, open_store, with_db
+
+POLL_S = 0.3
+DEFAULT_EMBEDDED_WORKERS = 2
+DEFAULT_IN_PLACE_STATE = "nexus-batch"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = with_db(sub.add_parser("batch", help="apply one script or prompt to many IFC models"))
+    p.add_argument("--ifc", help="the models, as a glob (quote it): 'models/**/*.ifc'")
+    task = p.add_mutually_exclusive_group()
+    task.add_argument("--script", help="a reviewed Python script, run as an automation on every file")
+    task.add_argument("--prompt", help="a task for the agent, run on every file in its own session")
+    p.add_argument("--model", help="model spec for --prompt; scripted:DIR plays DIR/<file stem>.json per file")
+    p.add_argument("--out", help="write each changed model here (same relative names); inputs are never modified")
+    p.add_argument("--in-place", action="store_true", help="without --out: overwrite each input that changed")
+    p.add_argument("--state", help=f"manifest, results and reports (default: --out; ./{DEFAULT_IN_PLACE_STATE} "
+                                   "with --in-place)")
+    p.add_argument("--workers", type=int, help=f"files at a time in this process (default {DEFAULT_EMBEDDED_WORKERS}; "
+                                                "with Redis 0: only `nexus batch-worker`s work)")
+    p.add_argument("--policy", choices=("auto", "readonly"), default="auto",
+                   help="readonly runs the script as a data collection: nothing is written")
+    p.add_argument("--validation", choices=("warn", "block"), default="warn",
+                   help="block: a file whose change introduces validation findings is not written")
+    p.add_argument("--redis", help="queue the jobs on this Redis (default: $NEXUS_REDIS_URL)")
+    p.add_argument("--resume", metavar="DIR", help="finish the batch recorded in DIR")
+    p.add_argument("--retry-failed", action="store_true", help="redo files whose earlier attempt failed")
+    p.add_argument("--json", action="store_true", help="one JSON object per file, then a summary object")
+    p.set_defaults(func=cmd_batch)
+
+    w = with_db(sub.add_parser("batch-worker", help="process batch jobs from the Redis queue"))
+    w.add_argument("--redis", help="the queue's Redis (default: $NEXUS_REDIS_URL)")
+    w.add_argument("--workers", type=int, default=1, help="files at a time (default 1)")
+    w.set_defaults(func=cmd_batch_worker)
+
+
+def _expand(pattern: str) -> list[str]:
+    return sorted({os.path.abspath(p) for p in glob.glob(os.path.expanduser(pattern), recursive=True)
+                   if os.path.isfile(p)})
+
+
+def _under(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
+
+
+def build_spec(args: argparse.Namespace) -> Any:
+    """The batch asked for on the command line (BatchError says what is wrong with it)."""
+    from cloud.batch.jobs import BatchError, BatchSpec, load_manifest
+
+    if args.resume:
+        if args.ifc or args.script or args.prompt:
+            raise BatchError("--resume takes the batch as recorded: leave out --ifc, --script and --prompt")
+        return load_manifest(args.resume)
+    if not args.ifc:
+        raise BatchError("--ifc GLOB is required (or --resume DIR)")
+    if args.script is None and args.prompt is None:
+        raise BatchError("give --script FILE or --prompt TEXT")
+    if args.prompt is not None and not args.model:
+        raise BatchError("--prompt needs --model (e.g. anthropic:claude-sonnet-4-5 or scripted:DIR)")
+    if args.out is None and not args.in_place:
+        raise BatchError("give --out DIR (inputs are never modified), or --in-place to overwrite the inputs")
+    if args.out is not None and args.in_place:
+        raise BatchError("--in-place writes over the inputs: it cannot be combined with --out")
+    out = os.path.abspath(args.out) if args.out else None
+    matched = _expand(args.ifc)
+    if out is not None and any(os.path.realpath(os.path.dirname(f)) == os.path.realpath(out) for f in matched):
+        raise BatchError("--out is the inputs' own folder: choose another folder, or --in-place")
+    files = [f for f in matched if out is None or not _under(f, out)]  # earlier outputs are not inputs
+    if not files:
+        raise BatchError(f"no files match {args.ifc!r}")
+    root = os.path.commonpath([os.path.dirname(f) for f in files])
+    script = None
+    if args.script is not None:
+        try:
+            script = Path(args.script).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BatchError(f"cannot read the script {args.script}: {exc}") from exc
+    state = os.path.abspath(args.state or out or DEFAULT_IN_PLACE_STATE)
+    return BatchSpec(files=files, root=root, state_dir=state, out_dir=out, script=script,
+                     script_name=os.path.basename(args.script) if args.script else None, prompt=args.prompt,
+                     model=args.model, policy=args.policy, validation=args.validation,
+                     retry_failed=args.retry_failed)
+
+
+def _check_model(spec: Any) -> None:
+    from cloud.batch.jobs import SCRIPTED
+    from cloud.vendors.registry import allow_on_command_line, create_model
+
+    if spec.prompt is None:
+        return
+    if spec.model.startswith(SCRIPTED) and Path(spec.model[len(SCRIPTED):]).is_dir():
+        return  # one script per file: a file without one fails alone
+    allow_on_command_line(spec.model)
+    create_model(spec.model)
+
+
+class Display:
+    """Live progress on stderr; per-file JSON lines on stdout with --json."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json, self.tty = as_json, sys.stderr.isatty()
+        self.shown: set[str] = set()
+        self.last = ""
+
+    def progress(self, line: str) -> None:
+        if line == self.last:
+            return
+        self.last = line
+        print(("\r" + line + "   ") if self.tty else line, end="" if self.tty else "\n", file=sys.stderr,
+              flush=True)
+
+    def results(self, results: dict[str, dict[str, Any]]) -> None:
+        from cloud.batch.report import json_line
+
+        for path, result in results.items():
+            if path in self.shown:
+                continue
+            self.shown.add(path)
+            if self.as_json:
+                print(json.dumps(json_line(result)), flush=True)
+            elif not result.get("ok"):
+                self.progress(f"failed: {path}: {(result.get('error') or '').splitlines()[0][:300]}")
+
+    def end(self) -> None:
+        if self.tty and self.last:
+            print(file=sys.stderr)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from cloud.batch.jobs import BatchError, result_path, save_manifest, sha256_file
+    from cloud.batch.progress import Tracker
+    from cloud.batch.queue import redis_url
+    from cloud.batch.report import summary, write_reports
+    from cloud.vendors.base import ModelError
+    from cloud.vendors.registry import ModelSpecError
+
+    try:
+        spec = build_spec(args)
+        _check_model(spec)
+    except (BatchError, ModelSpecError, ModelError) as exc:
+        return fail(str(exc))
+    save_manifest(spec)
+    shas = {}
+    for path in spec.files:
+        try:
+            shas[path] = sha256_file(path)
+        except OSError:
+            shas[path] = ""
+    url = redis_url(args.redis)
+    workers = args.workers if args.workers is not None else (0 if url else DEFAULT_EMBEDDED_WORKERS)
+    if workers < 0 or (workers == 0 and not url):
+        return fail("--workers must be at least 1 without Redis (0 with Redis: only batch-workers work)")
+    store = open_store(args) if workers else None
+    started = time.monotonic()
+    stop = threading.Event()
+    pool, queue, local = None, None, None
+    tracker = Tracker(spec, shas, lambda: [])
+    tracker.poll()
+    pending = [p for p in spec.files if p not in tracker.results
+               or (spec.retry_failed and not tracker.results[p].get("ok"))]
+    for path in pending:
+        if tracker.results.pop(path, None) is not None:
+            result_path(spec, path).unlink(missing_ok=True)  # a failure being retried: not the record anymore
+    display = Display(args.json)
+    try:
+        if url:
+            from cloud.batch.queue import BatchQueue
+
+            queue = BatchQueue(url, store)
+            try:
+                queue.ping()
+            except Exception as exc:
+                return fail(f"cannot reach Redis at {url}: {exc}")
+            queue.enqueue(spec.state_dir, pending)
+            tracker._running = lambda: queue.running(spec.batch_id)
+            if workers:
+                local = threading.Thread(target=queue.work, args=(workers, stop), daemon=True)
+                local.start()
+        else:
+            from cloud.batch.pool import EmbeddedPool
+
+            assert store is not None
+            pool = EmbeddedPool(store, workers)
+            tracker._running = pool.running
+            pool.submit(spec, pending)
+        while True:
+            progress = tracker.poll()
+            display.results(tracker.results)
+            display.progress(progress.line())
+            if progress.finished:
+                break
+            time.sleep(POLL_S)
+    finally:
+        stop.set()
+        if pool is not None:
+            pool.close()
+        if local is not None:
+            local.join()
+        if queue is not None:
+            queue.close()
+        display.end()
+    results = [tracker.results[p] for p in spec.files if p in tracker.results]
+    write_reports(spec, results)
+    final = summary(spec, results, time.monotonic() - started)
+    if args.json:
+        print(json.dumps(final), flush=True)
+    else:
+        print(f"{final['committed']} committed, {final['unchanged']} unchanged, {final['failed']} failed "
+              f"of {final['files']} files in {final['seconds']:.1f} s; report: {final['report_html']}")
+    return 0 if final["failed"] == 0 else 1
+
+
+def cmd_batch_worker(args: argparse.Namespace) -> int:
+    from cloud.batch.queue import BatchQueue, redis_url
+
+    url = redis_url(args.redis)
+    if not url:
+        return fail("no queue: pass --redis URL or set NEXUS_REDIS_URL")
+    if args.workers < 1:
+        return fail("--workers must be at least 1")
+    queue = BatchQueue(url, open_store(args))
+    try:
+        queue.ping()
+    except Exception as exc:
+        return fail(f"cannot reach Redis at {url}: {exc}")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    print(f"nexus batch-worker {queue.name}: {args.workers} at a time, queue {url}", file=sys.stderr, flush=True)
+    try:
+        queue.work(args.workers, stop)
+    finally:
+        queue.close()
+    return 0

@@ -1,0 +1,102 @@
+"""What the batch tests share: a folder of models (generated, corpus, truncated, one the script fails on),
+the one-attribute script, running `nexus batch`, and an entity-by-entity comparison of input and output."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import ifcopenshell
+
+from ifc_host.sample import write_sample_model
+from tests.corpus.corpus_files import corpus_dir
+
+MARK = "batch: fire rating reviewed"
+FAIL_PROJECT = "FAIL-ME"
+CORPUS_FILES = ("Ifc4_WallElementedCase.ifc", "IfcOpenHouse_IFC4.ifc")
+# Sets one attribute on every wall; on the project named FAIL-ME it first changes the walls, then fails:
+# nothing of it may reach the output.
+SCRIPT = f'''
+for wall in model.by_type("IfcWall"):
+    wall.Description = {MARK!r}
+project = model.by_type("IfcProject")[0]
+if project.Name == {FAIL_PROJECT!r}:
+    raise RuntimeError("this project is not ready for the new standard")
+'''
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def make_models(folder: Path, generated: int, corpus: bool = True) -> dict[str, list[Path]]:
+    """Generated sample models (different seeds), corpus files, a truncated file, one the script fails on."""
+    folder.mkdir(parents=True, exist_ok=True)
+    good = []
+    for seed in range(generated):
+        path = folder / f"gen_{seed:02d}.ifc"
+        write_sample_model(path, storeys=1, seed=seed)
+        good.append(path)
+    if corpus:
+        for name in CORPUS_FILES:
+            shutil.copyfile(corpus_dir() / name, folder / name)
+            good.append(folder / name)
+    truncated = folder / "truncated.ifc"
+    data = (folder / "gen_00.ifc").read_bytes() if generated else b"ISO-10303-21;\nHEADER;\n"
+    truncated.write_bytes(data[: len(data) // 2])
+    failing = folder / "failing.ifc"
+    write_sample_model(failing, storeys=1, seed=99)
+    model = ifcopenshell.open(str(failing))
+    model.by_type("IfcProject")[0].Name = FAIL_PROJECT
+    model.write(str(failing))
+    return {"good": good, "bad": [truncated, failing]}
+
+
+def run_batch(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cloud.cli", "batch", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def json_lines(stdout: str) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    objects = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    assert objects and objects[-1].get("summary") is True, stdout
+    per_file = {Path(o["file"]).name: o for o in objects[:-1]}
+    assert len(per_file) == len(objects) - 1, "a file was reported twice"
+    return per_file, objects[-1]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, ifcopenshell.entity_instance):
+        return ("#", value.id()) if value.id() else (value.is_a(), _plain(value.wrappedValue))
+    if isinstance(value, (tuple, list)):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def entities(path: Path) -> dict[int, tuple[str, tuple[Any, ...]]]:
+    model = ifcopenshell.open(str(path))
+    return {e.id(): (e.is_a(), tuple(_plain(v) for v in e)) for e in model}
+
+
+def assert_exactly_the_change(source: Path, output: Path) -> None:
+    """Every entity of the output equals the input's, except each wall's Description, which is MARK."""
+    before, after = entities(source), entities(output)
+    assert before.keys() == after.keys(), f"{output.name}: entities added or removed"
+    model = ifcopenshell.open(str(source))
+    walls = {w.id() for w in model.by_type("IfcWall")}
+    assert walls, f"{source.name} has no walls: a useless test file"
+    sample = model.by_type("IfcWall")[0]
+    description = next(i for i in range(len(sample)) if sample.attribute_name(i) == "Description")
+    for entity_id, (cls, values) in before.items():
+        new_cls, new_values = after[entity_id]
+        assert new_cls == cls, f"{output.name} #{entity_id}: {cls} became {new_cls}"
+        if entity_id in walls:
+            expected = values[:description] + (MARK,) + values[description + 1:]
+            assert new_values == expected, f"{output.name} #{entity_id}: not exactly the intended change"
+        else:
+            assert new_values == values, f"{output.name} #{entity_id} ({cls}) changed"

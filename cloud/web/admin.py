@@ -118,6 +118,18 @@ def usage():
     return jsonify({"usage": nexus().store.usage_summary()})
 
 
+@admin_api.get("/evaluations")
+@require_user(admin=True)
+def evaluations():
+    """Reports of `nexus eval` found under the folder the server is configured with (NEXUS_EVAL_RESULTS)."""
+    from cloud.evaluation.results import ENV, list_evaluations, results_folder
+
+    folder = results_folder()
+    if folder is None or not folder.is_dir():
+        return jsonify({"configured": False, "setting": ENV, "evaluations": []})
+    return jsonify({"configured": True, "setting": ENV, "evaluations": list_evaluations(folder)})
+
+
 @admin_api.get("/tokens")
 @require_user(admin=True)
 def tokens():

@@ -7,7 +7,7 @@ import { renderTranscript, shortModel } from "./conversation.js";
 import { stackedBars } from "./charts.js";
 
 const $ = (id) => document.getElementById(id);
-const TABS = ["sessions", "audit", "hosts", "usage", "tokens"];
+const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations"];
 const POLICIES = ["auto", "ask", "readonly"];
 const STATUS_KIND = { running: "info", error: "bad", cancelled: "warn", idle: "muted" };
 
@@ -77,7 +77,7 @@ class AdminConsole {
     this.loaded.add(tab);
     try {
       await { sessions: () => this.loadSessions(), audit: () => this.loadAudit(), hosts: () => this.loadHosts(),
-        usage: () => this.loadUsage(), tokens: () => this.loadTokens() }[tab]();
+        usage: () => this.loadUsage(), tokens: () => this.loadTokens(), evaluations: () => this.loadEvaluations() }[tab]();
       $("admin-notice").hidden = true;
     } catch (error) {
       this.loaded.delete(tab);
@@ -222,7 +222,42 @@ class AdminConsole {
     return h("span", { class: "inline-form" }, h("span", { text: summary }), button);
   }
 
-    // ---- usage ----
+    // ---- evaluations (reports of nexus eval) ----
+  async loadEvaluations() {
+    const { configured, setting, evaluations } = await api("GET", "/api/admin/evaluations");
+    if (!configured) $("evaluations-note").textContent = `No results folder: start the server with ${setting}=DIR, where nexus eval --out wrote its reports.`;
+    const rate = (v) => (v === null || v === undefined ? "n/a" : `${(v * 100).toFixed(1)}%`);
+    const rows = evaluations.flatMap((e) => Object.entries(e.summary.models || {}).map(([model, m]) => ({ e, model, m })));
+    table($("evaluations-table"), [
+      { title: "Written", value: (r) => r.e.created || "" },
+      { title: "Report", value: (r) => r.e.name },
+      { title: "Model", value: (r) => r.model },
+      { title: "Pass rate", value: (r) => rate(r.m.pass_rate), num: true },
+      { title: "Passed", value: (r) => String(r.m.passed), num: true },
+      { title: "Failed", value: (r) => String(r.m.failed), num: true },
+      { title: "Errors", value: (r) => String(r.m.errors), num: true },
+      { title: "Tokens", value: (r) => formatNumber(r.m.input_tokens + r.m.output_tokens), num: true },
+      { title: "Cost", value: (r) => formatCost(r.m.cost), num: true },
+      { title: "Time (s)", value: (r) => r.m.seconds.toFixed(1), num: true },
+    ], rows, { empty: "No evaluation reports.", onClick: (r) => this.showEvaluation(r.e, r.model) });
+    if (rows.length) this.showEvaluation(rows[0].e, rows[0].model);
+  }
+
+  showEvaluation(evaluation, model) {
+    $("evaluation-title").textContent = `Task runs: ${evaluation.name} · ${model}`;
+    table($("evaluation-runs"), [
+      { title: "Task", value: (r) => r.task },
+      { title: "Result", value: (r) => pill(r.status.toUpperCase(), { pass: "good", fail: "bad", error: "warn" }[r.status] || "muted") },
+      { title: "Turns", value: (r) => String(r.turns), num: true },
+      { title: "Tool calls", value: (r) => String(r.tool_calls), num: true },
+      { title: "Fixes", value: (r) => String(r.fixes), num: true },
+      { title: "Cost", value: (r) => formatCost(r.cost), num: true },
+      { title: "Time (s)", value: (r) => Number(r.seconds).toFixed(1), num: true },
+      { title: "Detail", value: (r) => r.detail || "" },
+    ], evaluation.runs.filter((r) => r.model === model), { empty: "No runs." });
+  }
+
+  // ---- usage ----
   async loadUsage() {
     const { usage } = await api("GET", "/api/admin/usage");
     this.usage = usage;

@@ -1,0 +1,52 @@
+"""Loading a task's checker and calling it: `check(before, after, answer)` returns a bool or (bool, detail);
+an exception is a failure whose detail is the exception's message."""
+from __future__ import annotations
+
+import importlib.util
+import threading
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+_lock = threading.Lock()
+_loaded: dict[Path, ModuleType] = {}
+
+
+class CheckerError(ValueError):
+    pass
+
+
+def load_checker(path: Path) -> ModuleType:
+    with _lock:
+        if path in _loaded:
+            return _loaded[path]
+        name = "nexus_eval_checker_" + "_".join(p for p in path.with_suffix("").parts[-3:] if p.isidentifier())
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise CheckerError(f"{path}: not a Python module")
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # a broken checker is the suite's fault: say where
+            raise CheckerError(f"{path}: cannot load: {type(exc).__name__}: {exc}") from exc
+        if not callable(getattr(module, "check", None)):
+            raise CheckerError(f"{path}: defines no check(before, after, answer)")
+        _loaded[path] = module
+        return module
+
+
+def run_checker(path: Path, before: Any, after: Any, answer: str) -> tuple[bool, str]:
+    """(passed, detail). Never raises: a checker that raises (or cannot load) fails with its message."""
+    try:
+        result = load_checker(path).check(before, after, answer)
+    except CheckerError as exc:
+        return False, f"checker error: {exc}"
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return False, f"checker raised {type(exc).__name__}: {exc} (line {where.lineno})"
+    if isinstance(result, bool):
+        return result, ""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], bool):
+        return result[0], str(result[1])
+    return False, f"checker returned {type(result).__name__}, expected a bool or (bool, detail)"

@@ -95,16 +95,14 @@ class McpCalls:
 
     def session_for(self, user: str, host_id: str, client: str) -> str:
         """The store session this client's calls on this host are recorded in (visible in the chat page and
-        the admin console; budgets count per session, as in one run)."""
+        the admin console; anchored edits apply to the script it last ran there)."""
         key = (user, host_id, client)
         with self._lock:
             if key in self._sessions:
                 return self._sessions[key]
         session_id = self.backend.store.create_session(user, host_id, f"mcp:{client}", {})
-        state = SessionState()
-        state.start_run()
-        self.backend.store.update_session(session_id, state=state.to_json(),
-                                          **({"policy": self.policy} if self.policy else {}))
+        if self.policy:
+            self.backend.store.update_session(session_id, policy=self.policy)
         with self._lock:
             self._sessions.setdefault(key, session_id)
             self._session_locks.setdefault(self._sessions[key], threading.Lock())
@@ -144,6 +142,9 @@ class McpCalls:
                 assert row is not None
                 session = Session(row["id"], row["user_name"], row["host_id"], row["model"],
                                   SessionState.from_json(row["state"]), [])
+                # The client's agent runs its own loop and budgets: each call is a run of its own here
+                # (the fix/iteration caps bound one run of NexusAI's loop); the script stays for edits.
+                session.state.start_run()
                 link = session_link(self.backend.hosts, self.backend.channel, row)
 
                 def save_state() -> None:

@@ -62,13 +62,17 @@ def test_collect_automate_and_a_failing_script(sample_ifc, tmp_path):
             automated = await session.call_tool("execute_task_automation", {"code": RENAME})
             edited = await session.call_tool("execute_task_automation",
                                              {"edits": [{"old": "'MCP-D1'", "new": "'MCP-D2'"}]})
+            more = [await session.call_tool("execute_task_automation",
+                                            {"code": f"model.by_type('IfcDoor')[2].Name = 'LOOP-{n}'"})
+                    for n in range(3)]  # past the loop's per-run iteration cap: the client runs its own loop
             failed = await session.call_tool("execute_task_automation",
                                              {"code": "model.by_type('IfcDoor')[1].Name = 'NOPE'\nraise ValueError('x')"})
             refused = await session.call_tool("execute_task_automation", {"code": "x = 1", "host": "h_nothere"})
             invalid = await session.call_tool("execute_task_automation", {"code": "x = 1", "edits": []})
-            return collected, automated, edited, failed, refused, invalid
+            return collected, automated, edited, more, failed, refused, invalid
 
-    collected, automated, edited, failed, refused, invalid = anyio.run(scenario)
+    collected, automated, edited, more, failed, refused, invalid = anyio.run(scenario)
+    assert [r.structured_content["committed"] for r in more] == [True, True, True], text_of(more[-1])
     assert invalid.is_error and "edits" in text_of(invalid)  # the contract's validation names the field
     doors = len(ifcopenshell.open(str(sample_ifc)).by_type("IfcDoor"))
     assert not collected.is_error and text_of(collected).strip().endswith(str(doors))
@@ -92,10 +96,10 @@ def test_collect_automate_and_a_failing_script(sample_ifc, tmp_path):
 
     rows = sqlite3.connect(db).execute("SELECT user_name, code, sha256 FROM audit WHERE kind = 'mcp_call'").fetchall()
     calls = [json.loads(code) for _, code, _ in rows]
-    assert [c["tool"] for c in calls].count("execute_task_automation") == 5
+    assert [c["tool"] for c in calls].count("execute_task_automation") == 8
     assert all(c["client"] == "mcp" and user == "mcp" and len(sha) == 64 for (user, _, sha), c in zip(rows, calls, strict=True))
     scripts = sqlite3.connect(db).execute("SELECT count(*) FROM audit WHERE kind = 'model'").fetchone()[0]
-    assert scripts == 4  # every script dispatched to the host, with its hash, as for the loop
+    assert scripts == 7  # every script dispatched to the host, with its hash, as for the loop
 
 
 def test_capture_lookup_hosts_context_and_prompts(sample_ifc, tmp_path):

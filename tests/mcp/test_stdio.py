@@ -192,3 +192,15 @@ def test_a_real_corpus_file(tmp_path):
     assert renamed.structured_content["committed"] is True
     assert "MCP wall" in {w.Name for w in ifcopenshell.open(str(tmp_path / "out.ifc")).by_type("IfcWall")}
     decoded_png(view)
+
+
+def test_a_file_that_is_not_an_ifc_model_is_refused_before_anything_starts(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "notes.ifc"
+    bad.write_text("this is not STEP")
+    done = subprocess.run([sys.executable, "-m", "cloud.cli", "mcp", "--ifc", str(bad), "--db",
+                           str(tmp_path / "db.sqlite")], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode != 0 and str(bad) in done.stderr and done.stdout == ""

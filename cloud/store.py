@@ -1,73 +1,104 @@
-"""Persistence in SQLite: users and hashed tokens, sessions with their neutral transcript, audit log, usage.
+"""Persistence in SQLite or PostgreSQL: users and hashed tokens, sessions with their neutral transcript,
+audit log, usage, run leases.
 
-Every write takes its own short `BEGIN IMMEDIATE` transaction (Python's default transaction handling
-loses updates under threads); nothing holds a transaction across a long-lived stream. Connections come
-from a small pool, not one per thread. A PostgreSQL store would implement the same public methods.
+One implementation for both databases on SQLAlchemy Core: the tables are declared once (created when
+missing, columns added later through Alembic's operations), the queries are plain SQL both dialects
+read alike, and the few differences (substring search, locking) are chosen per dialect. SQLite stays
+the embedded default (a file path); a `postgresql://` URL selects PostgreSQL.
+
+Every write takes its own short transaction: `BEGIN IMMEDIATE` on SQLite (Python's default transaction
+handling loses updates under threads), row or advisory locks on PostgreSQL where a write reads first.
+Nothing holds a transaction across a long-lived stream. Connections come from a small pool.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import queue
 import re
 import secrets
-import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS users (
-    name TEXT PRIMARY KEY, is_admin INTEGER NOT NULL DEFAULT 0, policy TEXT NOT NULL DEFAULT 'auto',
-    created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS tokens (
-    id TEXT PRIMARY KEY, token_hash TEXT UNIQUE NOT NULL, user_name TEXT NOT NULL REFERENCES users(name),
-    created REAL NOT NULL, revoked REAL, is_admin INTEGER NOT NULL DEFAULT 0, scope TEXT NOT NULL DEFAULT 'user');
-CREATE TABLE IF NOT EXISTS web_sessions (
-    id_hash TEXT PRIMARY KEY, token_id TEXT NOT NULL REFERENCES tokens(id), created REAL NOT NULL,
-    expires REAL NOT NULL, revoked REAL);
-CREATE TABLE IF NOT EXISTS signin_codes (
-    code_hash TEXT PRIMARY KEY, token_id TEXT NOT NULL REFERENCES tokens(id), expires REAL NOT NULL, used REAL);
-CREATE TABLE IF NOT EXISTS host_owners (
-    host_id TEXT PRIMARY KEY, user_name TEXT NOT NULL, first_seen REAL NOT NULL, last_seen REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY, user_name TEXT NOT NULL, host_id TEXT, model TEXT, created REAL NOT NULL,
-    updated REAL NOT NULL, status TEXT NOT NULL DEFAULT 'idle', policy TEXT NOT NULL DEFAULT 'auto',
-    state TEXT NOT NULL DEFAULT '{}');
-CREATE TABLE IF NOT EXISTS messages (
-    session_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq));
-CREATE TABLE IF NOT EXISTS audit (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, session_id TEXT, tool_call_id TEXT,
-    user_name TEXT, host_id TEXT, host_app TEXT, capability_version TEXT, kind TEXT NOT NULL,
-    sha256 TEXT NOT NULL, bytes INTEGER NOT NULL, code TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS audit_sha ON audit (sha256);
-CREATE INDEX IF NOT EXISTS sessions_user ON sessions (user_name, created);
-CREATE TABLE IF NOT EXISTS results (
-    session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, result TEXT NOT NULL,
-    PRIMARY KEY (session_id, tool_call_id));
-CREATE TABLE IF NOT EXISTS images (
-    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, png BLOB NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS usage (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, day TEXT NOT NULL, session_id TEXT,
-    user_name TEXT, model TEXT, uncached_input INTEGER, cache_read INTEGER, cache_write INTEGER,
-    output INTEGER, reasoning INTEGER, cost REAL);
-CREATE TABLE IF NOT EXISTS run_leases (
-    session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
-"""
+from sqlalchemy import (
+    Column,
+    Double,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    event,
+    inspect,
+)
+from sqlalchemy.engine import Connection, CursorResult, Engine
+from sqlalchemy.pool import QueuePool
 
-# Columns added after a database may already exist: (table, column, definition, backfill SQL or None).
+metadata = MetaData()
+
+
+def _text(name: str, **kw: Any) -> Column:
+    return Column(name, Text, **kw)
+
+
+def _real(name: str, **kw: Any) -> Column:
+    return Column(name, Double, **kw)
+
+
+Table("users", metadata, _text("name", primary_key=True),
+      Column("is_admin", Integer, nullable=False, server_default="0"),
+      _text("policy", nullable=False, server_default="auto"), _real("created", nullable=False),
+      _text("validation", nullable=False, server_default="warn"))
+Table("tokens", metadata, _text("id", primary_key=True), _text("token_hash", unique=True, nullable=False),
+      _text("user_name", nullable=False), _real("created", nullable=False), _real("revoked"),
+      Column("is_admin", Integer, nullable=False, server_default="0"),
+      _text("scope", nullable=False, server_default="user"))
+Table("web_sessions", metadata, _text("id_hash", primary_key=True), _text("token_id", nullable=False),
+      _real("created", nullable=False), _real("expires", nullable=False), _real("revoked"))
+Table("signin_codes", metadata, _text("code_hash", primary_key=True), _text("token_id", nullable=False),
+      _real("expires", nullable=False), _real("used"))
+Table("host_owners", metadata, _text("host_id", primary_key=True), _text("user_name", nullable=False),
+      _real("first_seen", nullable=False), _real("last_seen", nullable=False))
+Table("sessions", metadata, _text("id", primary_key=True), _text("user_name", nullable=False), _text("host_id"),
+      _text("model"), _real("created", nullable=False), _real("updated", nullable=False),
+      _text("status", nullable=False, server_default="idle"), _text("policy", nullable=False, server_default="auto"),
+      _text("state", nullable=False, server_default="{}"),
+      _text("validation", nullable=False, server_default="warn"),
+      Index("sessions_user", "user_name", "created"))
+Table("messages", metadata, _text("session_id", primary_key=True), Column("seq", Integer, primary_key=True),
+      _text("entry", nullable=False))
+Table("audit", metadata, Column("id", Integer, primary_key=True, autoincrement=True), _real("ts", nullable=False),
+      _text("session_id"), _text("tool_call_id"), _text("user_name"), _text("host_id"), _text("host_app"),
+      _text("capability_version"), _text("kind", nullable=False), _text("sha256", nullable=False),
+      Column("bytes", Integer, nullable=False), _text("code", nullable=False), Index("audit_sha", "sha256"),
+      sqlite_autoincrement=True)
+Table("results", metadata, _text("session_id", primary_key=True), _text("tool_call_id", primary_key=True),
+      _text("result", nullable=False))
+Table("images", metadata, _text("id", primary_key=True), _text("session_id", nullable=False),
+      Column("png", LargeBinary, nullable=False), _real("created", nullable=False))
+Table("usage", metadata, Column("id", Integer, primary_key=True, autoincrement=True), _real("ts", nullable=False),
+      _text("day", nullable=False), _text("session_id"), _text("user_name"), _text("model"),
+      Column("uncached_input", Integer), Column("cache_read", Integer), Column("cache_write", Integer),
+      Column("output", Integer), Column("reasoning", Integer), _real("cost"), sqlite_autoincrement=True)
+Table("run_leases", metadata, _text("session_id", primary_key=True), _text("owner", nullable=False),
+      _real("expires", nullable=False))
+
+# Columns added after a database may already exist: (table, column, backfill SQL or None). New databases
+# get them from the tables above; older ones through Alembic's add_column.
 MIGRATIONS = [
     # Admin became a property of the token; a token of an admin user from before keeps the rights it had.
-    ("tokens", "is_admin", "INTEGER NOT NULL DEFAULT 0",
+    ("tokens", lambda: Column("is_admin", Integer, nullable=False, server_default="0"),
      "UPDATE tokens SET is_admin = 1 WHERE user_name IN (SELECT name FROM users WHERE is_admin = 1)"),
-    ("tokens", "scope", "TEXT NOT NULL DEFAULT 'user'", None),
+    ("tokens", lambda: _text("scope", nullable=False, server_default="user"), None),
     # Validation after automations (cloud/validation_setting.py): per session and per user.
-    ("sessions", "validation", "TEXT NOT NULL DEFAULT 'warn'", None),
-    ("users", "validation", "TEXT NOT NULL DEFAULT 'warn'", None),
+    ("sessions", lambda: _text("validation", nullable=False, server_default="warn"), None),
+    ("users", lambda: _text("validation", nullable=False, server_default="warn"), None),
 ]
 
 MAX_IDLE_CONNECTIONS = 8
@@ -77,6 +108,10 @@ USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")  # shown in pages a
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def is_database_url(target: str | Path) -> bool:
+    return str(target).startswith(("postgresql:", "postgresql+psycopg:", "postgres:"))
 
 
 @dataclass(frozen=True)
@@ -90,78 +125,111 @@ class User:
     scope: str = "user"
 
 
-def _user(row: sqlite3.Row) -> User:
+def _user(row: Mapping[str, Any]) -> User:
     return User(row["name"], bool(row["is_admin"]), row["policy"], row["token_id"], row["scope"])
 
 
 _USER_COLUMNS = "u.name, t.is_admin, u.policy, t.id AS token_id, t.scope"
 
 
+class _Tx:
+    """One write transaction: `execute` takes the store's `?` placeholders on either database."""
+
+    def __init__(self, conn: Connection, store: Store) -> None:
+        self._conn, self._store = conn, store
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> CursorResult:
+        return self._conn.exec_driver_sql(self._store._sql(sql), tuple(args))
+
+    def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        if rows:
+            self._conn.exec_driver_sql(self._store._sql(sql), [tuple(r) for r in rows])
+
+    def lock(self, key: str) -> None:
+        """Serialise writers of `key` until the transaction ends (SQLite's BEGIN IMMEDIATE already does)."""
+        if self._store.postgres:
+            self._conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+
+
 class Store:
-    def __init__(self, path: str | Path):
-        self.path = str(path)
+    def __init__(self, target: str | Path):
+        """`target`: a SQLite file path (":memory:" for a throwaway database) or a postgresql:// URL."""
+        self.path = str(target)
+        self.postgres = is_database_url(target)
+        self.engine = self._engine()
+        metadata.create_all(self.engine)
+        self._migrate()
+
+    def _engine(self) -> Engine:
+        if self.postgres:
+            url = re.sub(r"^postgres(ql)?(\+psycopg)?:", "postgresql+psycopg:", self.path)
+            return create_engine(url, pool_size=MAX_IDLE_CONNECTIONS, max_overflow=-1, pool_pre_ping=True)
         in_memory = self.path == ":memory:"
         if not in_memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         # A small pool rather than a connection per thread: a connection holds ~0.3 MB of page cache, and
         # every open stream, run and host socket is a thread (or a greenlet under gevent) of its own.
-        # ":memory:" is one database per connection, so it gets exactly one, shared.
-        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
-        self._max_idle = 1 if in_memory else MAX_IDLE_CONNECTIONS
-        self._may_open = not in_memory
-        self._idle.put(self._open())
-        with self._connection() as conn:
-            conn.executescript(SCHEMA)  # executescript manages its own transaction
-        self._migrate()
+        # ":memory:" is one database per connection, so it gets exactly one, shared, used by one at a time.
+        engine = create_engine("sqlite://" if in_memory else f"sqlite:///{self.path}", poolclass=QueuePool,
+                               pool_size=1 if in_memory else MAX_IDLE_CONNECTIONS,
+                               max_overflow=0 if in_memory else -1, pool_timeout=60,
+                               connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def configure(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # the transactions below are ours, not the driver's
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL never corrupts the database and loses nothing when the process dies; only
+            # an OS crash or power cut can drop the last commits. FULL fsyncs every commit, which cost about
+            # 0.3 ms of each of the half-dozen writes in a tool round trip.
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
+
+        return engine
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    def _contains(self, expression: str) -> str:
+        """SQL: `expression` (lower-cased) contains the next parameter."""
+        return f"strpos(lower({expression}), ?) > 0" if self.postgres else f"instr(lower({expression}), ?) > 0"
 
     def _migrate(self) -> None:
+        from alembic.operations import Operations
+        from alembic.runtime.migration import MigrationContext
+
         with self._write() as db:
-            for table, column, definition, backfill in MIGRATIONS:
-                present = {r["name"] for r in db.execute(f"PRAGMA table_info({table})")}
-                if column not in present:
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+            conn = db._conn
+            operations = Operations(MigrationContext.configure(conn))
+            columns = inspect(conn)
+            for table, column, backfill in MIGRATIONS:
+                if column().name not in {c["name"] for c in columns.get_columns(table)}:
+                    operations.add_column(table, column())
                     if backfill:
                         db.execute(backfill)
 
-    def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
-        # In WAL mode NORMAL never corrupts the database and loses nothing when the process dies; only
-        # an OS crash or power cut can drop the last commits. FULL fsyncs every commit, which cost about
-        # 0.3 ms of each of the half-dozen writes in a tool round trip.
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        return conn
-
     @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = self._idle.get_nowait() if self._may_open else self._idle.get()
-        except queue.Empty:
-            conn = self._open()
-        try:
-            yield conn
-        finally:
-            if self._idle.qsize() < self._max_idle:
-                self._idle.put(conn)
-            else:
-                conn.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
+    def _write(self) -> Iterator[_Tx]:
+        with self.engine.connect() as conn:
+            conn.info["write"] = True
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                with conn.begin():
+                    yield _Tx(conn, self)
+            finally:
+                conn.info.pop("write", None)
 
-    def _read(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
-        with self._connection() as conn:
-            return conn.execute(sql, args).fetchall()
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Mapping[str, Any]]:
+        with self.engine.connect() as conn:
+            return list(conn.exec_driver_sql(self._sql(sql), tuple(args)).mappings().all())
+
+    def close(self) -> None:
+        self.engine.dispose()
 
     # users and tokens
     def create_token(self, user_name: str, admin: bool = False, scope: str = "user") -> str:
@@ -175,7 +243,7 @@ class Store:
         token = "nx_" + secrets.token_urlsafe(32)
         now = time.time()
         with self._write() as db:
-            db.execute("INSERT OR IGNORE INTO users (name, created) VALUES (?, ?)", (user_name, now))
+            db.execute("INSERT INTO users (name, created) VALUES (?, ?) ON CONFLICT DO NOTHING", (user_name, now))
             db.execute("INSERT INTO tokens (id, token_hash, user_name, created, is_admin, scope) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
                        (uuid.uuid4().hex[:12], hash_token(token), user_name, now, int(admin), scope))
@@ -250,21 +318,22 @@ class Store:
         """The token id a one-time code stands for, once; None when unknown, used, expired or revoked."""
         now = time.time()
         with self._write() as db:
-            row = db.execute("SELECT c.token_id FROM signin_codes c JOIN tokens t ON t.id = c.token_id "
-                             "WHERE c.code_hash = ? AND c.used IS NULL AND c.expires > ? AND t.revoked IS NULL",
-                             (hash_token(code), now)).fetchone()
-            if row is None:
+            # The update is the check: of two redemptions at once, only one changes the row.
+            used = db.execute("UPDATE signin_codes SET used = ? WHERE code_hash = ? AND used IS NULL AND expires > ? "
+                              "AND token_id IN (SELECT id FROM tokens WHERE revoked IS NULL)",
+                              (now, hash_token(code), now)).rowcount
+            if not used:
                 return None
-            db.execute("UPDATE signin_codes SET used = ? WHERE code_hash = ?", (now, hash_token(code)))
-            return row["token_id"]
+            return db.execute("SELECT token_id FROM signin_codes WHERE code_hash = ?",
+                              (hash_token(code),)).fetchone()[0]
 
     # host ownership outlives a server restart: a host id is its first user's for good
     def claim_host(self, host_id: str, user_name: str) -> bool:
         """Record user_name as the owner of host_id; False when another user owns it."""
         now = time.time()
         with self._write() as db:
-            db.execute("INSERT OR IGNORE INTO host_owners (host_id, user_name, first_seen, last_seen) "
-                       "VALUES (?, ?, ?, ?)", (host_id, user_name, now, now))
+            db.execute("INSERT INTO host_owners (host_id, user_name, first_seen, last_seen) "
+                       "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", (host_id, user_name, now, now))
             return db.execute("UPDATE host_owners SET last_seen = ? WHERE host_id = ? AND user_name = ?",
                               (now, host_id, user_name)).rowcount > 0
 
@@ -338,13 +407,14 @@ class Store:
             sql += " AND s.status = ?"
             args.append(status)
         if text:
-            sql += (" AND (instr(lower(s.id), ?) OR instr(lower(s.user_name), ?) OR instr(lower(COALESCE(s.model, '')), ?)"
-                    " OR instr(lower(COALESCE(s.host_id, '')), ?))")
+            fields = ("s.id", "s.user_name", "COALESCE(s.model, '')", "COALESCE(s.host_id, '')")
+            sql += " AND (" + " OR ".join(self._contains(f) for f in fields) + ")"
             args.extend([text.lower()] * 4)
         return [dict(r) for r in self._read(sql + " ORDER BY s.updated DESC LIMIT ?", (*args, limit))]
 
     def append_entries(self, session_id: str, entries: list[dict[str, Any]]) -> None:
         with self._write() as db:
+            db.lock("messages:" + session_id)
             (count,) = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?",
                                   (session_id,)).fetchone()
             db.executemany("INSERT INTO messages (session_id, seq, entry) VALUES (?, ?, ?)",
@@ -361,7 +431,7 @@ class Store:
         """Take the session's lease for `owner`; False while another owner's lease has not expired."""
         now = time.time()
         with self._write() as db:
-            db.execute("INSERT OR IGNORE INTO run_leases (session_id, owner, expires) VALUES (?, ?, ?)",
+            db.execute("INSERT INTO run_leases (session_id, owner, expires) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                        (session_id, owner, now + ttl_s))
             return db.execute("UPDATE run_leases SET owner = ?, expires = ? WHERE session_id = ? "
                               "AND (owner = ? OR expires < ?)",
@@ -389,7 +459,8 @@ class Store:
     # the person's full copy of tool results, and images
     def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> None:
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?)",
+            db.execute("INSERT INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?) "
+                       "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET result = excluded.result",
                        (session_id, tool_call_id, json.dumps(result)))
 
     def get_result(self, session_id: str, tool_call_id: str) -> dict[str, Any] | None:
@@ -436,7 +507,7 @@ class Store:
             sql += " AND kind = ?"
             args.append(kind)
         if text:
-            sql += " AND instr(lower(code), ?)"
+            sql += f" AND {self._contains('code')}"
             args.append(text.lower())
         if sha256_prefix:
             sql += " AND sha256 LIKE ?"

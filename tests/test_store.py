@@ -1,22 +1,43 @@
-"""The SQLite store: hashed tokens, transcripts written under concurrency, audit and usage."""
+"""The store on SQLite and on PostgreSQL (a throwaway server from Debian's packages): hashed tokens,
+transcripts written under concurrency, audit and usage, run leases. Every test taking `store` runs on both."""
 from __future__ import annotations
 
 import hashlib
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import event
 
 from cloud.store import Store, hash_token
+from tests.scale.servers import fresh_database, postgres_server
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        opened = Store(tmp_path / "store.db")
+    else:
+        opened = Store(fresh_database(request.getfixturevalue("postgres")))
+    yield opened
+    opened.close()
 
 
 @pytest.fixture
-def store(tmp_path) -> Store:
+def sqlite_store(tmp_path) -> Store:
     return Store(tmp_path / "store.db")
 
 
-def test_tokens_are_stored_hashed_and_only_their_hash_is_on_disk(store, tmp_path):
+def test_tokens_are_stored_hashed_and_only_their_hash_is_on_disk(sqlite_store, tmp_path):
+    store = sqlite_store
     token = store.create_token("alice")
     assert token.startswith("nx_") and len(token) > 40
     assert store.user_for_token(token).name == "alice"
@@ -131,10 +152,10 @@ def test_concurrent_token_creation_and_usage_records_from_threads(store):
     assert (usage["uncached_input"], usage["cache_read"], usage["output"], usage["cost"]) == (200, 100, 40, 10.0)
 
 
-def test_a_second_store_on_the_same_file_sees_everything(store, tmp_path):
+def test_a_second_store_on_the_same_database_sees_everything(store):
     session_id = store.create_session("alice", "h_1", "scripted:x", {"current_script": "x = 1"})
     store.append_entries(session_id, [{"role": "user", "content": []}, {"role": "assistant", "content": []}])
-    reopened = Store(tmp_path / "store.db")
+    reopened = Store(store.path)
     row = reopened.get_session(session_id)
     assert row["state"] == {"current_script": "x = 1"} and row["host_id"] == "h_1"
     assert [e["role"] for e in reopened.transcript(session_id)] == ["user", "assistant"]
@@ -183,10 +204,10 @@ def test_an_in_memory_store_is_one_database_for_every_thread():
     assert seen == ["alice"]
 
 
-def test_long_lived_threads_do_not_each_hold_a_connection(store, monkeypatch):
+def test_long_lived_threads_do_not_each_hold_a_connection(store):
+    session_id = store.create_session("alice", None, None, {})  # the pool's first connection
     opened = []
-    original = store._open
-    monkeypatch.setattr(store, "_open", lambda: opened.append(1) or original())
+    event.listen(store.engine, "connect", lambda *_: opened.append(1))
     session_id = store.create_session("alice", None, None, {})
     release = threading.Event()
 

@@ -12,7 +12,9 @@ from cloud.store import Store
 
 
 def default_db() -> str:
-    return os.environ.get("NEXUS_DB") or str(Path(platformdirs.user_data_dir("nexusai")) / "nexus.db")
+    # NEXUS_DATABASE_URL (postgresql://...) for several machines; else a SQLite file.
+    return (os.environ.get("NEXUS_DATABASE_URL") or os.environ.get("NEXUS_DB")
+            or str(Path(platformdirs.user_data_dir("nexusai")) / "nexus.db"))
 
 
 def open_store(args: argparse.Namespace) -> Store:

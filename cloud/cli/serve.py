@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from cloud.cli.common import default_db, open_store, with_db
 from cloud.config import Settings
@@ -21,7 +22,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from cloud.web.app import create_app
 
     app = create_app(open_store(args), Settings.from_env(), default_model=default_model_spec())
-    print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {args.db or default_db()})", flush=True)
+    database = re.sub(r"//[^@/]*@", "//", args.db or default_db())  # no password in the output
+    print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {database})", flush=True)
     if args.mcp_port is not None:
         from cloud.mcp.http import start_mcp_http
 

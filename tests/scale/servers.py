@@ -1,10 +1,17 @@
-"""Throwaway Redis servers from Debian's packages, on random ports, in temporary folders."""
+"""Throwaway Redis and PostgreSQL servers from Debian's packages, on random ports, in temporary folders."""
 from __future__ import annotations
 
+import getpass
+import glob
+import os
+import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,3 +69,58 @@ def redis_server(folder: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+def postgres_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise RuntimeError("PostgreSQL is not installed (scripts/test installs Debian's postgresql)")
+    return Path(found[-1]).parent
+
+
+def _as_postgres_user(folder: Path) -> tuple[dict, str]:
+    """PostgreSQL refuses to run as root: when the tests are root, run it as Debian's postgres user."""
+    if os.geteuid() != 0:
+        return {}, getpass.getuser()
+    entry = pwd.getpwnam("postgres")
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def demote() -> None:
+        os.setgid(entry.pw_gid)
+        os.setuid(entry.pw_uid)
+
+    return {"preexec_fn": demote}, "postgres"
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL cluster initialised into a temporary folder (its own, reachable by the postgres user
+    when the tests run as root), listening on a random port; yields its URL."""
+    bin_dir, port = postgres_bin(), free_port()
+    folder = Path(tempfile.mkdtemp(prefix="nexus-pg-"))
+    folder.chmod(0o755)
+    demote, _ = _as_postgres_user(folder)
+    data = folder / "pgdata"
+    subprocess.run([str(bin_dir / "initdb"), "-D", str(data), "-U", "nexus", "--auth=trust", "-E", "UTF8"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **demote)
+    process = subprocess.Popen([str(bin_dir / "postgres"), "-D", str(data), "-p", str(port), "-h", "127.0.0.1",
+                                "-k", str(folder), "-c", "fsync=off", "-c", "max_connections=300"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **demote)
+    try:
+        wait_port(port, process, "postgres")
+        yield f"postgresql://nexus@127.0.0.1:{port}/postgres"
+    finally:
+        process.send_signal(signal.SIGINT)  # fast shutdown: do not wait for clients to disconnect
+        process.wait(30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fresh_database(server_url: str) -> str:
+    """A new empty database on the server; its URL."""
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:16]
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return server_url.rsplit("/", 1)[0] + "/" + name

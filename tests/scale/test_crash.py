@@ -1,5 +1,5 @@
-"""Issue 14 item 4: `kill -9` of the instance driving a run while the host executes, and Redis restarted
-mid-run. The other instance ends the run cleanly (every tool call answered), nothing committed is lost,
+"""Issue 14 item 4, on one PostgreSQL and one Redis: `kill -9` of the instance driving a run while the host
+executes, and Redis restarted mid-run. The other instance ends the run cleanly (every tool call answered), nothing committed is lost,
 no session stays `running`."""
 from __future__ import annotations
 
@@ -33,18 +33,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def instance_a(tmp_path, scripts_dir, redis, monkeypatch) -> Iterator[RunningServer]:
+def instance_a(tmp_path, scripts_dir, redis, database_url, monkeypatch) -> Iterator[RunningServer]:
     monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
     monkeypatch.setenv("NEXUS_RUN_LEASE_S", str(LEASE_S))
-    with running_server(tmp_path, db_path=tmp_path / "shared.db", **FAST) as a:
+    with running_server(tmp_path, db_path=database_url, **FAST) as a:
         yield a
         a.state.runs.close()
 
 
 @pytest.fixture
-def instance_b(instance_a, tmp_path) -> Iterator[tuple[str, subprocess.Popen]]:
+def instance_b(instance_a, database_url) -> Iterator[tuple[str, subprocess.Popen]]:
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "tests.scale.instance", str(tmp_path / "shared.db"), str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "tests.scale.instance", database_url, str(port)],
                                cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port, process, "instance B")

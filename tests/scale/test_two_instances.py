@@ -1,4 +1,4 @@
-"""Issue 14 item 3: two server instances on one store and one Redis, over real sockets.
+"""Issue 14 item 3: two server instances on one PostgreSQL and one Redis, over real sockets.
 
 A host connects to instance A; the session is created, driven and followed through instance B; the
 tool result comes back on A's websocket; the person's decision and a cancel are posted to A.
@@ -27,11 +27,11 @@ from tests.support.test_host import TestHost
 
 
 @pytest.fixture
-def instances(tmp_path, scripts_dir, redis, monkeypatch) -> Iterator[tuple[RunningServer, RunningServer]]:
+def instances(tmp_path, scripts_dir, redis, database_url, monkeypatch) -> Iterator[tuple[RunningServer, RunningServer]]:
     monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
     with ExitStack() as stack:
-        a = stack.enter_context(running_server(tmp_path, db_path=tmp_path / "shared.db", **FAST))
-        b = stack.enter_context(running_server(tmp_path, db_path=tmp_path / "shared.db", **FAST))
+        a = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
+        b = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
         assert isinstance(a.state.hosts, RedisHostDirectory) and a.state.runs.owner != b.state.runs.owner
         stack.callback(a.state.runs.close)
         stack.callback(b.state.runs.close)

@@ -178,18 +178,20 @@ def test_the_command_prints_json_lines_and_a_summary_writes_the_report_and_exits
     make_suite.task("pass", COUNT_DOORS, [say("There are 10 doors.")], policy="readonly")
     make_suite.task("fail", COUNT_DOORS, [say("There are 3 doors.")], policy="readonly")
     out = tmp_path / "report"
-    done = _cli(str(make_suite.root), "--model", make_suite.scripted, "--json", "--out", str(out))
+    done = _cli(str(make_suite.root), "--model", make_suite.scripted, "--json", "--out", str(out), "--repeat", "2",
+                "--parallel", "2")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     runs, summary = lines[:-1], lines[-1]
-    assert sorted(r["task"] for r in runs) == ["fail", "pass"]
+    assert sorted((r["task"], r["repeat"]) for r in runs) == [("fail", 1), ("fail", 2), ("pass", 1), ("pass", 2)]
     for run in runs:
         assert {"task", "model", "passed", "detail", "turns", "input_tokens", "output_tokens", "cost",
                 "seconds"} <= set(run)
-    assert summary["summary"] is True and summary["passed"] == 1 and summary["failed"] == 1
-    assert summary["pass_rate"] == 0.5 and summary["models"][make_suite.scripted]["runs"] == 2
+    assert summary["summary"] is True and summary["passed"] == 2 and summary["failed"] == 2
+    assert summary["pass_rate"] == 0.5 and summary["models"][make_suite.scripted]["runs"] == 4
     results = json.loads((out / "results.json").read_text())
-    assert len(results["runs"]) == 2 and (out / results["runs"][0]["transcript"]).is_file()
+    assert len(results["runs"]) == 4 and len({r["transcript"] for r in results["runs"]}) == 4
+    assert all((out / r["transcript"]).is_file() for r in results["runs"])
     assert "| fail |" in (out / "report.md").read_text() or "fail](" in (out / "report.md").read_text()
 
 

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 PREFIX = "nx:"
 BROADCAST = PREFIX + "events"
 RECONNECT_S = 0.5
+MAX_CONNECTIONS = 64  # per process
+POOL_WAIT_S = 10.0
 
 
 def process_id() -> str:
@@ -34,8 +36,12 @@ def process_id() -> str:
 class Bus:
     def __init__(self, url: str, process: str | None = None) -> None:
         self.process = process or process_id()
-        self.redis = redis.Redis.from_url(url, decode_responses=True, health_check_interval=30,
-                                          socket_keepalive=True)
+        # A bounded pool that makes a caller wait for a free connection (redis-py's default pool refuses
+        # the 101st at once): every stream, waiting run and host lookup of a busy process shares it.
+        pool = redis.BlockingConnectionPool.from_url(url, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_S,
+                                                     decode_responses=True, health_check_interval=30,
+                                                     socket_keepalive=True)
+        self.redis = redis.Redis(connection_pool=pool)
         self.inbox = f"{PREFIX}proc:{self.process}"
         self._cond = threading.Condition()
         self._generation: dict[str, int] = {}

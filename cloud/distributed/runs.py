@@ -170,7 +170,8 @@ class RedisRun(Run):
             if now - quiet_since >= keepalive_s:
                 quiet_since = now
                 yield KEEPALIVE
-            self.bus.wait(signal, seen, min(POLL_S, keepalive_s))
+            until_keepalive = keepalive_s - (time.monotonic() - quiet_since)
+            self.bus.wait(signal, seen, max(0.01, min(POLL_S, until_keepalive)))
 
 
 def mark_done(bus: Bus, session_id: str, retain_s: float) -> None:

@@ -60,6 +60,8 @@ class ChatPage {
     }
     await Promise.all([this.loadMe(), this.loadModels(), this.refreshHosts()]);
     setInterval(() => this.refreshHosts(), HOST_POLL_MS);
+    this.refreshRuns();
+    setInterval(() => this.refreshRuns(), HOST_POLL_MS);
     const remembered = this.rememberedSession();
     if (remembered) await this.openSession(remembered, { quiet: true });
     else this.showEmpty();
@@ -268,8 +270,9 @@ class ChatPage {
     const list = $("session-list");
     clear(list).append(h("li", { class: "muted", text: "Loading…" }));
     try {
-      const [{ sessions }, { previews }] = await Promise.all([
-        api("GET", "/api/sessions"), api("GET", "/api/sessions/previews")]);
+      const [{ sessions }, { previews }, { runs }] = await Promise.all([
+        api("GET", "/api/sessions"), api("GET", "/api/sessions/previews"), api("GET", "/api/runs")]);
+      const live = new Map(runs.map((r) => [r.session_id, r]));
       clear(list);
       if (!sessions.length) list.append(h("li", { class: "muted", text: "No conversations yet." }));
       for (const s of sessions) {
@@ -278,7 +281,8 @@ class ChatPage {
             h("span", { class: "session-title", text: previews[s.id] || "(no messages yet)" }),
             h("span", { class: "session-meta muted" },
               formatTime(s.updated), " · ", shortModel(s.model) || "no model", " · ", formatCost(s.cost),
-              s.status === "running" ? pill("running", "info") : null)));
+              live.get(s.id)?.awaiting_decision ? pill("waiting for your decision", "warn")
+                : live.has(s.id) || s.status === "running" ? pill("running", "info") : null)));
         item.querySelector("button").addEventListener("click", () => {
           this.toggleSessions(false);
           if (!this.running) this.openSession(s.id);
@@ -287,6 +291,22 @@ class ChatPage {
       }
     } catch (error) {
       clear(list).append(h("li", { class: "muted", text: error.message }));
+    }
+  }
+
+  // Runs in progress in any of the person's sessions (any device, any server process): the conversations
+  // button shows how many wait for their decision.
+  async refreshRuns() {
+    try {
+      const { runs } = await api("GET", "/api/runs");
+      const waiting = runs.filter((r) => r.awaiting_decision).length;
+      const toggle = $("sessions-toggle");
+      toggle.textContent = waiting ? `☰ ${waiting}` : "☰";
+      toggle.dataset.waiting = String(waiting);
+      toggle.title = waiting ? `Conversations · ${waiting} waiting for your decision` :
+        runs.length ? `Conversations · ${runs.length} running` : "Conversations";
+    } catch (error) {
+      // the next poll tries again; the page itself reports a lost connection
     }
   }
 

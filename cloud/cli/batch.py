@@ -142,10 +142,20 @@ class Display:
             print(file=sys.stderr)
 
 
+def _take_queue_url(explicit: str | None) -> str | None:
+    """The queue's Redis. Each file's core is private to one host in this process, so its host registry and
+    rendezvous stay in-process: NEXUS_REDIS_URL is taken out of this command's environment before any core
+    starts (the command is still single-threaded here)."""
+    from cloud.batch.queue import redis_url
+
+    url = redis_url(explicit)
+    os.environ.pop("NEXUS_REDIS_URL", None)
+    return url
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     from cloud.batch.jobs import BatchError, result_path, save_manifest, sha256_file
     from cloud.batch.progress import Tracker
-    from cloud.batch.queue import redis_url
     from cloud.batch.report import summary, write_reports
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError
@@ -162,7 +172,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             shas[path] = sha256_file(path)
         except OSError:
             shas[path] = ""
-    url = redis_url(args.redis)
+    url = _take_queue_url(args.redis)
     workers = args.workers if args.workers is not None else (0 if url else DEFAULT_EMBEDDED_WORKERS)
     if workers < 0 or (workers == 0 and not url):
         return fail("--workers must be at least 1 without Redis (0 with Redis: only batch-workers work)")
@@ -227,9 +237,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_batch_worker(args: argparse.Namespace) -> int:
-    from cloud.batch.queue import BatchQueue, redis_url
+    from cloud.batch.queue import BatchQueue
 
-    url = redis_url(args.redis)
+    url = _take_queue_url(args.redis)
     if not url:
         return fail("no queue: pass --redis URL or set NEXUS_REDIS_URL")
     if args.workers < 1:

@@ -1,6 +1,7 @@
 """`nexus eval SUITE --model SPEC ...`: run a task suite against one or more models and write a report.
 
-Exit status 0 whatever the score; 2 when the harness itself cannot run (a bad suite, a bad option)."""
+Exit status 0 whatever the score; 2 when the harness itself cannot run (a bad suite, a bad option); 130 after
+Ctrl-C (the runs under way are cancelled and the report covers those that ended)."""
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     from cloud.evaluation.ifcbench import ImportError_, import_csv
     from cloud.evaluation.report import default_out, write_report
-    from cloud.evaluation.runner import TaskRun, run_all, summarise
+    from cloud.evaluation.runner import Interrupted, TaskRun, run_all, summarise
     from cloud.evaluation.tasks import SuiteError, load_suite
 
     if args.import_csv:
@@ -65,9 +66,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             detail = f"  {run.detail.splitlines()[0]}" if run.detail else ""
             print(f"{mark} {run.task} [{run.model}] {run.seconds:.1f}s{detail}", flush=True)
 
-    results = run_all(suite.tasks, args.models, repeat=args.repeat, parallel=args.parallel, on_result=show,
-                      isolation=args.isolation)
+    interrupted = False
+    try:
+        results = run_all(suite.tasks, args.models, repeat=args.repeat, parallel=args.parallel, on_result=show,
+                          isolation=args.isolation)
+    except Interrupted as stopped:  # Ctrl-C: the runs under way were cancelled; report what ended
+        results, interrupted = stopped.results, True
+        print("nexus: interrupted; writing the report of the runs that ended", file=sys.stderr)
     summary = summarise(results)
+    summary["interrupted"] = interrupted
     summary["skipped"] = [{"task": t, "why": why} for t, why in suite.skipped]
     paths = write_report(out, suite, results, summary)
     summary["report"] = {kind: str(path) for kind, path in paths.items()}
@@ -79,4 +86,4 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"{model}: {block['passed']}/{block['runs']} passed ({rate} of those that ran), "
                   f"{block['errors']} errors, ${block['cost']:.4f}, {block['seconds']:.0f} s")
         print(f"Report: {paths['html']}")
-    return 0
+    return 130 if interrupted else 0

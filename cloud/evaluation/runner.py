@@ -108,8 +108,10 @@ def _measure(chunks: Iterable[Any], run: TaskRun) -> tuple[str | None, str | Non
 
 
 def run_task(task: Task, spec: str, repeat: int = 1, isolation: str | None = None,
-             model_factory: Callable[[str, Task], Any] = model_for) -> TaskRun:
-    """One task run, never raising for the task's own trouble (see the module docstring)."""
+             model_factory: Callable[[str, Task], Any] = model_for,
+             stop: threading.Event | None = None) -> TaskRun:
+    """One task run, never raising for the task's own trouble (see the module docstring). Setting `stop`
+    cancels the run (it ends as an ERROR: it says nothing about the model)."""
     import ifcopenshell
 
     from cloud.config import Settings
@@ -147,7 +149,7 @@ def run_task(task: Task, spec: str, repeat: int = 1, isolation: str | None = Non
             row = core.new_session(model.spec, policy=task.policy)
             loop_started = time.perf_counter()
             try:
-                answer, error, short = _measure(core.run(row, model, task.prompt), run)
+                answer, error, short = _measure(core.run(row, model, task.prompt, stop), run)
             except Exception as exc:  # the loop itself broke: the harness reports it, the next task runs
                 answer, error, short = None, f"run crashed: {type(exc).__name__}: {exc}", None
             run.loop_seconds = time.perf_counter() - loop_started
@@ -190,19 +192,40 @@ def run_all(tasks: list[Task], specs: list[str], repeat: int = 1, parallel: int 
     jobs = [(spec, task, n) for spec in specs for task in tasks for n in range(1, repeat + 1)]
     results: list[TaskRun] = []
     lock = threading.Lock()
+    stop = threading.Event()
 
-    def one(job: tuple[str, Task, int]) -> TaskRun:
+    def one(job: tuple[str, Task, int]) -> TaskRun | None:
+        if stop.is_set():
+            return None
         spec, task, n = job
-        result = run_task(task, spec, n, isolation=isolation, model_factory=model_factory)
+        result = run_task(task, spec, n, isolation=isolation, model_factory=model_factory, stop=stop)
         with lock:
             results.append(result)
             if on_result is not None:
                 on_result(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="nexus-eval") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="nexus-eval")
+    try:
         for future in as_completed([pool.submit(one, job) for job in jobs]):
             future.result()
+    except KeyboardInterrupt:  # cancel the runs under way (their hosts stop), start no other, keep what finished
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise Interrupted(_ordered(results, jobs)) from None
+    pool.shutdown(wait=True)
+    return _ordered(results, jobs)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during run_all: `results` holds the runs that ended (cancelled ones as ERROR)."""
+
+    def __init__(self, results: list[TaskRun]) -> None:
+        super().__init__("interrupted")
+        self.results = results
+
+
+def _ordered(results: list[TaskRun], jobs: list[tuple[str, Task, int]]) -> list[TaskRun]:
     order = {(spec, task.id, n): i for i, (spec, task, n) in enumerate(jobs)}
     return sorted(results, key=lambda r: order[(r.model, r.task, r.repeat)])
 

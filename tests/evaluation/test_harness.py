@@ -201,3 +201,37 @@ def test_the_command_fails_only_when_the_harness_cannot_run(make_suite, tmp_path
     make_suite.task("t", UNCHANGED)
     no_model = _cli(str(make_suite.root))
     assert no_model.returncode == 2 and "--model" in no_model.stderr
+
+
+def test_ctrl_c_cancels_the_runs_under_way_and_reports_those_that_ended(make_suite, tmp_path):
+    busy = "n = 0\nfor i in range(400000000):\n    n += i\nprint(n)\n"  # far longer than the test waits
+    make_suite.task("a-quick", UNCHANGED, [say("Nothing to do.")])
+    make_suite.task("b-busy", UNCHANGED, [collect(busy), say("Done.")])
+    make_suite.task("c-never", UNCHANGED, [say("Never started.")])
+    out = tmp_path / "report"
+    process = subprocess.Popen([sys.executable, "-m", "cloud.cli", "eval", str(make_suite.root), "--model",
+                                make_suite.scripted, "--json", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert process.stdout is not None
+    first = json.loads(process.stdout.readline())
+    assert first["task"] == "a-quick" and first["status"] == "pass"
+    wait_until(lambda: any("ifc_host.launcher" in cmd and
+                           any(True for _ in _children(pid)) for pid, cmd in _children(process.pid).items()),
+               timeout=60)  # the busy task's host is running its script
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    busy_run, summary = lines[0], lines[-1]
+    assert busy_run["task"] == "b-busy" and busy_run["status"] == "error" and "cancel" in busy_run["detail"]
+    assert summary["summary"] is True and summary["interrupted"] is True and summary["runs"] == 2
+    results = json.loads((out / "results.json").read_text())
+    assert [r["task"] for r in results["runs"]] == ["a-quick", "b-busy"]
+    leftovers = []
+    for entry in Path("/proc").iterdir():  # the cancelled run's host is gone too (its model sits in nexus-eval-b-busy-*)
+        try:
+            if entry.name.isdigit() and b"nexus-eval-b-busy-" in (entry / "cmdline").read_bytes():
+                leftovers.append(entry.name)
+        except OSError:
+            continue
+    assert not leftovers

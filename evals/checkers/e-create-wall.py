@@ -17,6 +17,18 @@ def _exists(model, entity_id):
     return True
 
 
+def _entities(rel):
+    for value in rel:
+        for item in value if isinstance(value, tuple) else (value,):
+            if hasattr(item, "is_a") and item.id():
+                yield item
+
+
+def _new_or_context(before, entity):
+    return (not entity.is_a("IfcRoot") or not _exists(before, entity.id())
+            or entity.is_a("IfcBuildingStorey") or entity.is_a("IfcTypeObject"))
+
+
 def check(before, after, answer):
     walls = new_of(before, after, "IfcWall")
     if len(walls) != 1:
@@ -38,7 +50,9 @@ def check(before, after, answer):
     added_roots = {wall.id(), *()}
 
     def allowed_new(entity):
-        return not entity.is_a("IfcRoot") or entity.id() in added_roots or entity.is_a("IfcRelationship")
+        if entity.is_a("IfcRelationship"):  # it may tie new things to the storey or a type, nothing else old
+            return all(_new_or_context(before, e) for e in _entities(entity))
+        return not entity.is_a("IfcRoot") or entity.id() in added_roots
 
     def rel_grew(b, a):
         return b.is_a("IfcRelationship") and set(checks.attribute_changes((b, a))) <= {"RelatedElements", "RelatedObjects"}

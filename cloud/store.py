@@ -88,6 +88,21 @@ Table("usage", metadata, Column("id", Integer, primary_key=True, autoincrement=T
       Column("output", Integer), Column("reasoning", Integer), _real("cost"), sqlite_autoincrement=True)
 Table("run_leases", metadata, _text("session_id", primary_key=True), _text("owner", nullable=False),
       _real("expires", nullable=False))
+# The team library of skills (cloud/skills/): teams an admin defines, skills, immutable versions, runs.
+Table("team_members", metadata, _text("user_name", primary_key=True), _text("team", nullable=False),
+      Column("can_edit", Integer, nullable=False, server_default="1"), _real("added", nullable=False))
+Table("skills", metadata, _text("id", primary_key=True), _text("team", nullable=False), _text("name", nullable=False),
+      _text("description", nullable=False), _text("host_app", nullable=False),
+      Column("portable", Integer, nullable=False, server_default="0"), _text("created_by", nullable=False),
+      _real("created", nullable=False), Index("skills_team_name", "team", "name", unique=True))
+Table("skill_versions", metadata, _text("skill_id", primary_key=True), Column("version", Integer, primary_key=True),
+      _text("code", nullable=False), _text("sha256", nullable=False), _text("parameters", nullable=False),
+      _text("capability_version"), _text("provenance", nullable=False), _text("example", nullable=False),
+      _text("created_by", nullable=False), _real("created", nullable=False))
+Table("skill_runs", metadata, Column("id", Integer, primary_key=True, autoincrement=True),
+      _text("skill_id", nullable=False), Column("version", Integer, nullable=False), _real("ts", nullable=False),
+      _text("user_name", nullable=False), _text("session_id"), Column("ok", Integer, nullable=False),
+      _text("error"), Index("skill_runs_skill", "skill_id", "ts"), sqlite_autoincrement=True)
 
 # Columns added after a database may already exist: (table, column, backfill SQL or None). New databases
 # get them from the tables above; older ones through Alembic's add_column.
@@ -157,8 +172,7 @@ class Store:
         self.path = str(target)
         self.postgres = is_database_url(target)
         self.engine = self._engine()
-        metadata.create_all(self.engine)
-        self._migrate()
+        self._create_schema()
 
     def _engine(self) -> Engine:
         if self.postgres:
@@ -200,12 +214,16 @@ class Store:
         """SQL: `expression` (lower-cased) contains the next parameter."""
         return f"strpos(lower({expression}), ?) > 0" if self.postgres else f"instr(lower({expression}), ?) > 0"
 
-    def _migrate(self) -> None:
+    def _create_schema(self) -> None:
+        """Create missing tables, then add missing columns: in one transaction that several processes
+        starting at once on an empty database take in turn."""
         from alembic.operations import Operations
         from alembic.runtime.migration import MigrationContext
 
         with self._write() as db:
+            db.lock("nexus-schema")
             conn = db._conn
+            metadata.create_all(conn)
             operations = Operations(MigrationContext.configure(conn))
             columns = inspect(conn)
             for table, column, backfill in MIGRATIONS:

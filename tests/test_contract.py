@@ -139,9 +139,10 @@ def test_messages_that_are_not_host_messages_at_all(message, problem):
     assert problem in str(refused.value)
 
 
-def test_the_four_canonical_tools_are_defined_with_descriptions():
+def test_the_six_canonical_tools_are_defined_with_descriptions():
     tools = {t["name"]: t for t in tool_definitions()}
-    assert list(tools) == ["capture_view", "execute_data_collection", "execute_task_automation", "lookup_api"]
+    assert list(tools) == ["capture_view", "execute_data_collection", "execute_task_automation", "find_skill",
+                           "lookup_api", "run_skill"]  # the skill tools are always offered (docs/skills.md)
     for tool in tools.values():
         assert len(tool["description"]) > 40 and tool["input_schema"]["type"] == "object"
         Draft202012Validator.check_schema(tool["input_schema"])
@@ -154,6 +155,9 @@ VALID_TOOL_INPUTS = [
     ("capture_view", {}),
     ("capture_view", {"view": "Level 1", "element_ids": [1, 2]}),
     ("lookup_api", {"query": "ifcopenshell.api.root.create_entity"}),
+    ("find_skill", {"query": "rename doors"}),
+    ("run_skill", {"name": "Prefix doors", "args": {"PREFIX": "D-", "COUNT": 2, "DRY": False}}),
+    ("run_skill", {"name": "Prefix doors"}),
 ]
 
 INVALID_TOOL_INPUTS = [
@@ -173,6 +177,11 @@ INVALID_TOOL_INPUTS = [
     ("capture_view", {"element_ids": [1.5]}, "element_ids/0"),
     ("lookup_api", {}, "'query' is a required property"),
     ("lookup_api", {"query": "x"}, "query"),
+    ("find_skill", {}, "'query' is a required property"),
+    ("find_skill", {"query": ""}, "query"),
+    ("run_skill", {"args": {}}, "'name' is a required property"),
+    ("run_skill", {"name": "x", "args": {"A": [1]}}, "args/A"),
+    ("run_skill", {"name": "x", "code": "print(1)"}, "'code' was unexpected"),
 ]
 
 

@@ -5,12 +5,12 @@ import argparse
 import sys
 import threading
 
-from cloud.cli import batch, demo, eval, ifc_host, mcp, models, run, sample_model, serve, token
+from cloud.cli import batch, demo, eval, ifc_host, mcp, models, run, sample_model, serve, skill, token
 from cloud.cli.common import default_db
 
 __all__ = ["build_parser", "default_db", "main"]
 
-COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval)
+COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval, skill)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ from cloud.tools.base import ToolContext, ToolOutput, plain
 from cloud.tools.capture import capture_view
 from cloud.tools.lookup import lookup_api
 from cloud.tools.scripts import ScriptRun, run_script
+from cloud.tools.skills import find_skill, run_skill
 
 Handler = Callable[[ToolContext, dict[str, Any], dict[str, Any]], ToolOutput]
 
@@ -28,6 +29,8 @@ HANDLERS: dict[str, Handler] = {
     "execute_task_automation": execute_task_automation,
     "capture_view": capture_view,
     "lookup_api": lookup_api,
+    "find_skill": find_skill,
+    "run_skill": run_skill,
 }
 
 

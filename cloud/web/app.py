@@ -19,6 +19,7 @@ from cloud.web.host_ws import serve_host
 from cloud.web.models_api import models_api
 from cloud.web.pages import pages
 from cloud.web.quotas import QuotaExceeded, RequestRate, check_limit
+from cloud.web.skills_api import skills_api
 from cloud.web.state import NexusState, nexus
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
     app.register_blueprint(admin_api)
     app.register_blueprint(models_api)
     app.register_blueprint(pages)
+    app.register_blueprint(skills_api)
     sock = Sock(app)
 
     @app.before_request

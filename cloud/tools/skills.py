@@ -1,0 +1,87 @@
+"""The `find_skill` and `run_skill` tools: the team library offered to the model.
+
+A skill runs as an automation of the session (policy, budgets, one transaction, report, validation, image
+and audit are execute_task_automation's), after its stored script's sha256 and host app are checked.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from cloud.session import Outcome
+from cloud.skills.library import SkillLibrary, Tampered
+from cloud.skills.parameters import BindError, bind
+from cloud.skills.wording import say
+from cloud.tools.automation import execute_task_automation
+from cloud.tools.base import ToolContext, ToolOutput, plain
+
+MAX_FOUND = 8
+AUTOMATION = "execute_task_automation"
+
+
+class _AsAutomation(ToolContext):
+    """A skill's run counts as an automation for the session's phase and budgets."""
+
+    def record(self, tool: str, outcome: Outcome, script: str | None = None) -> None:
+        super().record(AUTOMATION, outcome, script)
+
+
+def _rate(skill: dict[str, Any]) -> str:
+    if not skill["run_count"]:
+        return "never run yet"
+    return f"{round(skill['success_rate'] * 100)}% of {skill['run_count']} runs succeeded"
+
+
+def find_skill(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, Any]) -> ToolOutput:
+    assert ctx.host is not None
+    query = arguments["query"]
+    found = SkillLibrary(ctx.store).listing(ctx.session.user_name, query)
+    if not found:  # every word had to match: fall back to any word
+        seen: dict[str, dict[str, Any]] = {}
+        for word in query.split()[:8]:
+            for skill in SkillLibrary(ctx.store).listing(ctx.session.user_name, word):
+                seen.setdefault(skill["name"], skill)
+        found = list(seen.values())
+    runnable = [s for s in found if s["portable"] or s["host_app"] == ctx.host.host_app]
+    if not runnable:
+        return (yield from plain(call, say("none_found", query=query), is_error=False))
+    lines = [say("found_header", query=query)]
+    for s in runnable[:MAX_FOUND]:
+        params = json.dumps([{k: p[k] for k in ("name", "type", "default", "description") if k in p}
+                             for p in s["parameters"]], ensure_ascii=False)
+        lines.append(f"- {s['name']} (v{s['version']}, {_rate(s)}): {s['description']}\n  parameters: {params}")
+    return (yield from plain(call, "\n".join(lines), is_error=False))
+
+
+def run_skill(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, Any]) -> ToolOutput:
+    assert ctx.host is not None
+    library = SkillLibrary(ctx.store)
+    name = arguments["name"]
+    skill = library.get(ctx.session.user_name, name)
+    if skill is None:
+        return (yield from plain(call, say("not_found", name=name)))
+    if not skill.runs_on(ctx.host.host_app):
+        return (yield from plain(call, say("wrong_host", name=skill.name, made_for=skill.host_app,
+                                           host=ctx.host.host_app)))
+    try:
+        code, values = bind(skill.verified_code(), skill.parameters, arguments.get("args", {}))
+    except Tampered:
+        return (yield from plain(call, say("tampered", name=skill.name, version=skill.version,
+                                           sha256=skill.sha256)))
+    except BindError as exc:
+        params = ", ".join(f"{p['name']} ({p['type']})" for p in skill.parameters) or "none"
+        return (yield from plain(call, say("bad_args", name=skill.name, detail=exc, parameters=params)))
+    as_automation = _AsAutomation(**{f.name: getattr(ctx, f.name) for f in fields(ctx)})
+    part = yield from execute_task_automation(as_automation, call, {"code": code})
+    result = ctx.store.get_result(ctx.session.session_id, call["id"])
+    if result is not None:  # a refusal (read-only, a cap) ran nothing: it says nothing about the skill
+        library.record_run(skill, ctx.session.user_name, ctx.session.session_id, bool(result.get("committed")),
+                           None if result.get("committed") else (result.get("error") or result.get("summary")))
+        header = say("ran_header", name=skill.name, version=skill.version, sha256=skill.sha256[:12],
+                     args=json.dumps(values, ensure_ascii=False))
+        for item in part.get("content", []):
+            if item.get("type") == "text":
+                item["text"] = f"{header}\n{item['text']}"
+                break
+    return part

@@ -1,7 +1,8 @@
-"""The `nexus` command line (DESIGN.md section 3): one module per command, each adding its own subparser."""
+"""The `nexus` command line: one module per command, each adding its own subparser."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 
@@ -21,8 +22,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_on_sigterm(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        # A service manager (or a script) stops a command with SIGTERM: shut down as on Ctrl-C, children included.
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         return args.func(args)
     except KeyboardInterrupt:

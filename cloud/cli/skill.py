@@ -96,9 +96,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from cloud.skills.library import SkillError
     from cloud.skills.pyrevit import export_pyrevit
 
-    written = export_pyrevit(open_store(args), args.user, args.dir)
+    try:
+        written = export_pyrevit(open_store(args), args.user, args.dir)
+    except SkillError as exc:
+        return fail(f"{exc}: nothing more was exported")
     for path in written:
         print(path)
     if not written:

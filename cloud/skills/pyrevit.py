@@ -89,5 +89,6 @@ def library_payload(store: Store, user_name: str) -> list[dict[str, Any]]:
         if skill is not None:
             skill.verified_code()
             out.append({"folder": f"{bundle_name(skill.name)}.pushbutton", "version": skill.version,
-                        "sha256": skill.sha256, "bundle_yaml": bundle_yaml(skill), "script": script_source(skill)})
+                        "sha256": skill.sha256, "bundle_yaml": bundle_yaml(skill), "script": script_source(skill),
+                        "icon_png": base64.b64encode(icon_png()).decode("ascii")})
     return out

@@ -8,8 +8,9 @@ from typing import Any
 from flask import Blueprint, g, jsonify, request
 
 from cloud.skills.library import SkillError, SkillLibrary
+from cloud.skills.pyrevit import library_payload
 from cloud.skills.saving import proposal, save_skill
-from cloud.web.auth import api_error, require_user
+from cloud.web.auth import api_error, current_user, require_user
 from cloud.web.state import nexus
 
 skills_api = Blueprint("skills_api", __name__)
@@ -40,6 +41,18 @@ def list_skills():
     member = _library().membership(g.user.name)
     return jsonify({"team": member.team, "can_edit": member.can_edit,
                     "skills": _library().listing(g.user.name, query or None)})
+
+
+@skills_api.get("/api/skills/pyrevit")
+def pyrevit_bundles():
+    """The Revit skills of the token's team as pushbutton bundles, for the extension's "Team skills" panel.
+    A host token may read this one route (the Revit host is what runs these scripts); nothing else."""
+    user = current_user(cookie=False)
+    if user is None:
+        return api_error(401, "missing or invalid bearer token")
+    nexus().request_rate.admit(user.name)
+    return jsonify({"team": _library().membership(user.name).team,
+                    "bundles": library_payload(nexus().store, user.name)})
 
 
 @skills_api.post("/api/skills/proposal")

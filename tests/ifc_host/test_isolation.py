@@ -18,10 +18,9 @@ from ifc_host.isolation import ISOLATIONS, default_isolation
 from ifc_host.model_file import BadModelError, open_checked, open_warnings
 from ifc_host.runtime import start_host_thread
 from tests.conformance.ifc_models import write_small_building
+from tests.ifc_host.dangling import write_dangling_model
 from tests.support.server import RunningServer
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-DANGLING = FIXTURES / "webifc-example-dangling.ifc"
 _counter = iter(range(1_000_000))
 
 
@@ -75,19 +74,21 @@ def test_two_hosts_on_one_file_never_lose_each_others_commits(tmp_path: Path, is
 
 
 def test_a_file_with_dangling_references_opens_with_warnings_and_a_truncated_one_is_refused(tmp_path: Path):
-    model = open_checked(DANGLING)
+    path, pset, removed = write_dangling_model(tmp_path / "dangling.ifc")
+    model = open_checked(path)
     warnings = open_warnings(model)
     dangling = [w for w in warnings if "which is not in the file" in w]
-    assert len(dangling) == 4 and all("#14315 refers to #" in w for w in dangling)
-    assert model.by_type("IfcProject") and len(model.by_type("IfcWall")) + len(model.by_type("IfcWallStandardCase")) > 0
+    assert len(dangling) == 4 and all(f"#{pset} refers to #" in w for w in dangling)
+    assert all(any(f"#{step_id} " in w for w in dangling) for step_id in removed)
+    assert model.by_type("IfcProject") and model.by_type("IfcWall")
 
-    data = DANGLING.read_bytes()
+    data = path.read_bytes()
     truncated = tmp_path / "truncated.ifc"
     truncated.write_bytes(data[: len(data) * 2 // 3])
     with pytest.raises(BadModelError, match="truncated"):
         open_checked(truncated)
     damaged = tmp_path / "damaged.ifc"
-    damaged.write_bytes(data.replace(b"IFCWALLSTANDARDCASE('", b"IFCWALLSTANDARDCASE(('", 1))
+    damaged.write_bytes(data.replace(b"IFCWALL('", b"IFCWALL(('", 1))
     with pytest.raises(BadModelError, match="damaged"):
         open_checked(damaged)
     not_ifc = tmp_path / "notes.ifc"
@@ -98,18 +99,17 @@ def test_a_file_with_dangling_references_opens_with_warnings_and_a_truncated_one
 
 def test_the_warnings_reach_hello_and_scripts_run_on_such_a_file(server: RunningServer, tmp_path: Path,
                                                                  isolation: str):
-    path = tmp_path / "dangling.ifc"
-    path.write_bytes(DANGLING.read_bytes())
+    path, pset, removed = write_dangling_model(tmp_path / "dangling.ifc")
     token = server.token("dangling")
     handle = start_host_thread(str(path), server.url, token, isolation=isolation)
     try:
         host_id = handle.wait_connected(60)
         hello = server.state.hosts.get(host_id).hello
         warnings = hello["document"]["warnings"]
-        assert "5 recoverable problem(s)" in warnings[0]
+        assert "4 recoverable problem(s)" in warnings[0]
         assert sum("which is not in the file" in w for w in warnings) == 4
         block = render_context_block(SimpleNamespace(hello=hello), None)  # what the model reads first
-        assert "opened with warnings" in block and "#14315 refers to #14688" in block
+        assert "opened with warnings" in block and f"#{pset} refers to #{removed[0]}" in block
         reply = server.send_to_host(host_id, {"type": "execute", "mode": "automate", "timeout_s": 30, "code": (
             "import json\nwalls = model.by_type('IfcWall')\nwalls[0].Name = 'renamed'\nprint(json.dumps(len(walls)))")},
             timeout=90)
@@ -120,7 +120,7 @@ def test_the_warnings_reach_hello_and_scripts_run_on_such_a_file(server: Running
         handle.stop()
 
 
-def test_the_isolation_is_chosen_by_platform_and_can_be_forced(monkeypatch: pytest.MonkeyPatch):
+def test_the_isolation_is_chosen_by_platform_and_can_be_forced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.delenv("NEXUS_IFC_ISOLATION", raising=False)
     assert default_isolation() == "fork"  # Linux
     monkeypatch.setattr(isolation_module.sys, "platform", "darwin")
@@ -130,7 +130,7 @@ def test_the_isolation_is_chosen_by_platform_and_can_be_forced(monkeypatch: pyte
     monkeypatch.setenv("NEXUS_IFC_ISOLATION", "fork")
     assert default_isolation() == "fork"
     with pytest.raises(ValueError, match="isolation must be one of"):
-        IsolatedExecutor(FIXTURES / "webifc-example-dangling.ifc", isolation="thread")
+        IsolatedExecutor(write_small_building(tmp_path / "m.ifc"), isolation="thread")
 
 
 def test_a_keeper_started_without_exec_serves_scripts_with_the_same_guarantees(tmp_path: Path):

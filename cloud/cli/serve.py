@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import re
+import sys
 
 from cloud.cli.common import default_db, open_store, with_db
 from cloud.config import Settings
@@ -13,10 +16,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bind", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--mcp-port", type=int, help="also serve the streamable HTTP MCP endpoint (/mcp) on this port")
+    p.add_argument("--workers", type=int, default=1,
+                   help="N > 1: N gunicorn gevent worker processes (needs NEXUS_REDIS_URL and the production extra)")
     p.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.workers != 1:
+        return _serve_workers(args)
     from cloud.server import serve_forever
     from cloud.vendors.registry import default_model_spec
     from cloud.web.app import create_app
@@ -30,4 +37,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
         mcp = start_mcp_http(app.extensions["nexus"], args.bind, args.mcp_port)
         print(f"MCP endpoint (streamable HTTP, bearer token) on {mcp.url}", flush=True)
     serve_forever(app, args.bind, args.port)
+    return 0
+
+
+def _serve_workers(args: argparse.Namespace) -> int:
+    """Several worker processes under gunicorn's gevent worker, meeting through Redis (docs/deployment.md)."""
+    from cloud.distributed import REDIS_URL_ENV, redis_url
+
+    if args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if not redis_url():
+        print(f"error: several workers share runs, results and host connections through Redis: set {REDIS_URL_ENV}",
+              file=sys.stderr)
+        return 2
+    if args.mcp_port is not None:
+        print("error: --mcp-port serves from one process; run `nexus serve --mcp-port` as its own instance",
+              file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("gunicorn") is None or importlib.util.find_spec("gevent") is None:
+        print("error: --workers needs gunicorn with gevent: pip install -e '.[production]'", file=sys.stderr)
+        return 2
+    env = {**os.environ, "NEXUS_DB": args.db or os.environ.get("NEXUS_DB") or default_db()}
+    if args.db:
+        env.pop("NEXUS_DATABASE_URL", None)  # --db wins, as for one process
+    database = re.sub(r"//[^@/]*@", "//", args.db or default_db())
+    print(f"NexusAI orchestrator on http://{args.bind}:{args.port}, {args.workers} workers (database {database})",
+          flush=True)
+    command = [sys.executable, "-m", "gunicorn", "-k", "gevent", "--worker-connections", "1000",
+               "-w", str(args.workers), "-b", f"{args.bind}:{args.port}", "cloud.wsgi:app"]
+    os.execvpe(sys.executable, command, env)
     return 0

@@ -109,11 +109,28 @@ def postgres_server() -> Iterator[str]:
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **demote)
     try:
         wait_port(port, process, "postgres")
-        yield f"postgresql://nexus@127.0.0.1:{port}/postgres"
+        url = f"postgresql://nexus@127.0.0.1:{port}/postgres"
+        _wait_ready(url, process)
+        yield url
     finally:
         process.send_signal(signal.SIGINT)  # fast shutdown: do not wait for clients to disconnect
         process.wait(30)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_ready(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    """The port opens before the server accepts sessions ("the database system is starting up")."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def fresh_database(server_url: str) -> str:

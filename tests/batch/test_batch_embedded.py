@@ -137,3 +137,23 @@ def test_bad_command_lines_are_refused_with_a_reason(tmp_path, monkeypatch, args
     args = [str(files["good"][0]) if a == "IN" else str(tmp_path / "in") if a == "OUTSELF" else a for a in args]
     done = run_batch(*args, "--db", str(tmp_path / "db"))
     assert done.returncode == 2 and complaint in done.stderr, done.stderr
+
+
+def test_validation_block_fails_the_file_and_warn_records_the_findings(tmp_path):
+    files = make_models(tmp_path / "in", generated=1, corpus=False)
+    source = files["good"][0]
+    script = tmp_path / "duplicate_guid.py"
+    script.write_text('walls = model.by_type("IfcWall")\nwalls[1].GlobalId = walls[0].GlobalId\n')
+    original = sha(source)
+    blocked = run_batch("--ifc", str(source), "--script", str(script), "--out", str(tmp_path / "blocked"),
+                        "--validation", "block", "--json", "--db", str(tmp_path / "db"))
+    line = json_lines(blocked.stdout)[0][source.name]
+    assert blocked.returncode == 1 and not line["ok"] and "GlobalId" in line["error"]
+    assert not (tmp_path / "blocked" / source.name).exists() and sha(source) == original
+    warned = run_batch("--ifc", str(source), "--script", str(script), "--out", str(tmp_path / "warned"),
+                       "--json", "--db", str(tmp_path / "db"))
+    assert json_lines(warned.stdout)[0][source.name]["committed"]
+    result = json.loads((tmp_path / "warned" / ".nexus-batch" / "results" / f"{source.name}.json").read_text())
+    assert [f["rule"] for f in result["validation"]] == ["IfcRoot.UR1 unique GlobalId"]
+    assert "is also the GlobalId" in (tmp_path / "warned" / "report.md").read_text()
+    assert sha(source) == original

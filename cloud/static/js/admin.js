@@ -5,9 +5,10 @@ import { api } from "./api.js";
 import { clear, codeBlock, copyButton, formatCost, formatNumber, formatTime, h, pill, zoomableImage } from "./dom.js";
 import { renderTranscript, shortModel } from "./conversation.js";
 import { stackedBars } from "./charts.js";
+import { skillsTab } from "./skills.js";
 
 const $ = (id) => document.getElementById(id);
-const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations"];
+const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations", "skills"];
 const POLICIES = ["auto", "ask", "readonly"];
 const STATUS_KIND = { running: "info", error: "bad", cancelled: "warn", idle: "muted" };
 
@@ -77,7 +78,8 @@ class AdminConsole {
     this.loaded.add(tab);
     try {
       await { sessions: () => this.loadSessions(), audit: () => this.loadAudit(), hosts: () => this.loadHosts(),
-        usage: () => this.loadUsage(), tokens: () => this.loadTokens(), evaluations: () => this.loadEvaluations() }[tab]();
+        usage: () => this.loadUsage(), tokens: () => this.loadTokens(), evaluations: () => this.loadEvaluations(),
+        skills: () => skillsTab($("skills-panel")) }[tab]();
       $("admin-notice").hidden = true;
     } catch (error) {
       this.loaded.delete(tab);

@@ -4,6 +4,7 @@
 import { api, ApiError, openStream, readEvents } from "./api.js";
 import { clear, formatCost, formatTime, h, pill } from "./dom.js";
 import { RunView, beforeRunInProgress, renderTranscript, shortModel, userBubble } from "./conversation.js";
+import { mountSkillsList } from "./skills.js";
 
 const REMEMBERED = "nexus.session";
 const HOST_POLL_MS = 5000;
@@ -478,6 +479,7 @@ class ChatPage {
 }
 
 new ChatPage().start();
+mountSkillsList(document.getElementById("sessions"));
 
 // What the host does when a script leaves the model with new schema or model-rule errors (IFC hosts):
 // a control beside the run policy; an administrator's stricter per-user choice wins on the server.

@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { clear, codeBlock, h, pill, throttled, zoomableImage } from "./dom.js";
 import { outputView } from "./output.js";
 import { parsePartialJson } from "./partial_json.js";
+import { saveAsSkill } from "./skills.js";
 
 const TOOL_LABELS = {
   execute_data_collection: "Inspecting the model",
@@ -146,6 +147,8 @@ export class ToolCard {
     if (meta.notes && meta.notes.length) {
       this.result.append(h("ul", { class: "notes" }, meta.notes.map((n) => h("li", { text: n }))));
     }
+    const keep = saveAsSkill(this.sessionId, this.toolCallId, meta);
+    if (keep) this.result.append(keep);
     if (meta.summary) {
       this.result.append(h("details", { class: "model-copy" },
         h("summary", { text: "What the model received" }), h("pre", { class: "plain-text", text: meta.summary })));

@@ -3,7 +3,6 @@ literals, the person ticks them), the team's skills in the conversations drawer,
 from __future__ import annotations
 
 from ifc_host import runtime, sample
-from tests.e2e.conftest import _quiet_env, browser_factory, playwright_driver, server  # noqa: F401
 from tests.support.client import write_script
 
 SCRIPT = '''PREFIX = "S-"

@@ -13,10 +13,12 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from cloud.cli.common import fail, open_store, with_db
 
 POLL_S = 0.3
+IDLE_HINT_S = 10.0  # nothing running this long on a queue with no local workers: say what it waits for
 DEFAULT_EMBEDDED_WORKERS = 2
 DEFAULT_IN_PLACE_STATE = "nexus-batch"
 
@@ -142,6 +144,13 @@ class Display:
             print(file=sys.stderr)
 
 
+def shown_url(url: str) -> str:
+    """The queue's address without its credentials (terminal output ends up in logs)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")
+                                     if parts.hostname else parts.netloc.rpartition("@")[2]))
+
+
 def _take_queue_url(explicit: str | None) -> str | None:
     """The queue's Redis. Each file's core is private to one host in this process, so its host registry and
     rendezvous stay in-process: NEXUS_REDIS_URL is taken out of this command's environment before any core
@@ -196,7 +205,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             try:
                 queue.ping()
             except Exception as exc:
-                return fail(f"cannot reach Redis at {url}: {exc}")
+                return fail(f"cannot reach Redis at {shown_url(url)}: {exc}")
             queue.enqueue(spec.state_dir, pending)
             tracker._running = lambda: queue.running(spec.batch_id)
             if workers:
@@ -209,12 +218,18 @@ def cmd_batch(args: argparse.Namespace) -> int:
             pool = EmbeddedPool(store, workers)
             tracker._running = pool.running
             pool.submit(spec, pending)
+        idle_since, hinted = time.monotonic(), False
         while True:
             progress = tracker.poll()
             display.results(tracker.results)
             display.progress(progress.line())
             if progress.finished:
                 break
+            if progress.running or not url or workers:
+                idle_since = time.monotonic()
+            elif not hinted and time.monotonic() - idle_since > IDLE_HINT_S:
+                display.progress(f"waiting for a `nexus batch-worker` on {shown_url(url)}")
+                hinted = True
             time.sleep(POLL_S)
     finally:
         stop.set()
@@ -248,11 +263,11 @@ def cmd_batch_worker(args: argparse.Namespace) -> int:
     try:
         queue.ping()
     except Exception as exc:
-        return fail(f"cannot reach Redis at {url}: {exc}")
+        return fail(f"cannot reach Redis at {shown_url(url)}: {exc}")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    print(f"nexus batch-worker {queue.name}: {args.workers} at a time, queue {url}", file=sys.stderr, flush=True)
+    print(f"nexus batch-worker {queue.name}: {args.workers} at a time, queue {shown_url(url)}", file=sys.stderr, flush=True)
     try:
         queue.work(args.workers, stop)
     finally:

@@ -25,8 +25,8 @@ log = logging.getLogger(__name__)
 PREFIX = "nx:"
 BROADCAST = PREFIX + "events"
 RECONNECT_S = 0.5
-MAX_CONNECTIONS = 64  # per process
-POOL_WAIT_S = 10.0
+MAX_CONNECTIONS = 256  # per process (1,000 suspended runs across two processes exhausted 64)
+POOL_WAIT_S = 30.0
 
 
 def process_id() -> str:

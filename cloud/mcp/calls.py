@@ -24,7 +24,8 @@ from cloud.store import Store
 from cloud.tools.base import ToolContext
 from cloud.tools.dispatch import execute_tool
 
-LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_view", "lookup_api")
+LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
+              "run_skill")
 AUDIT_KIND = "mcp_call"
 
 

@@ -12,7 +12,8 @@ import pytest
 from tests.corpus.corpus_files import corpus_dir
 from tests.mcp.support import ROOT, decoded_png, stdio_session, text_of
 
-LOOP_TOOLS = {"execute_data_collection", "execute_task_automation", "capture_view", "lookup_api"}
+LOOP_TOOLS = {"execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
+              "run_skill"}
 RENAME = ("door = model.by_type('IfcDoor')[0]\n"
           "door.Name = 'MCP-D1'\n")
 

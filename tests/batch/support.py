@@ -42,8 +42,8 @@ def make_models(folder: Path, generated: int, corpus: bool = True) -> dict[str, 
         path = folder / f"gen_{seed:02d}.ifc"
         write_sample_model(path, storeys=1, seed=seed)
         good.append(path)
-    if corpus:
-        for name in CORPUS_FILES:
+    if corpus:  # real files from other tools, where the corpus has been placed (it is not in the repository)
+        for name in (n for n in CORPUS_FILES if (corpus_dir() / n).is_file()):
             shutil.copyfile(corpus_dir() / name, folder / name)
             good.append(folder / name)
     truncated = folder / "truncated.ifc"

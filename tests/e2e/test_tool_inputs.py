@@ -18,6 +18,8 @@ CALLS = [
     ("execute_task_automation", {"edits": [{"old": "'D9'", "new": "'D10'"}]}),
     ("capture_view", {"view": "Level 1", "element_ids": [3, 5]}),
     ("lookup_api", {"query": "FilteredElementCollector"}),
+    ("find_skill", {"query": "renumber doors"}),
+    ("run_skill", {"name": "Renumber doors", "args": {"prefix": "D2-", "start": 1}}),
 ]
 
 

@@ -211,7 +211,9 @@ def test_ctrl_c_cancels_the_runs_under_way_and_reports_those_that_ended(make_sui
     out = tmp_path / "report"
     process = subprocess.Popen([sys.executable, "-m", "cloud.cli", "eval", str(make_suite.root), "--model",
                                 make_suite.scripted, "--json", "--out", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               # a test worker may run with SIGINT ignored; the command must get Ctrl-C as a person's would
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdout is not None
     first = json.loads(process.stdout.readline())
     assert first["task"] == "a-quick" and first["status"] == "pass"
@@ -219,7 +221,7 @@ def test_ctrl_c_cancels_the_runs_under_way_and_reports_those_that_ended(make_sui
                            any(True for _ in _children(pid)) for pid, cmd in _children(process.pid).items()),
                timeout=60)  # the busy task's host is running its script
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=150)
     assert process.returncode == 130, stderr
     lines = [json.loads(line) for line in stdout.splitlines()]
     busy_run, summary = lines[0], lines[-1]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FAKE_KEY = "sk-ant-demo-not-a-real-key-0123456789"
+FAKE_KEY = "fake-anthropic-key-for-the-demo-test"
 
 
 def _free_port() -> int:

@@ -22,7 +22,7 @@ from tests.conformance.hosts import sample_building
 from tests.support.server import RunningServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FAKE_KEY = "sk-ant-test-not-a-real-key-0123456789"
+FAKE_KEY = "fake-anthropic-key-for-the-sandbox-test"
 
 PROBE = """
 import json, os, socket

@@ -55,7 +55,7 @@ def test_the_test_vendor_runs_over_http_and_is_listed(echo_vendor, monkeypatch, 
 
 def test_the_model_list_needs_a_token_and_shows_no_key_or_endpoint_url(server, alice, monkeypatch):
     assert Client(server.url, None).call("GET", "/api/models").status_code == 401
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-very-secret")
     monkeypatch.setenv("OPENAI_COMPAT_API_KEY", "compat-very-secret")
     monkeypatch.setenv("NEXUS_OPENAI_COMPAT_ENDPOINTS",
                        "local=http://127.0.0.1:11434/v1,gpu=https://svc:hunter2@gpu.internal:8000/v1")

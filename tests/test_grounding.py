@@ -1,6 +1,10 @@
 """Grounding (issue 8): lookup_api over the hosts' real APIs, and the context block in the user turn."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 from cloud.grounding.ifc_api import build_ifc_index
@@ -18,6 +22,25 @@ def test_ifc_lookup_finds_api_functions_from_the_installed_ifcopenshell(ifc_inde
     answer = ifc_index.answer("ifcopenshell.api.root.create_entity")
     first = answer.splitlines()[1]
     assert first.startswith("function ifcopenshell.api.root.create_entity(") and "ifc_class" in first
+
+
+def test_ifc_lookup_covers_the_schedule_api_that_needs_networkx(ifc_index):
+    assert "ifcopenshell.api.sequence.recalculate_schedule" in ifc_index.answer("recalculate_schedule")
+
+
+def test_a_module_that_prints_when_a_dependency_is_missing_never_writes_to_stdout():
+    """`nexus eval --json` and the stdio MCP server build this index; their stdout is a protocol."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["networkx"] = None  # as on a machine without it: ifcopenshell.api.sequence prints a note
+        from cloud.grounding.ifc_api import build_ifc_index
+        index = build_ifc_index("IFC4")
+        assert "ifcopenshell.api.root.create_entity" in index.answer("create_entity")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "networkx" in done.stderr
 
 
 def test_ifc_lookup_lists_an_entitys_attributes(ifc_index):

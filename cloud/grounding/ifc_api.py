@@ -1,10 +1,13 @@
 """The IFC host's API index, built from the installed ifcopenshell: api and util functions, schema entities."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import pkgutil
 import re
+import sys
+from types import ModuleType
 
 import ifcopenshell
 import ifcopenshell.api
@@ -30,11 +33,19 @@ def _signature(fn: object) -> str:
         return "(...)"
 
 
+def _import_quietly(name: str) -> ModuleType:
+    """Some ifcopenshell modules print a note on import when an optional dependency is missing. This index is
+    built inside `nexus eval --json`, `nexus batch --json` and the stdio MCP server, whose stdout is a protocol:
+    whatever a module prints goes to stderr instead."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return importlib.import_module(name)
+
+
 def _api_functions() -> list[ApiEntry]:
     entries = []
     for info in pkgutil.iter_modules(ifcopenshell.api.__path__):
         try:
-            module = importlib.import_module(f"ifcopenshell.api.{info.name}")
+            module = _import_quietly(f"ifcopenshell.api.{info.name}")
         except Exception:  # an optional dependency of one api module must not hide the rest
             continue
         entries.append(ApiEntry(module.__name__, "module", "", _doc(module)))
@@ -51,7 +62,7 @@ def _util_functions() -> list[ApiEntry]:
         if info.name in SKIPPED_UTIL:
             continue
         try:
-            module = importlib.import_module(f"ifcopenshell.util.{info.name}")
+            module = _import_quietly(f"ifcopenshell.util.{info.name}")
         except Exception:
             continue
         for name, obj in vars(module).items():

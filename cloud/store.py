@@ -1,9 +1,9 @@
 """Persistence in SQLite or PostgreSQL: users and hashed tokens, sessions with their neutral transcript,
 audit log, usage, run leases.
 
-One implementation for both databases on SQLAlchemy Core: the tables are declared once (created when
-missing, columns added later through Alembic's operations), the queries are plain SQL both dialects
-read alike, and the few differences (substring search, locking) are chosen per dialect. SQLite stays
+One implementation for both databases on SQLAlchemy Core: the schema comes from versioned Alembic
+revisions (cloud/migrations/), run at start under a lock; `metadata` below declares what the newest
+revision makes (a test holds the two equal). The queries are plain SQL both dialects read alike, and the few differences (substring search, locking) are chosen per dialect. SQLite stays
 the embedded default (a file path); a `postgresql://` URL selects PostgreSQL.
 
 Every write takes its own short transaction: `BEGIN IMMEDIATE` on SQLite (Python's default transaction
@@ -35,10 +35,12 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
-    inspect,
 )
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.pool import QueuePool
+
+from cloud import migrations
+from cloud.migrations import Upgrade
 
 metadata = MetaData()
 
@@ -104,18 +106,13 @@ Table("skill_runs", metadata, Column("id", Integer, primary_key=True, autoincrem
       _text("user_name", nullable=False), _text("session_id"), Column("ok", Integer, nullable=False),
       _text("error"), Index("skill_runs_skill", "skill_id", "ts"), sqlite_autoincrement=True)
 
-# Columns added after a database may already exist: (table, column, backfill SQL or None). New databases
-# get them from the tables above; older ones through Alembic's add_column.
-MIGRATIONS = [
-    # Admin became a property of the token; a token of an admin user from before keeps the rights it had.
-    ("tokens", lambda: Column("is_admin", Integer, nullable=False, server_default="0"),
-     "UPDATE tokens SET is_admin = 1 WHERE user_name IN (SELECT name FROM users WHERE is_admin = 1)"),
-    ("tokens", lambda: _text("scope", nullable=False, server_default="user"), None),
-    # Validation after automations (cloud/validation_setting.py): per session and per user.
-    ("sessions", lambda: _text("validation", nullable=False, server_default="warn"), None),
-    ("users", lambda: _text("validation", nullable=False, server_default="warn"), None),
-]
+# Tool results and decisions answered, one row per pending request: the insert that wins is the answer
+# (cloud/distributed/rendezvous.py); a second delivery of the same request finds the row and is refused.
+Table("deliveries", metadata, _text("session_id", primary_key=True), _text("pending_id", primary_key=True),
+      _text("tool_call_id", nullable=False), _text("kind", nullable=False), _text("result", nullable=False),
+      _real("created", nullable=False), Index("deliveries_created", "created"))
 
+DELIVERY_KEEP_S = 86400.0  # how long a delivery row is kept (its request closed long before)
 MAX_IDLE_CONNECTIONS = 8
 TOKEN_SCOPES = ("user", "host")  # a host token can connect a host runtime and nothing else
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")  # shown in pages and logs: no spaces or controls
@@ -167,12 +164,14 @@ class _Tx:
 
 
 class Store:
-    def __init__(self, target: str | Path):
-        """`target`: a SQLite file path (":memory:" for a throwaway database) or a postgresql:// URL."""
+    def __init__(self, target: str | Path, migrate: bool = True):
+        """`target`: a SQLite file path (":memory:" for a throwaway database) or a postgresql:// URL.
+        `migrate=False` opens it as it is (for `nexus db current`)."""
         self.path = str(target)
         self.postgres = is_database_url(target)
         self.engine = self._engine()
-        self._create_schema()
+        if migrate:
+            self.migrate()
 
     def _engine(self) -> Engine:
         if self.postgres:
@@ -214,23 +213,21 @@ class Store:
         """SQL: `expression` (lower-cased) contains the next parameter."""
         return f"strpos(lower({expression}), ?) > 0" if self.postgres else f"instr(lower({expression}), ?) > 0"
 
-    def _create_schema(self) -> None:
-        """Create missing tables, then add missing columns: in one transaction that several processes
-        starting at once on an empty database take in turn."""
-        from alembic.operations import Operations
-        from alembic.runtime.migration import MigrationContext
-
+    def migrate(self) -> Upgrade:
+        """Bring the database to the newest schema revision, in one transaction that several processes
+        starting at once on an empty database take in turn (a no-op read when it is there already)."""
+        with self.engine.connect() as conn:
+            before = migrations.current(conn)
+        if before == migrations.head():
+            return migrations.Upgrade(before, before)
         with self._write() as db:
             db.lock("nexus-schema")
-            conn = db._conn
-            metadata.create_all(conn)
-            operations = Operations(MigrationContext.configure(conn))
-            columns = inspect(conn)
-            for table, column, backfill in MIGRATIONS:
-                if column().name not in {c["name"] for c in columns.get_columns(table)}:
-                    operations.add_column(table, column())
-                    if backfill:
-                        db.execute(backfill)
+            return migrations.upgrade(db._conn)
+
+    def schema_revision(self) -> str | None:
+        """The schema revision the database is at (None: empty, or made before versioned migrations)."""
+        with self.engine.connect() as conn:
+            return migrations.current(conn)
 
     @contextmanager
     def _write(self) -> Iterator[_Tx]:
@@ -475,15 +472,37 @@ class Store:
         return dict(rows[0]) if rows else None
 
     # the person's full copy of tool results, and images
-    def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> None:
+    def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> bool:
+        """Keep the person's copy of a tool call's result, once: False (and nothing written) when the tool
+        call already has one."""
         with self._write() as db:
-            db.execute("INSERT INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?) "
-                       "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET result = excluded.result",
-                       (session_id, tool_call_id, json.dumps(result)))
+            return db.execute("INSERT INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?) "
+                              "ON CONFLICT (session_id, tool_call_id) DO NOTHING",
+                              (session_id, tool_call_id, json.dumps(result))).rowcount > 0
 
     def get_result(self, session_id: str, tool_call_id: str) -> dict[str, Any] | None:
         rows = self._read("SELECT result FROM results WHERE session_id = ? AND tool_call_id = ?",
                           (session_id, tool_call_id))
+        return json.loads(rows[0]["result"]) if rows else None
+
+    # answers to pending requests (cloud/distributed/rendezvous.py): the row is the record, its key the gate
+    def record_delivery(self, session_id: str, pending_id: str, tool_call_id: str, kind: str,
+                        result: dict[str, Any]) -> bool:
+        """Record the answer to one pending request if it has none: True for the first delivery, False for
+        any other (a duplicate, from whichever process); rows older than a day are dropped."""
+        now = time.time()
+        with self._write() as db:
+            inserted = db.execute("INSERT INTO deliveries (session_id, pending_id, tool_call_id, kind, result, "
+                                  "created) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                  (session_id, pending_id, tool_call_id, kind, json.dumps(result), now)).rowcount > 0
+            if inserted:
+                db.execute("DELETE FROM deliveries WHERE created < ?", (now - DELIVERY_KEEP_S,))
+        return inserted
+
+    def delivery(self, session_id: str, pending_id: str) -> dict[str, Any] | None:
+        """The answer recorded for a pending request, or None."""
+        rows = self._read("SELECT result FROM deliveries WHERE session_id = ? AND pending_id = ?",
+                          (session_id, pending_id))
         return json.loads(rows[0]["result"]) if rows else None
 
     def save_image(self, session_id: str, png: bytes) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import event
 
-from cloud.store import Store, hash_token
+from cloud import migrations
+from cloud.store import Store, hash_token, metadata
 from tests.scale.servers import fresh_database, postgres_server
 
 
@@ -177,12 +180,31 @@ def test_audit_records_the_exact_bytes_with_their_hash_and_filters_by_prefix(sto
 
 
 def test_results_and_images_are_scoped_to_their_session(store):
-    store.save_result("s1", "c1", {"stdout": "x" * 10})
+    assert store.save_result("s1", "c1", {"stdout": "x" * 10})
+    assert not store.save_result("s1", "c1", {"stdout": "second"})  # a tool call's result is kept once
     assert store.get_result("s1", "c1") == {"stdout": "x" * 10}
     assert store.get_result("s2", "c1") is None
     image_id = store.save_image("s1", b"\x89PNG...")
     assert store.get_image("s1", image_id) == b"\x89PNG..."
     assert store.get_image("s2", image_id) is None
+
+
+def test_a_delivery_is_recorded_once_whichever_thread_or_store_inserts_it(store):
+    other = Store(store.path)  # another process's store on the same database
+    outcomes: list[bool] = []
+    start = threading.Barrier(8)
+
+    def deliver(n: int) -> None:
+        start.wait()
+        outcomes.append((store if n % 2 else other).record_delivery("s1", "c1.run#a", "c1", "host", {"n": n}))
+
+    workers = [threading.Thread(target=deliver, args=(n,)) for n in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(outcomes) == [False] * 7 + [True]
+    assert store.delivery("s1", "c1.run#a") == other.delivery("s1", "c1.run#a") and store.delivery("s1", "x") is None
 
 
 def test_update_session_refuses_unknown_fields(store):
@@ -242,3 +264,129 @@ def test_a_run_lease_is_held_by_one_owner_until_released_or_expired(store):
     assert store.acquire_run_lease("s3", "proc-a", ttl_s=-1)  # already expired: a dead process's lease
     assert store.acquire_run_lease("s3", "proc-b", ttl_s=30)
     assert store.run_lease("s3")["owner"] == "proc-b"
+
+
+# schema migrations (cloud/migrations/): versioned Alembic revisions run at start, on both databases
+
+def _database(request, tmp_path) -> str:
+    """An empty database on the store's dialect: a SQLite path or a fresh PostgreSQL database."""
+    if request.node.callspec.params["dialect"] == "sqlite":
+        return str(tmp_path / "fresh.db")
+    return fresh_database(request.getfixturevalue("postgres"))
+
+
+def _at_revision(target: str, revision: str) -> Store:
+    """A database built by the migrations up to `revision` only (as an older release left it)."""
+    opened = Store(target, migrate=False)
+    with opened._write() as db:
+        migrations.upgrade(db._conn, revision)
+    return opened
+
+
+def _execute(opened: Store, *statements: tuple[str, tuple]) -> None:
+    with opened._write() as db:
+        for sql, args in statements:
+            db.execute(sql, args)
+
+
+_OLD_DATA = (
+    ("INSERT INTO users (name, is_admin, policy, created) VALUES (?, ?, ?, ?)", ("root", 1, "ask", 1.0)),
+    ("INSERT INTO users (name, is_admin, policy, created) VALUES (?, ?, ?, ?)", ("bob", 0, "auto", 2.0)),
+    ("INSERT INTO tokens (id, token_hash, user_name, created) VALUES (?, ?, ?, ?)",
+     ("t1", hash_token("nx_root"), "root", 1.0)),
+    ("INSERT INTO tokens (id, token_hash, user_name, created) VALUES (?, ?, ?, ?)",
+     ("t2", hash_token("nx_bob"), "bob", 2.0)),
+    ("INSERT INTO sessions (id, user_name, host_id, model, created, updated) VALUES (?, ?, ?, ?, ?, ?)",
+     ("s1", "bob", "h1", "scripted:x", 3.0, 3.0)),
+    ("INSERT INTO messages (session_id, seq, entry) VALUES (?, ?, ?)", ("s1", 0, '{"role": "user", "content": []}')),
+)
+
+
+def _assert_old_data_kept_and_backfilled(opened: Store) -> None:
+    assert opened.schema_revision() == migrations.head()
+    root, bob = opened.user_for_token("nx_root"), opened.user_for_token("nx_bob")
+    assert (root.name, root.is_admin, root.policy, root.scope) == ("root", True, "ask", "user")  # backfilled
+    assert (bob.is_admin, bob.scope) == (False, "user")
+    row = opened.get_session("s1")
+    assert (row["user_name"], row["host_id"], row["validation"]) == ("bob", "h1", "warn")
+    assert opened.user_validation("bob") == "warn"
+    assert opened.transcript("s1") == [{"role": "user", "content": []}]
+    session_id = opened.create_session("bob", None, None, {})  # and it works as a new one
+    opened.append_entries(session_id, [{"role": "user", "content": []}])
+    assert opened.record_delivery(session_id, "p1", "c1", "host", {"ok": True})
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def dialect(request) -> str:
+    return request.param
+
+
+def test_an_empty_database_is_brought_to_the_newest_revision_which_makes_the_declared_schema(
+        dialect, request, tmp_path):
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    opened = Store(_database(request, tmp_path))
+    assert opened.schema_revision() == migrations.head() == "0005"
+    with opened.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall() == [("0005",)]
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+    assert Store(opened.path).migrate().before == migrations.head()  # the next start changes nothing
+
+
+def test_a_database_at_the_first_revision_keeps_its_data_and_is_backfilled(dialect, request, tmp_path):
+    old = _at_revision(_database(request, tmp_path), "0001")
+    assert old.schema_revision() == "0001"
+    _execute(old, *_OLD_DATA)
+    done = Store(old.path, migrate=False).migrate()
+    assert (done.before, done.after, done.stamped) == ("0001", migrations.head(), None)
+    _assert_old_data_kept_and_backfilled(Store(old.path))
+
+
+def test_a_database_made_before_versioned_migrations_is_stamped_and_upgraded(dialect, request, tmp_path):
+    # As the previous release left it: every table and the columns it added, but no alembic_version.
+    old = _at_revision(_database(request, tmp_path), "0004")
+    _execute(old, *[(sql.replace("created)", "created, is_admin, scope)").replace("?)", "?, 0, 'user')"), args)
+                    if "INTO tokens" in sql else (sql, args) for sql, args in _OLD_DATA],
+             ("UPDATE tokens SET is_admin = 1 WHERE id = ?", ("t1",)), ("DROP TABLE alembic_version", ()))
+    assert old.schema_revision() is None
+    done = Store(old.path, migrate=False).migrate()
+    assert (done.before, done.stamped, done.after) == (None, "0004", migrations.head())
+    _assert_old_data_kept_and_backfilled(Store(old.path))
+
+
+def test_a_database_newer_than_this_release_is_refused_by_name(dialect, request, tmp_path):
+    opened = Store(_database(request, tmp_path))
+    _execute(opened, ("UPDATE alembic_version SET version_num = ?", ("9999",)))
+    with pytest.raises(migrations.SchemaError, match="9999"):
+        Store(opened.path)
+
+
+def test_processes_starting_at_once_on_an_empty_database_migrate_it_once(dialect, request, tmp_path):
+    target = _database(request, tmp_path)
+    start = time.time() + 3  # every process imports first, then opens the store at the same moment
+    code = ("import sys, time; from cloud.store import Store; time.sleep(max(0, float(sys.argv[2]) - time.time())); "
+            "print(Store(sys.argv[1]).schema_revision())")
+    processes = [subprocess.Popen([sys.executable, "-c", code, target, str(start)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=120) for p in processes]
+    assert [p.returncode for p in processes] == [0] * 4, [err for _, err in outputs]
+    assert [out.strip() for out, _ in outputs] == [migrations.head()] * 4
+    with Store(target).engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall() == [(migrations.head(),)]
+
+
+def test_nexus_db_current_and_upgrade(tmp_path):
+    target = str(tmp_path / "cli.db")
+    nexus = [sys.executable, "-c", "from cloud.cli import run_main; run_main()"]
+    empty = subprocess.run([*nexus, "db", "current", "--db", target], capture_output=True, text=True)
+    assert empty.returncode == 1 and "no revision, empty" in empty.stdout
+    _at_revision(target, "0003").close()
+    behind = subprocess.run([*nexus, "db", "current", "--db", target], capture_output=True, text=True)
+    assert behind.returncode == 1 and f"revision 0003 (newest is {migrations.head()})" in behind.stdout
+    done = subprocess.run([*nexus, "db", "upgrade", "--db", target], capture_output=True, text=True)
+    assert done.returncode == 0 and f"upgraded from 0003 to {migrations.head()}" in done.stdout, done.stderr
+    again = subprocess.run([*nexus, "db", "upgrade", "--db", target], capture_output=True, text=True)
+    assert "already at revision" in again.stdout
+    now = subprocess.run([*nexus, "db", "current", "--db", target], capture_output=True, text=True)
+    assert now.returncode == 0 and f"revision {migrations.head()} (newest)" in now.stdout

@@ -6,12 +6,12 @@ import signal
 import sys
 import threading
 
-from cloud.cli import batch, demo, eval, ifc_host, mcp, models, run, sample_model, serve, skill, token
+from cloud.cli import batch, db, demo, eval, ifc_host, mcp, models, run, sample_model, serve, skill, token
 from cloud.cli.common import default_db
 
 __all__ = ["build_parser", "default_db", "main"]
 
-COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval, skill)
+COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval, skill, db)
 
 
 def build_parser() -> argparse.ArgumentParser:

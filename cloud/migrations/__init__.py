@@ -1,0 +1,105 @@
+"""Versioned schema migrations (Alembic revision scripts in `versions/`), run from code: no alembic.ini,
+no env.py. `Store()` upgrades its database to the newest revision at start; `nexus db upgrade` and
+`nexus db current` do it, or show it, for an operator.
+
+The revision a database is at lives in its `alembic_version` table. A database made before versioned
+migrations (tables present, no `alembic_version`) is recognised: the tables of the first revision it
+lacks are created, it is stamped with the last revision whose change it already has, and upgraded from
+there. The caller holds the schema lock, so several processes starting at once take their turn.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection
+
+FOLDER = Path(__file__).resolve().parent
+VERSION_TABLE = "alembic_version"
+LEGACY_MARKER = "users"  # a table every database of this product has had since the first version
+
+
+class SchemaError(RuntimeError):
+    """The database is at a revision this version of NexusAI does not know (made by a newer one)."""
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    before: str | None  # None: an empty database
+    after: str
+    stamped: str | None = None  # the revision a database from before versioned migrations was recognised at
+
+
+@functools.cache
+def script_directory() -> ScriptDirectory:
+    return ScriptDirectory(str(FOLDER))
+
+
+def head() -> str:
+    found = script_directory().get_current_head()
+    assert found is not None
+    return found
+
+
+def has_columns(conn: Connection, table: str, *columns: str) -> bool:
+    names = {c["name"] for c in inspect(conn).get_columns(table)}
+    return set(columns) <= names
+
+
+def current(conn: Connection) -> str | None:
+    """The revision the database is at; None when it has no version table (empty, or from before)."""
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def is_legacy(conn: Connection) -> bool:
+    """Tables of this product but no version table: made before versioned migrations."""
+    tables = set(inspect(conn).get_table_names())
+    return VERSION_TABLE not in tables and LEGACY_MARKER in tables
+
+
+def _legacy_stamp(conn: Connection, script: ScriptDirectory) -> str:
+    """Create the first revision's missing tables; the last revision, in order, whose change is present."""
+    revisions = list(reversed(list(script.walk_revisions("base", "heads"))))  # oldest first
+    first = revisions[0]
+    first.module.schema().create_all(conn, checkfirst=True)
+    stamp = first.revision
+    for revision in revisions[1:]:
+        present: Callable[[Connection], bool] | None = getattr(revision.module, "present", None)
+        if present is None or not present(conn):
+            break
+        stamp = revision.revision
+    return stamp
+
+
+def upgrade(conn: Connection, target: str = "heads") -> Upgrade:
+    """Bring the database on `conn` (inside the caller's transaction, under its schema lock) to `target`."""
+    script = script_directory()
+    before = current(conn)
+    if before is not None:
+        try:
+            script.get_revision(before)
+        except CommandError:
+            raise SchemaError(f"the database is at schema revision {before}, which this version of NexusAI "
+                              f"does not know (its newest is {head()}): it was upgraded by a newer version") from None
+    stamped = None
+    if before is None and is_legacy(conn):
+        stamped = _legacy_stamp(conn, script)
+        context = MigrationContext.configure(conn)
+        context.stamp(script, stamped)
+
+    def steps(heads: tuple[str, ...], _context: MigrationContext) -> list:
+        return script._upgrade_revs(target, heads)
+
+    context = MigrationContext.configure(conn, opts={"script": script, "fn": steps})
+    with Operations.context(context):
+        context.run_migrations()
+    after = current(conn)
+    assert after is not None
+    return Upgrade(before, after, stamped)

@@ -19,6 +19,8 @@ from typing import Any
 STATE_DIR = ".nexus-batch"
 MANIFEST = "manifest.json"
 RESULTS = "results"
+STAGED = "staged"
+CANCELLED = "cancelled"
 SCRIPTED = "scripted:"
 
 
@@ -53,6 +55,10 @@ class BatchSpec:
     validation: str = "warn"
     retry_failed: bool = False
     batch_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    owner: str | None = None  # who started it (batches started through the API)
+    review: bool = False  # `ask`: each committed result is staged until the person keeps or discards it
+    created: float | None = None
+    source: dict[str, Any] | None = None  # where the script came from (session, tool call, sha256)
 
     @property
     def kind(self) -> str:
@@ -65,6 +71,10 @@ class BatchSpec:
         if self.out_dir is None:
             return path
         return os.path.join(self.out_dir, self.relative(path))
+
+    def staged_for(self, path: str) -> str:
+        """Where a file's committed result waits for the person's decision under review (`ask`)."""
+        return str(state_path(self.state_dir, STAGED, self.relative(path)))
 
     def model_for(self, path: str) -> str | None:
         """The model spec for one file: `scripted:DIR` plays DIR/<file stem>.json for each file."""
@@ -145,7 +155,13 @@ def already_done(spec: BatchSpec, path: str, input_sha: str, task_sha: str) -> d
     if result.get("input_sha256") != input_sha:
         return None
     if result.get("committed") and spec.out_dir is not None:
-        output = spec.output_for(path)
-        if not os.path.exists(output) or sha256_file(output) != result.get("output_sha256"):
+        output = result.get("output") if spec.review else spec.output_for(path)
+        if (result.get("review") or {}).get("decision") == "discard":
+            return result  # the person discarded it: decided, nothing to redo
+        if not output or not os.path.exists(output) or sha256_file(output) != result.get("output_sha256"):
             return None
     return result
+
+
+def is_cancelled(state_dir: str) -> bool:
+    return state_path(state_dir, CANCELLED).exists()

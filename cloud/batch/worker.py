@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cloud.batch.jobs import BatchSpec, already_done, save_result, sha256_file
+from cloud.batch.jobs import BatchSpec, already_done, is_cancelled, save_result, sha256_file
 from cloud.store import Store
 
 AUTOMATION = "execute_task_automation"
@@ -34,6 +34,8 @@ def process_file(spec: BatchSpec, path: str, store: Store, worker: str = "embedd
     if done is not None:
         return {**done, "skipped": True}
     base = {"input_sha256": input_sha, "task_sha256": task_sha}
+    if is_cancelled(spec.state_dir):  # cancelled before this file started: recorded, never run
+        return _finish(spec, path, {**base, **_failed(path, "cancelled", cancelled=True)}, started, worker)
     try:
         result = _run(spec, path, store)
     except Exception as exc:  # one file's crash is that file's failure; the batch goes on
@@ -60,7 +62,7 @@ def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
         open_checked(path)
     except BadModelError as exc:
         return _failed(path, str(exc))
-    output = spec.output_for(path)
+    output = spec.staged_for(path) if spec.review else spec.output_for(path)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     temp = f"{output}.{os.getpid()}.{threading.get_ident()}.partial"
     user = f"{BATCH_USER_PREFIX}{spec.batch_id}-{os.getpid()}-{threading.get_ident() % 10**8}"
@@ -77,6 +79,8 @@ def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
                 outcome["output_sha256"] = sha256_file(temp)
                 os.replace(temp, output)
                 outcome["output"] = output
+                if spec.review:
+                    outcome["review"] = {"decision": None, "staged": output}
             return outcome
         finally:
             _close_later(core)

@@ -15,6 +15,7 @@ from cloud.store import Store
 from cloud.web.admin import admin_api
 from cloud.web.api import api
 from cloud.web.auth import HOST_ONLY, api_error, current_user, same_origin
+from cloud.web.batches_api import batches_api
 from cloud.web.host_ws import serve_host
 from cloud.web.models_api import models_api
 from cloud.web.pages import pages
@@ -57,6 +58,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
     app.register_blueprint(models_api)
     app.register_blueprint(pages)
     app.register_blueprint(skills_api)
+    app.register_blueprint(batches_api)
     sock = Sock(app)
 
     @app.before_request

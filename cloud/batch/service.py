@@ -1,0 +1,339 @@
+"""Batches started through the product (the API, the chat page): files chosen under the batch root an admin
+configures (NEXUS_BATCH_ROOT), never an arbitrary server path; one state folder per batch under the state
+root (NEXUS_BATCH_STATE, default `<root>/.nexus-batches`); run on the Dramatiq queue when NEXUS_REDIS_URL is
+set (by `nexus batch-worker`s), else on an embedded pool of this process. The same jobs, results and reports
+as `nexus batch` (cloud.batch.jobs, worker, queue, pool).
+
+Under review (`ask`), each committed result is staged in the batch's state folder until the person keeps it
+(moved into the out folder) or discards it (deleted); who decided is recorded in the file's result and in
+the batch's event log (`.nexus-batch/events.jsonl`, with who started and who cancelled).
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cloud.batch.jobs import (
+    CANCELLED,
+    MANIFEST,
+    STATE_DIR,
+    BatchError,
+    BatchSpec,
+    load_manifest,
+    read_result,
+    save_manifest,
+    save_result,
+    state_path,
+)
+from cloud.batch.report import outcome
+from cloud.store import Store
+
+ROOT_ENV = "NEXUS_BATCH_ROOT"
+STATE_ENV = "NEXUS_BATCH_STATE"
+WORKERS_ENV = "NEXUS_BATCH_WORKERS"
+DEFAULT_STATE = ".nexus-batches"
+DEFAULT_WORKERS = 2
+EVENTS = "events.jsonl"
+MAX_FILES = 10_000
+MAX_PATTERN = 1_000
+BATCH_ID = re.compile(r"^[0-9a-f]{12}$")
+IFC_SUFFIXES = (".ifc",)
+
+
+class NotConfigured(BatchError):
+    """The server has no batch root."""
+
+
+@dataclass(frozen=True)
+class Roots:
+    root: str  # real path of the batch root
+    state: str  # real path of the folder holding one state folder per batch
+
+    @classmethod
+    def from_env(cls) -> Roots:
+        raw = os.environ.get(ROOT_ENV, "").strip()
+        if not raw:
+            raise NotConfigured(f"batches are not configured on this server: an admin sets {ROOT_ENV} to the "
+                                "folder holding the models")
+        root = os.path.realpath(raw)
+        if not os.path.isdir(root):
+            raise NotConfigured(f"the batch root ({ROOT_ENV}) is not a folder on this server")
+        state = os.path.realpath(os.environ.get(STATE_ENV, "").strip() or os.path.join(root, DEFAULT_STATE))
+        return cls(root, state)
+
+    def state_dir(self, batch_id: str) -> str:
+        return os.path.join(self.state, batch_id)
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or os.path.commonpath([path, folder]) == folder
+
+
+def check_relative(value: Any, field: str) -> str:
+    """A path relative to the batch root: no absolute path, no `..`, nothing hidden, no NUL."""
+    if not isinstance(value, str) or not value.strip():
+        raise BatchError(f"{field}: expected a path relative to the batch root")
+    if len(value) > MAX_PATTERN:
+        raise BatchError(f"{field}: at most {MAX_PATTERN} characters")
+    if "\0" in value or "\\" in value:
+        raise BatchError(f"{field}: NUL and backslashes are not allowed")
+    if value.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", value):
+        raise BatchError(f"{field}: {value!r} is not relative to the batch root (absolute paths are refused)")
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise BatchError(f"{field}: {value!r} leaves the batch root ('..' is refused)")
+    if any(p.startswith(".") for p in parts):
+        raise BatchError(f"{field}: {value!r} names a hidden folder or file (refused)")
+    return "/".join(parts)
+
+
+def resolve_files(roots: Roots, files: Any, out: str | None) -> list[str]:
+    """The input files a request names (a glob or a list of globs/names, relative to the root)."""
+    patterns = [files] if isinstance(files, str) else files
+    if not isinstance(patterns, list) or not patterns or len(patterns) > MAX_FILES:
+        raise BatchError(f"files: expected a glob or a list of 1 to {MAX_FILES} paths relative to the batch root")
+    found: set[str] = set()
+    for i, pattern in enumerate(patterns):
+        clean = check_relative(pattern, f"files[{i}]" if isinstance(files, list) else "files")
+        for match in glob.glob(os.path.join(roots.root, clean), recursive=True):
+            real = os.path.realpath(match)
+            if not _under(real, roots.root):
+                raise BatchError(f"files: {os.path.relpath(match, roots.root)} links outside the batch root (refused)")
+            if out is not None and os.path.dirname(real) == out and real.lower().endswith(IFC_SUFFIXES):
+                raise BatchError("out: is the inputs' own folder; choose another folder")
+            if _under(real, roots.state) or (out is not None and _under(real, out)):
+                continue  # batch state and earlier outputs are never inputs
+            if os.path.isfile(real) and real.lower().endswith(IFC_SUFFIXES):
+                found.add(real)
+    if not found:
+        raise BatchError(f"files: nothing matches {files!r} under the batch root (IFC files only)")
+    if len(found) > MAX_FILES:
+        raise BatchError(f"files: {len(found)} files match; at most {MAX_FILES} per batch")
+    return sorted(found)
+
+
+def resolve_out(roots: Roots, out: Any) -> str:
+    clean = check_relative(out, "out")
+    target = os.path.join(roots.root, clean)
+    existing = target
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    real = os.path.join(os.path.realpath(existing), os.path.relpath(target, existing))
+    if not _under(os.path.realpath(existing), roots.root) or not _under(real, roots.root):
+        raise BatchError("out: links outside the batch root (refused)")
+    if real == roots.root:
+        raise BatchError("out: choose a folder under the batch root, not the root itself")
+    if _under(real, roots.state):
+        raise BatchError("out: cannot be inside the batches' state folder")
+    if os.path.exists(real) and not os.path.isdir(real):
+        raise BatchError("out: exists and is not a folder")
+    return os.path.normpath(real)
+
+
+def new_spec(roots: Roots, *, files: list[str], out: str | None, owner: str, script: str | None,
+             script_name: str | None, prompt: str | None, model: str | None, policy: str, validation: str,
+             source: dict[str, Any] | None) -> BatchSpec:
+    if out is not None and any(os.path.dirname(f) == out for f in files):
+        raise BatchError("out: is the inputs' own folder; choose another folder")
+    review = policy == "ask"
+    spec = BatchSpec(files=files, root=os.path.commonpath([os.path.dirname(f) for f in files]), state_dir="",
+                     out_dir=out, script=script, script_name=script_name, prompt=prompt, model=model,
+                     policy="auto" if review else policy, validation=validation, owner=owner, review=review,
+                     created=time.time(), source=source)
+    spec.state_dir = roots.state_dir(spec.batch_id)
+    return spec
+
+
+# --- the event log: who started, cancelled, kept or discarded what --------------------------------------
+
+_log_lock = threading.Lock()
+
+
+def log_event(spec: BatchSpec, event: str, by: str, **fields: Any) -> dict[str, Any]:
+    entry = {"ts": time.time(), "event": event, "by": by, **fields}
+    path = state_path(spec.state_dir, EVENTS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _log_lock, path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+    return entry
+
+
+def events(spec: BatchSpec) -> list[dict[str, Any]]:
+    try:
+        lines = state_path(spec.state_dir, EVENTS).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+# --- running ---------------------------------------------------------------------------------------------
+
+class Runner:
+    """Starts batches on the queue (NEXUS_REDIS_URL) or an embedded pool, and says which files are running."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.url = os.environ.get("NEXUS_REDIS_URL") or None
+        self._pools: dict[str, Any] = {}
+        self._queue: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def kind(self) -> str:
+        return "queue" if self.url else "embedded"
+
+    def _get_queue(self) -> Any:
+        from cloud.batch.queue import BatchQueue
+
+        with self._lock:
+            if self._queue is None:
+                self._queue = BatchQueue(self.url or "")
+            return self._queue
+
+    def start(self, spec: BatchSpec) -> None:
+        save_manifest(spec)
+        if self.url:
+            self._get_queue().enqueue(spec.state_dir, list(spec.files))
+            return
+        from cloud.batch.pool import EmbeddedPool
+
+        workers = int(os.environ.get(WORKERS_ENV, DEFAULT_WORKERS) or DEFAULT_WORKERS)
+        pool = EmbeddedPool(self.store, workers)
+        with self._lock:
+            self._pools[spec.batch_id] = pool
+        pool.submit(spec, list(spec.files))
+
+    def running(self, batch_id: str) -> list[str]:
+        if self.url:
+            return self._get_queue().running(batch_id)
+        with self._lock:
+            pool = self._pools.get(batch_id)
+        return pool.running() if pool is not None else []
+
+    def close(self) -> None:
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+            queue, self._queue = self._queue, None
+        for pool in pools:
+            pool.close()
+        if queue is not None:
+            queue.close()
+
+
+def cancel(spec: BatchSpec, by: str) -> dict[str, Any]:
+    """Files not yet started are recorded `cancelled` and never run; files running finish."""
+    marker = state_path(spec.state_dir, CANCELLED)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"by": by, "ts": time.time()}), encoding="utf-8")
+    return log_event(spec, "cancel", by)
+
+
+def is_cancelled(spec: BatchSpec) -> bool:
+    return state_path(spec.state_dir, CANCELLED).exists()
+
+
+# --- reading ---------------------------------------------------------------------------------------------
+
+def load(roots: Roots, batch_id: str) -> BatchSpec | None:
+    if not BATCH_ID.match(batch_id):
+        return None
+    try:
+        spec = load_manifest(roots.state_dir(batch_id))
+    except BatchError:
+        return None
+    return spec if spec.batch_id == batch_id and spec.owner else None
+
+
+def all_batches(roots: Roots) -> list[BatchSpec]:
+    found = []
+    for manifest in Path(roots.state).glob(f"*/{STATE_DIR}/{MANIFEST}"):
+        spec = load(roots, manifest.parent.parent.name)
+        if spec is not None:
+            found.append(spec)
+    return sorted(found, key=lambda s: s.created or 0, reverse=True)
+
+
+def file_state(spec: BatchSpec, result: dict[str, Any] | None, running: bool) -> str:
+    """queued, running, committed, unchanged, failed, cancelled; under review: staged, kept, discarded."""
+    if result is None or result.get("task_sha256") != spec.task_sha256(result.get("file", "")):
+        return "running" if running else "queued"
+    if result.get("cancelled"):
+        return "cancelled"
+    state = outcome(result)
+    if state == "committed" and spec.review:
+        decision = (result.get("review") or {}).get("decision")
+        return {"keep": "kept", "discard": "discarded"}.get(decision or "", "staged")
+    return state
+
+
+def progress(spec: BatchSpec, running: list[str]) -> dict[str, Any]:
+    busy = set(running)
+    states = [file_state(spec, read_result(spec, p), p in busy) for p in spec.files]
+    counts = {s: states.count(s) for s in set(states)}
+    done = sum(v for k, v in counts.items() if k not in ("queued", "running", "failed", "cancelled"))
+    failed = counts.get("failed", 0) + counts.get("cancelled", 0)
+    return {"total": len(spec.files), "done": done, "failed": failed, "running": counts.get("running", 0),
+            "left": counts.get("queued", 0), "awaiting_review": counts.get("staged", 0), "states": counts,
+            "finished": counts.get("queued", 0) + counts.get("running", 0) == 0,
+            "cancelled": is_cancelled(spec)}
+
+
+# --- review under `ask` ----------------------------------------------------------------------------------
+
+_decide_lock = threading.Lock()
+
+
+def decide(spec: BatchSpec, relative: str, decision: str, by: str) -> dict[str, Any]:
+    """Keep (move the staged result into the out folder) or discard (delete it) one file's result."""
+    if not spec.review:
+        raise BatchError("this batch was not started under `ask`: its results were written directly")
+    if decision not in ("keep", "discard"):
+        raise BatchError("decision: expected 'keep' or 'discard'")
+    path = next((p for p in spec.files if spec.relative(p) == relative), None)
+    if path is None:
+        raise BatchError(f"file: {relative!r} is not a file of this batch")
+    with _decide_lock:
+        result = read_result(spec, path)
+        if result is None or file_state(spec, result, False) != "staged":
+            state = file_state(spec, result, False)
+            raise DecisionConflict(f"{relative} is {state}: only a staged result can be kept or discarded")
+        staged = (result.get("review") or {}).get("staged") or spec.staged_for(path)
+        record = {"decision": decision, "by": by, "at": time.time()}
+        if decision == "keep":
+            target = spec.output_for(path)
+            _move(staged, target)
+            result["output"] = target
+        else:
+            Path(staged).unlink(missing_ok=True)
+            result["output"] = None
+        result["review"] = {**(result.get("review") or {}), **record}
+        save_result(spec, path, result)
+    log_event(spec, decision, by, file=relative)
+    return result
+
+
+class DecisionConflict(BatchError):
+    """The file's result is not waiting for a decision."""
+
+
+def _move(source: str, target: str) -> None:
+    """Into place atomically: a copy beside the target, renamed over it, then the staged copy removed."""
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=os.path.basename(target) + ".", suffix=".partial", dir=os.path.dirname(target))
+    os.close(fd)
+    try:
+        shutil.copyfile(source, temp)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    Path(source).unlink(missing_ok=True)

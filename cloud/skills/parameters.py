@@ -2,13 +2,14 @@
 `PREFIX = 'A-'`, `OFFSET = 250`), confirmed by a person, and bound by rewriting exactly those lines.
 
 Line-based rather than `ast`-based so that it reads IronPython 2.7 scripts (print statements and all) as well
-as Python 3 ones; each value is still checked with `ast.literal_eval`.
+as Python 3 ones; each value is still checked with `ast.literal_eval` (through cloud.pyparse: it parses).
 """
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
+
+from cloud import pyparse
 
 ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*(?P<value>[^#\n]+?)[ \t]*(?P<comment>#.*)?$")
 MAX_TEXT = 1000
@@ -20,7 +21,7 @@ class BindError(ValueError):
 
 def _literal(text: str) -> Any:
     try:
-        value = ast.literal_eval(text)
+        value = pyparse.literal_eval(text)
     except (ValueError, SyntaxError):
         return None
     return value if isinstance(value, (str, int, float, bool)) else None

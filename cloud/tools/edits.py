@@ -1,10 +1,11 @@
 """Anchored edits on the script the server holds: replace exact old text, leniently, and advise, never block."""
 from __future__ import annotations
 
-import ast
 import difflib
 from dataclasses import dataclass, field
 from typing import Any
+
+from cloud import pyparse
 
 NEAREST_CONTEXT = 2
 
@@ -134,7 +135,7 @@ def _advise(before: str, after: str, edits: list[dict[str, Any]], check_syntax: 
         notes.append(f"the script shrank by more than half ({len(before):,} -> {len(after):,} characters)")
     if check_syntax:
         try:
-            ast.parse(after)
+            pyparse.parse(after)  # one thread at a time: CPython gh-106905 (cloud/pyparse.py)
         except SyntaxError as exc:
             notes.append(f"the merged script does not parse: {exc.msg} (line {exc.lineno})")
     return notes

@@ -48,7 +48,7 @@ def build_parts(store: Store, url: str | None = None) -> tuple[HostDirectory, To
     from cloud.distributed.runs import RedisRunRegistry
 
     bus = Bus(url)
-    return RedisHostDirectory(bus), RedisToolResultChannel(bus), RedisRunRegistry(bus, store, lease_ttl_s=lease_ttl_s())  # type: ignore[return-value]
+    return RedisHostDirectory(bus), RedisToolResultChannel(bus, store), RedisRunRegistry(bus, store, lease_ttl_s=lease_ttl_s())  # type: ignore[return-value]
 
 
 def start_recovery_sweep(store: Store, hosts: HostDirectory, runs: RunRegistry,

@@ -1,10 +1,14 @@
 """The tool-result rendezvous in Redis: the call waiting on process B meets the answer arriving on A or C.
 
-Same methods as cloud.rendezvous.ToolResultChannel. The pending request is a Redis hash; a delivery is a
-Lua script that accepts the first matching answer and refuses any other (applied exactly once, whatever
-process it reaches), then wakes the waiting process through the bus. The waiting call re-reads the
-hash when woken and on a slow poll, and writes its pending request back if Redis lost it (a restart
-without persistence), so an answer posted after Redis returns is still accepted.
+Same methods as cloud.rendezvous.ToolResultChannel. The pending request is a Redis hash, named by a
+`pending_id` fresh at each open. A delivery is checked against it by a Lua script (the right request,
+kind and sender; not answered yet), then recorded in the database by an insert-if-absent keyed by
+(session, pending_id): that row is the record and its key the gate, so of two deliveries of the same
+answer reaching two processes at once exactly one is applied and the other is refused as a duplicate,
+even when Redis lost the pending request in between. Redis then carries the answer's copy and wakes the
+waiting process. The waiting call re-reads the hash when woken and on a 1 s poll, reads the database
+record on a slow poll and whenever Redis cannot say (unreachable, or restarted without persistence: the
+pending request is written back so an answer posted after Redis returns is still accepted).
 """
 from __future__ import annotations
 
@@ -12,40 +16,54 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from cloud.distributed.bus import PREFIX, Bus
 from cloud.rendezvous import ANSWERED_MEMORY, CANCEL_POLL_S, Answer, Delivery
 
+if TYPE_CHECKING:
+    from cloud.store import Store
+
 log = logging.getLogger(__name__)
 
-POLL_S = 1.0  # the slow re-read of a pending request when no wake-up came
+POLL_S = 1.0  # the re-read of a pending request in Redis when no wake-up came
+DB_POLL_S = 10.0  # the slow read of the database record, the fallback when Redis lost the answer's copy
 KEEP_S = 86400  # how long pending requests and the answered-id memory live in Redis
 
-# KEYS: pending hash, answered list. ARGV: tool_call_id, kind, result JSON, request_id ('' when by tool
-# call), host_id ('' for a browser). A host's delivery names the request; a browser's the tool call.
-_DELIVER = """
-local p = redis.call('HMGET', KEYS[1], 'request_id', 'tool_call_id', 'kind', 'host_id', 'result')
+# KEYS: pending hash, answered list. ARGV: tool_call_id, kind, request_id ('' when by tool call), host_id
+# ('' for a browser). A host's delivery names the request; a browser's the tool call. Returns the outcome,
+# and for 'accepted' the pending_id and tool_call_id the database record is keyed by.
+_CHECK = """
+local p = redis.call('HMGET', KEYS[1], 'request_id', 'tool_call_id', 'kind', 'host_id', 'result', 'pending_id')
 local function refused()
   local ids = redis.call('LRANGE', KEYS[2], 0, -1)
   for _, id in ipairs(ids) do
-    if id == ARGV[1] or (ARGV[4] ~= '' and id == ARGV[4]) then return 'already_answered' end
+    if id == ARGV[1] or (ARGV[3] ~= '' and id == ARGV[3]) then return {'already_answered'} end
   end
-  return 'not_pending'
+  return {'not_pending'}
 end
 if not p[1] then return refused() end
-if ARGV[4] ~= '' then
-  if p[1] ~= ARGV[4] or p[3] ~= ARGV[2] then return 'not_pending' end
-  if p[4] ~= '' and p[4] ~= ARGV[5] then return 'wrong_sender' end
+if ARGV[3] ~= '' then
+  if p[1] ~= ARGV[3] or p[3] ~= ARGV[2] then return {'not_pending'} end
+  if p[4] ~= '' and p[4] ~= ARGV[4] then return {'wrong_sender'} end
 else
   if p[2] ~= ARGV[1] or p[3] ~= ARGV[2] then return refused() end
 end
-if p[5] then return 'already_answered' end
-redis.call('HSET', KEYS[1], 'result', ARGV[3])
-return 'accepted'
+if p[5] then return {'already_answered'} end
+return {'accepted', p[6] or (p[1] .. ':' .. p[3]), p[2]}
+"""
+
+# KEYS: pending hash. ARGV: pending_id, result JSON. The answer's copy, only on the request it answers.
+_KEEP_COPY = """
+if redis.call('HGET', KEYS[1], 'pending_id') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'result', ARGV[2])
+  return 1
+end
+return 0
 """
 
 
@@ -66,10 +84,11 @@ def wake_key(session_id: str) -> str:
 
 
 class RedisToolResultChannel:
-    def __init__(self, bus: Bus) -> None:
-        self.bus = bus
+    def __init__(self, bus: Bus, store: Store) -> None:
+        self.bus, self.store = bus, store
         self._redis = bus.redis
-        self._deliver = self._redis.register_script(_DELIVER)
+        self._check = self._redis.register_script(_CHECK)
+        self._keep_copy = self._redis.register_script(_KEEP_COPY)
         self._opened: dict[str, dict[str, str]] = {}  # session_id -> what this process opened (to restore)
         self._lock = threading.Lock()
 
@@ -77,7 +96,8 @@ class RedisToolResultChannel:
              kind: str = "host") -> None:
         # Only the process holding the session's run lease opens requests for it, so an older pending
         # request still in Redis (its process died) is replaced, not a conflict.
-        fields = {"request_id": request_id, "tool_call_id": tool_call_id, "host_id": host_id or "", "kind": kind}
+        fields = {"request_id": request_id, "tool_call_id": tool_call_id, "host_id": host_id or "", "kind": kind,
+                  "pending_id": f"{request_id}:{kind}:{uuid.uuid4().hex[:12]}"}
         with self._lock:
             if session_id in self._opened:
                 raise RuntimeError(f"session {session_id} already has a pending request")
@@ -101,12 +121,22 @@ class RedisToolResultChannel:
 
     def _run_delivery(self, session_id: str, tool_call_id: str, kind: str, result: dict[str, Any],
                       request_id: str = "", host_id: str = "") -> Delivery:
-        outcome = self._deliver(keys=[_pending_key(session_id), _answered_key(session_id)],
-                                args=[tool_call_id, kind, json.dumps(result), request_id, host_id])
-        delivery = Delivery(outcome)
-        if delivery is Delivery.ACCEPTED:
+        checked = self._check(keys=[_pending_key(session_id), _answered_key(session_id)],
+                              args=[tool_call_id, kind, request_id, host_id])
+        delivery = Delivery(checked[0])
+        if delivery is not Delivery.ACCEPTED:
+            return delivery
+        pending_id, pending_call = checked[1], checked[2]
+        # The gate: of every delivery of this answer, on any process, one inserts the record.
+        if not self.store.record_delivery(session_id, pending_id, pending_call, kind, result):
+            log.info("session %s: a second delivery for %s refused (already applied)", session_id, pending_call)
+            return Delivery.ALREADY_ANSWERED
+        try:
+            self._keep_copy(keys=[_pending_key(session_id)], args=[pending_id, json.dumps(result)])
             self.bus.signal(wake_key(session_id))
-        return delivery
+        except redis.RedisError as exc:  # recorded: the waiting call finds it on its database poll
+            log.warning("session %s: answer recorded, Redis unreachable to wake its run: %s", session_id, exc)
+        return Delivery.ACCEPTED
 
     def deliver_from_host(self, request_id: str, host_id: str, result: dict[str, Any],
                           kind: str = "host") -> Delivery:
@@ -126,15 +156,20 @@ class RedisToolResultChannel:
                      alive: Callable[[], bool] | None = None) -> Answer:
         key = wake_key(session_id)
         deadline = time.monotonic() + timeout_s
-        next_read = 0.0
+        next_read, next_record = 0.0, time.monotonic() + DB_POLL_S
+        woken = False
         try:
             while True:
                 seen = self.bus.generation(key)
                 if time.monotonic() >= next_read:
                     next_read = time.monotonic() + POLL_S
-                    result = self._read_result(session_id)
+                    check_record = woken or time.monotonic() >= next_record
+                    if check_record:
+                        next_record = time.monotonic() + DB_POLL_S
+                    result = self._read_result(session_id, check_record)
                     if result is not None:
                         return Answer(result)
+                woken = False
                 if cancel.is_set():
                     return Answer(None, "cancelled")
                 remaining = deadline - time.monotonic()
@@ -143,25 +178,29 @@ class RedisToolResultChannel:
                 if alive is not None and not alive():
                     return Answer(None, "gone")
                 if self.bus.wait(key, seen, min(remaining, CANCEL_POLL_S)):
-                    next_read = 0.0
+                    next_read, woken = 0.0, True
         finally:
             self.close(session_id)
             self.bus.forget(key)
 
-    def _read_result(self, session_id: str) -> dict[str, Any] | None:
+    def _read_result(self, session_id: str, check_record: bool) -> dict[str, Any] | None:
+        """The answer: Redis's copy, else (when `check_record`, or Redis cannot say) the database record."""
+        with self._lock:
+            fields = self._opened.get(session_id)
         try:
             stored = self._redis.hgetall(_pending_key(session_id))
-            if not stored:  # Redis lost it (restarted without persistence): put it back, keep waiting
-                with self._lock:
-                    fields = self._opened.get(session_id)
-                if fields is not None:
-                    log.warning("session %s: the pending request was gone from Redis; restored", session_id)
-                    self._write_pending(session_id, fields)
-                return None
-            return json.loads(stored["result"]) if "result" in stored else None
-        except redis.RedisError as exc:  # Redis unreachable: the call keeps waiting until its own timeout
+            if "result" in stored:
+                return json.loads(stored["result"])
+            if not stored and fields is not None:  # Redis lost it (restarted without persistence): put it back
+                log.warning("session %s: the pending request was gone from Redis; restored", session_id)
+                self._write_pending(session_id, fields)
+                check_record = True
+        except redis.RedisError as exc:  # Redis unreachable: the record may still say; else keep waiting
             log.warning("session %s: Redis unreachable while waiting for a result: %s", session_id, exc)
-            return None
+            check_record = True
+        if check_record and fields is not None:
+            return self.store.delivery(session_id, fields["pending_id"])
+        return None
 
     def close(self, session_id: str) -> None:
         with self._lock:

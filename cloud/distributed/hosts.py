@@ -4,6 +4,10 @@ Same methods as cloud.hostlink.HostDirectory. A process that accepts a host's we
 as the host's owner in Redis under a key that expires unless heartbeats refresh it, so a dead process's
 hosts vanish within HOST_TTL_S and the host reconnects to any process. A command for a host held
 elsewhere is published to the owner's inbox; no subscriber (the owner is gone) fails fast.
+
+A host that reconnects to another process takes its id over there: the new owner tells the previous one,
+which forgets its stale connection (its socket loop then sees the id held elsewhere and closes it), and a
+heartbeat never re-advertises a connection whose id another process now owns.
 """
 from __future__ import annotations
 
@@ -30,6 +34,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1], 
 return 0
 """
 
+# KEYS: owner key. ARGV: this process, ttl. Refresh the ownership only if nobody else took the host over.
+_REFRESH = """
+local owner = redis.call('GET', KEYS[1])
+if owner == false or owner == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
 
 def _owner_key(host_id: str) -> str:
     return f"{PREFIX}host:{host_id}:owner"
@@ -52,25 +66,57 @@ class RedisHostDirectory(HostDirectory):
         super().__init__()
         self.bus = bus
         self._release = bus.redis.register_script(_RELEASE)
+        self._refresh = bus.redis.register_script(_REFRESH)
         self._cache: dict[str, tuple[float, HostConnection | None]] = {}
         bus.on("host_cmd", self._deliver_here)
+        bus.on("host_taken", self._taken_over)
         threading.Thread(target=self._heartbeat, name="host-heartbeat", daemon=True).start()
 
     def register(self, user_name: str, hello: dict[str, Any], send_json: Any) -> HostConnection:
         connection = super().register(user_name, hello, send_json)
-        self._advertise([connection])
+        self._cache.pop(connection.host_id, None)
+        previous = self.bus.redis.set(_owner_key(connection.host_id), self.bus.process, ex=HOST_TTL_S, get=True)
+        self._describe([connection])
+        if previous and previous != self.bus.process:  # it reconnected here: its old process lets go
+            try:
+                self.bus.send_to(previous, {"kind": "host_taken", "host_id": connection.host_id,
+                                            "by": self.bus.process})
+            except redis.RedisError as exc:  # that process's heartbeat finds out by itself
+                log.warning("host %s: could not tell its previous process: %s", connection.host_id, exc)
         return connection
 
-    def _advertise(self, connections: list[HostConnection]) -> None:
+    def _describe(self, connections: list[HostConnection]) -> None:
         with self.bus.redis.pipeline() as pipe:
             for c in connections:
-                pipe.set(_owner_key(c.host_id), self.bus.process, ex=HOST_TTL_S)
                 pipe.set(_info_key(c.host_id), json.dumps({"user": c.user_name, "hello": dict(c.hello),
                                                            "connected_at": c.connected_at,
                                                            "last_seen": c.last_seen}), ex=HOST_TTL_S)
                 pipe.sadd(_user_key(c.user_name), c.host_id)
                 pipe.sadd(ALL_HOSTS, c.host_id)
             pipe.execute()
+
+    def _advertise(self, connections: list[HostConnection]) -> None:
+        """Refresh this process's hosts; a host another process took over meanwhile is forgotten here."""
+        kept = []
+        for c in connections:
+            if self._refresh(keys=[_owner_key(c.host_id)], args=[self.bus.process, HOST_TTL_S]):
+                kept.append(c)
+            else:
+                self._forget(c, "another server process holds its connection now")
+        if kept:
+            self._describe(kept)
+
+    def _taken_over(self, body: dict[str, Any]) -> None:
+        connection = self.get_local(body["host_id"])
+        if connection is not None:
+            self._forget(connection, f"it reconnected to {body.get('by')}")
+
+    def _forget(self, connection: HostConnection, why: str) -> None:
+        """Drop a stale local connection without touching Redis (the id is someone else's now). The socket's
+        own loop sees the id held elsewhere and closes it."""
+        log.info("host %s: its connection here is stale (%s); closing it", connection.host_id, why)
+        HostDirectory.unregister(self, connection)
+        self._cache.pop(connection.host_id, None)
 
     def unregister(self, connection: HostConnection) -> None:
         mine = self.get_local(connection.host_id) is connection

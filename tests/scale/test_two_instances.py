@@ -100,3 +100,32 @@ def test_an_approval_posted_to_a_reaches_the_run_driven_on_b_and_a_cancel_too(in
         assert_transcript_valid(session(on_a, session_id)["messages"])
     finally:
         host.stop()
+
+
+def test_a_host_that_reconnects_to_the_other_instance_has_its_stale_socket_closed(instances, scripts_dir):
+    a, b = instances
+    token = a.token("alice")
+    first = TestHost(a.ws_url, token).start()
+    stale = a.state.hosts.get_local(first.host_id)
+    second = None
+    try:
+        # The same runtime comes back through B while A still holds its old, half-dead socket.
+        second = TestHost(b.ws_url, token, host_id=first.host_id).start()
+        assert second.host_id == first.host_id
+        wait_until(lambda: not first._thread.is_alive(), timeout=10)  # A closed the stale socket
+        assert a.state.hosts.get_local(first.host_id) is None
+        assert b.state.hosts.get_local(first.host_id) is not None
+        a.state.hosts._advertise([stale])  # a heartbeat of A's holding the old connection claims nothing back
+        owner = a.state.hosts.bus.redis.get(f"nx:host:{first.host_id}:owner")
+        assert owner == b.state.hosts.bus.process
+        # A run driven on A reaches the host through B's socket.
+        on_a = Client(a.url, token)
+        spec = write_script(scripts_dir / "back.json", [collect("print(len(doc.by_class('Wall')))"), say("One.")])
+        stream = on_a.run(on_a.new_session(first.host_id, spec), "count walls")
+        assert stream.last == {"type": "Complete", "content": "One."}
+        assert any(m.get("type") == "execute" for m in second.received)
+        assert not any(m.get("type") == "execute" for m in first.received)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()

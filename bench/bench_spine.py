@@ -291,7 +291,7 @@ from cloud.hosts.registry import register_provider
 from tests.support.server import running_server
 from tests.support.test_host import TestProvider
 register_provider(TestProvider())
-with running_server(Path({tmp!r}), keepalive_s={keepalive}, tool_timeout_s=3600, detach_grace_s=3600,
+with running_server(Path({tmp!r}), keepalive_s={keepalive}, tool_timeout_s=3600,
                     quota_sessions_per_hour=0, quota_concurrent_runs=0, quota_hosts=0, quota_requests_per_minute=0) as s:
     print(json.dumps({{"url": s.url, "token": s.token("bench")}}), flush=True)
     sys.stdin.read()

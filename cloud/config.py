@@ -24,7 +24,6 @@ class Settings:
     tool_timeout_s: float = 600.0  # how long a suspended tool call waits for its host
     approval_timeout_s: float = 900.0  # how long a previewed change waits for Keep/Discard (then: discard)
     keepalive_s: float = 15.0  # SSE comment frame cadence while nothing else is sent
-    detach_grace_s: float = 30.0  # a run with no listener for this long is cancelled
     script_timeout_s: float = 300.0  # deadline sent to the host for one script
     max_fixes: int = 5  # automation attempts after a failed run
     max_iterations: int = 3  # automation attempts after a committed run

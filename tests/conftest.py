@@ -13,7 +13,7 @@ from tests.support.test_host import TestHost, TestProvider
 # The test host is served only because the tests register its provider (it is not in the product).
 register_provider(TestProvider())
 
-FAST = {"keepalive_s": 0.2, "tool_timeout_s": 5.0, "detach_grace_s": 2.0}
+FAST = {"keepalive_s": 0.2, "tool_timeout_s": 5.0}
 
 # Set by .ci/run: in CI a skipped test is a failure (a missing browser, stub package or project module
 # must never pass as a skip).

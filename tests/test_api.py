@@ -19,7 +19,7 @@ from tests.support.spine import (
 )
 from tests.support.test_host import TestHost
 
-FAST = {"keepalive_s": 0.2, "tool_timeout_s": 5.0, "detach_grace_s": 2.0}
+FAST = {"keepalive_s": 0.2, "tool_timeout_s": 5.0}
 
 
 def test_the_transcript_and_the_current_script_survive_a_server_restart(tmp_path, scripts_dir):

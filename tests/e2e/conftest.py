@@ -110,7 +110,7 @@ def browser(browser_factory) -> BrowserPage:
 @pytest.fixture
 def server(tmp_path, scripts_dir) -> Iterator[RunningServer]:
     """The shared test server, with a tool timeout long enough for the slow-host tests (hint after 10 s)."""
-    with running_server(tmp_path, **{**FAST, "tool_timeout_s": 30.0, "detach_grace_s": 5.0}) as srv:
+    with running_server(tmp_path, **{**FAST, "tool_timeout_s": 30.0}) as srv:
         yield srv
 
 

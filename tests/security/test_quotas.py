@@ -9,7 +9,7 @@ from tests.support.spine import BackgroundRun, collect, say, wait_until
 from tests.support.test_host import TestHost
 
 QUOTAS = {"quota_sessions_per_hour": 3, "quota_concurrent_runs": 1, "quota_hosts": 2,
-          "quota_requests_per_minute": 40, "keepalive_s": 0.2, "tool_timeout_s": 5.0, "detach_grace_s": 2.0}
+          "quota_requests_per_minute": 40, "keepalive_s": 0.2, "tool_timeout_s": 5.0}
 
 
 @pytest.fixture

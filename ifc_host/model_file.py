@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,7 @@ def describe_document(model: ifcopenshell.file, path: str | os.PathLike[str]) ->
         "title": title,
         "schema": model.schema_identifier,
         "path": str(Path(path).resolve()),
-        "storeys": [s.Name or f"#{s.id()}" for s in storeys][:100],
+        "storeys": storey_labels(storeys)[:100],
         "entities": len(model.entity_names()),
     }
     warnings = open_warnings(model)
@@ -141,7 +142,8 @@ def describe_context(model: ifcopenshell.file) -> dict[str, Any]:
     context: dict[str, Any] = {
         "document": (projects[0].Name if projects and projects[0].Name else None) or "IFC model",
         "host_version": f"IfcOpenShell {ifcopenshell.version}",
-        "levels": [{"name": s.Name or f"#{s.id()}", "elevation": _elevation(s), "id": s.id()} for s in storeys],
+        "levels": [{"name": label, "elevation": _elevation(s), "id": s.id()}
+                   for s, label in zip(storeys, storey_labels(storeys), strict=True)],
         "active_view": None,
         "selection": [],
         "counts": counts,
@@ -152,6 +154,15 @@ def describe_context(model: ifcopenshell.file) -> dict[str, Any]:
         prefix = getattr(unit, "Prefix", None) or ""
         context["units"] = {"length": f"{prefix}{name}".lower()}
     return context
+
+
+def storey_labels(storeys: list[ifcopenshell.entity_instance]) -> list[str]:
+    """How each storey is named as a view: its Name when that names it alone, else ``#<step id>`` (an unnamed
+    storey, one whose Name another storey shares, or a Name that itself looks like a step id)."""
+    names = [(s.Name or "").strip() for s in storeys]
+    shared = Counter(names)
+    return [name if name and not name.startswith("#") and shared[name] == 1 else f"#{s.id()}"
+            for s, name in zip(storeys, names, strict=True)]
 
 
 def _elevation(storey: ifcopenshell.entity_instance) -> float:

@@ -86,9 +86,13 @@ def execute_result(request_id: str, result: dict[str, Any]) -> dict[str, Any]:
     return checked(message)
 
 
-def export_view_result(request_id: str, *, png_base64: str, width: int, height: int, view: str) -> dict[str, Any]:
-    return checked({"type": "export_view_result", "request_id": request_id, "ok": True, "png_base64": png_base64,
-                    "width": width, "height": height, "view": view})
+def export_view_result(request_id: str, *, png_base64: str, width: int, height: int, view: str,
+                       undrawn: int | None = None) -> dict[str, Any]:
+    message = {"type": "export_view_result", "request_id": request_id, "ok": True, "png_base64": png_base64,
+               "width": width, "height": height, "view": view}
+    if undrawn is not None:
+        message["undrawn"] = undrawn
+    return checked(message)
 
 
 def export_view_failure(request_id: str, reason: str) -> dict[str, Any]:

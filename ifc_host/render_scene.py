@@ -14,6 +14,8 @@ import ifcopenshell.util.placement
 import ifcopenshell.util.unit
 import numpy as np
 
+from ifc_host.model_file import storey_labels
+
 AXONOMETRIC_VIEW = "3D"
 AXONOMETRIC_STOREY_PREFIX = "3D:"
 # Orthographic views of the whole model from each side (project north is +y), for reviewing facades.
@@ -113,15 +115,12 @@ def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterab
 def view_names(model: ifcopenshell.file) -> list[str]:
     """Every view this model has, lowest storey first: storey plans, ``3D``, then the four elevations."""
     storeys = storeys_by_elevation(model)
-    return [storey_label(s, storeys) for s in storeys] + [AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
+    return [*storey_labels(storeys), AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
 
 
 def storey_label(storey: ifcopenshell.entity_instance, storeys: list[ifcopenshell.entity_instance]) -> str:
     """The storey's Name when it names this storey alone, else ``#<step id>``."""
-    name = (storey.Name or "").strip()
-    if not name or name.startswith("#") or sum((s.Name or "").strip() == name for s in storeys) > 1:
-        return f"#{storey.id()}"
-    return name
+    return storey_labels(storeys)[storeys.index(storey)]
 
 
 def elements_of_storey(storey: ifcopenshell.entity_instance) -> list[ifcopenshell.entity_instance]:

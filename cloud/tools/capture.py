@@ -39,7 +39,7 @@ def export_view(ctx: ToolContext, call_id: str, view: ViewRequest) -> Exported:
     highlight = f", {len(view.element_ids)} changed elements highlighted" if view.element_ids else ""
     return Exported(
         message("section_image", view=result["view"], highlight=highlight),
-        ImageMeta(image_id, result["width"], result["height"], result["view"]),
+        ImageMeta(image_id, result["width"], result["height"], result["view"], result.get("undrawn")),
         {"type": "image", "media_type": "image/png", "data": result["png_base64"],
          "width": result["width"], "height": result["height"]})
 

@@ -15,6 +15,7 @@ class ImageMeta:
     width: int
     height: int
     view: str
+    undrawn: int | None = None  # elements of the view that could not be drawn (None: the host does not count)
 
 
 @dataclass(frozen=True)

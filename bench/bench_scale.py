@@ -9,15 +9,19 @@ roundtrip  Orchestrator-added time per tool round trip through the host seam (We
            same run: the host and the asking run on one process (in-process rendezvous and directory), and
            host on instance A with the run on instance B (Redis rendezvous, command routed to A's inbox,
            wake-up back to B). Both instances, a throwaway PostgreSQL and redis-server are started here.
-suspended  N runs started through two instances (alternating), each suspended on a tool call its host
-           never answers, with one SSE stream per run. Reports the test process's RSS per run, the largest
-           gap between keepalive frames any stream saw, and the Redis and PostgreSQL connections in use.
+suspended  N runs started through two instance processes (alternating; tests/scale/instance.py, the
+           embedded threaded server), in batches, each suspended on a tool call its host (connected to the
+           first instance) never answers, with one SSE stream per run read by this process. Reports the
+           instances' RSS growth per suspended run, the largest gap between keepalive frames any stream
+           saw inside the observation window, and the Redis and PostgreSQL connections in use.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -26,11 +30,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from cloud.hostlink import WebSocketHostLink  # noqa: E402
 from cloud.hosts.registry import register_provider  # noqa: E402
-from tests.scale.servers import fresh_database, postgres_server, redis_server  # noqa: E402
+from tests.scale.servers import free_port, fresh_database, postgres_server, redis_server, wait_port  # noqa: E402
 from tests.support.client import Client, write_script  # noqa: E402
 from tests.support.server import RunningServer, running_server  # noqa: E402
 from tests.support.spine import collect, say  # noqa: E402
@@ -92,75 +97,140 @@ def roundtrip(args: argparse.Namespace) -> None:
             print(f"  {label:40s} p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   max {worst:6.2f} ms")
 
 
-def _rss_kb() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def _rss_kb(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
 
 
+def _threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def _instance(stack: ExitStack, database: str, settings: dict[str, Any]) -> tuple[str, subprocess.Popen]:
+    """One orchestrator instance as its own process (tests/scale/instance.py), like a `nexus serve`."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tests.scale.instance", database, str(port),
+                                json.dumps(settings)], cwd=ROOT, env=dict(os.environ),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop() -> None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+    stack.callback(stop)
+    wait_port(port, process, "instance", timeout=60)
+    return f"http://127.0.0.1:{port}", process
+
+
 def suspended(args: argparse.Namespace) -> None:
+    """N runs suspended on a tool call their host never answers, through two instance processes."""
     import psycopg
     import redis as redis_client
+
+    from cloud.store import Store
 
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         postgres = stack.enter_context(postgres_server())
         redis = stack.enter_context(redis_server(Path(tmp) / "redis"))
         database = fresh_database(postgres)
         os.environ["NEXUS_SCRIPTED_DIRS"] = tmp
+        os.environ["NEXUS_REDIS_URL"] = redis.url
         spec = write_script(Path(tmp) / "suspend.json", [collect("print(1)"), say("never")])
-        a, b = _servers(stack, Path(tmp), redis.url, database, 2, keepalive_s=args.keepalive,
-                        quota_concurrent_runs=0, quota_sessions_per_hour=0, quota_requests_per_minute=0)
-        token = a.token("bench")
-        host = TestHost(a.ws_url, token, silent=True).start()
+        store = Store(database)
+        token = store.create_token("bench")
+        store.close()
+        settings = {"keepalive_s": args.keepalive, "tool_timeout_s": 3600.0, "quota_concurrent_runs": 0,
+                    "quota_sessions_per_hour": 0, "quota_requests_per_minute": 0}
+        instances = [_instance(stack, database, settings) for _ in range(2)]
+        host = TestHost(instances[0][0].replace("http://", "ws://") + "/ws/host", token, silent=True).start()
         stack.callback(host.stop)
-        clients = [Client(a.url, token), Client(b.url, token)]
-        before = _rss_kb()
+        clients = [Client(url, token) for url, _ in instances]
+        time.sleep(1.0)
+        redis_info = redis_client.Redis.from_url(redis.url)
+        before = [_rss_kb(p.pid) for _, p in instances]
+        redis_before = redis_info.info("memory")["used_memory"]
         beats: list[list[float]] = []  # per stream, when each keepalive frame arrived
         stop = threading.Event()
+        failures: list[str] = []
 
         def follow(client: Client, session_id: str, ready: threading.Event) -> None:
-            response = client.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "go"}, stream=True)
-            mine: list[float] = []
-            beats.append(mine)
-            for line in response.iter_lines(decode_unicode=True):
-                if line == "event: ToolCall":
-                    ready.set()
-                if line.startswith(": keepalive"):
-                    mine.append(time.monotonic())
-                if stop.is_set():
-                    break
-            response.close()
+            try:
+                response = client.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "go"},
+                                       stream=True, timeout=600)
+                mine: list[float] = []
+                beats.append(mine)
+                for line in response.iter_lines(decode_unicode=True):
+                    if line == "event: ToolCall":
+                        ready.set()
+                    if line.startswith(": keepalive"):
+                        mine.append(time.monotonic())
+                    if stop.is_set():
+                        break
+                response.close()
+            except Exception as exc:  # reported below; the other streams go on
+                failures.append(f"{type(exc).__name__}: {exc}")
+                ready.set()
 
+        started = time.monotonic()
         readies = []
-        for i in range(args.runs):
-            client = clients[i % 2]
-            session_id = client.new_session(host.host_id, spec)
-            ready = threading.Event()
-            readies.append(ready)
-            threading.Thread(target=follow, args=(client, session_id, ready), daemon=True).start()
-        for ready in readies:
-            ready.wait(60)
+        for batch in range(0, args.runs, args.batch):  # start in batches: each waits until its runs suspend
+            batch_readies = []
+            for i in range(batch, min(args.runs, batch + args.batch)):
+                client = clients[i % 2]
+                session_id = client.new_session(host.host_id, spec)
+                ready = threading.Event()
+                batch_readies.append(ready)
+                threading.Thread(target=follow, args=(client, session_id, ready), daemon=True).start()
+            for ready in batch_readies:
+                ready.wait(120)
+            readies.extend(batch_readies)
+            print(f"  {len(readies)} started, {sum(r.is_set() for r in readies)} suspended, {len(failures)} failed "
+                  f"({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+        start_s = time.monotonic() - started
+        suspended_runs = sum(1 for r in readies if r.is_set())
         time.sleep(args.keepalive * 2)  # let the start-up burst settle
         suspended_at = time.monotonic()
         time.sleep(args.observe)
         ended_at = time.monotonic()
-        gaps = []
-        for mine in beats:  # gaps between keepalives inside the window, and from its edges
+        gaps, worst = [], []  # every gap between keepalives inside the window (and from its edges); per stream
+        for mine in beats:
             window = [suspended_at, *[t for t in mine if suspended_at <= t <= ended_at], ended_at]
-            gaps.extend(b - a for a, b in zip(window, window[1:], strict=False))
-        rss = _rss_kb()
-        redis_clients = redis_client.Redis.from_url(redis.url).info("clients")["connected_clients"]
+            own = [b - a for a, b in zip(window, window[1:], strict=False)]
+            gaps.extend(own)
+            worst.append(max(own))
+        after = [_rss_kb(p.pid) for _, p in instances]
+        threads = [_threads(p.pid) for _, p in instances]
+        clients_now = [c for c in redis_info.client_list() if c.get("name") != "bench"]
+        redis_clients = len(clients_now) - 1  # not this one
+        redis_busy = sum(1 for c in clients_now if int(c.get("idle", 0)) <= 1) - 1
+        redis_memory = redis_info.info("memory")["used_memory"] - redis_before
         with psycopg.connect(postgres, autocommit=True) as conn:
             pg = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
                               (database.rsplit("/", 1)[1],)).fetchone()[0]
         stop.set()
-        print(f"{args.runs} suspended runs across two instances (one process here: both servers, the host and "
-              f"every SSE client), observed {ended_at - suspended_at:.1f} s")
-        print(f"  memory per run (servers + clients + host): {(rss - before) / args.runs:.1f} KB")
-        print(f"  largest keepalive gap: {max(gaps, default=0):.2f} s (interval {args.keepalive} s, "
-              f"{max(gaps, default=0) / args.keepalive:.2f} x)")
-        print(f"  Redis connections: {redis_clients}   PostgreSQL connections: {pg}")
+        per_run = (sum(after) - sum(before)) / max(1, suspended_runs)
+        print(f"{args.runs} runs started through two instance processes in {start_s:.1f} s "
+              f"({suspended_runs} suspended on their tool call, {len(failures)} failed), observed "
+              f"{ended_at - suspended_at:.1f} s")
+        for (url, _), b, a, t in zip(instances, before, after, threads, strict=True):
+            print(f"  instance {url}: RSS {b / 1024:.0f} -> {a / 1024:.0f} MB, {t} threads")
+        print(f"  memory per suspended run (both instance processes): {per_run:.1f} KB; Redis "
+              f"{redis_memory / max(1, suspended_runs) / 1024:.1f} KB")
+        limit = 1.5 * args.keepalive
+        print(f"  keepalive gaps (interval {args.keepalive} s): p50 {_percentile(gaps, 50):.2f} s, p99 "
+              f"{_percentile(gaps, 99):.2f} s, largest {max(gaps, default=0):.2f} s "
+              f"({max(gaps, default=0) / args.keepalive:.2f} x); streams with a gap over 1.5 x: "
+              f"{sum(1 for w in worst if w > limit)} of {len(beats)}")
+        print(f"  Redis connections: {redis_clients} open (the pools' high-water mark), {redis_busy} used in the "
+              f"last second   PostgreSQL connections: {pg}")
+        for failure in sorted(set(failures))[:5]:
+            print(f"  failure: {failure}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,6 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=200)
     p.add_argument("--keepalive", type=float, default=1.0)
     p.add_argument("--observe", type=float, default=6.0)
+    p.add_argument("--batch", type=int, default=50, help="runs started at once before waiting for them to suspend")
     p.set_defaults(func=suspended)
     args = parser.parse_args(argv)
     args.func(args)

@@ -472,13 +472,13 @@ class Store:
         return dict(rows[0]) if rows else None
 
     # the person's full copy of tool results, and images
-    def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> bool:
-        """Keep the person's copy of a tool call's result, once: False (and nothing written) when the tool
-        call already has one."""
+    def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> None:
+        """The person's copy of a tool call's result, written by the process driving the run (the answer
+        it was made from was applied once: see record_delivery)."""
         with self._write() as db:
-            return db.execute("INSERT INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?) "
-                              "ON CONFLICT (session_id, tool_call_id) DO NOTHING",
-                              (session_id, tool_call_id, json.dumps(result))).rowcount > 0
+            db.execute("INSERT INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?) "
+                       "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET result = excluded.result",
+                       (session_id, tool_call_id, json.dumps(result)))
 
     def get_result(self, session_id: str, tool_call_id: str) -> dict[str, Any] | None:
         rows = self._read("SELECT result FROM results WHERE session_id = ? AND tool_call_id = ?",

@@ -180,8 +180,7 @@ def test_audit_records_the_exact_bytes_with_their_hash_and_filters_by_prefix(sto
 
 
 def test_results_and_images_are_scoped_to_their_session(store):
-    assert store.save_result("s1", "c1", {"stdout": "x" * 10})
-    assert not store.save_result("s1", "c1", {"stdout": "second"})  # a tool call's result is kept once
+    store.save_result("s1", "c1", {"stdout": "x" * 10})
     assert store.get_result("s1", "c1") == {"stdout": "x" * 10}
     assert store.get_result("s2", "c1") is None
     image_id = store.save_image("s1", b"\x89PNG...")

@@ -6,6 +6,11 @@ The host's token never appears on a command line (every local process can read `
 comes from `NEXUS_TOKEN` or `--token-file PATH` and is removed from the environment at once. A host started
 by `start_host_process` gets a scrubbed environment (no API keys, no database URL, no server settings): only
 what Python needs; its token arrives on its standard input, so it is in no environment block either.
+
+Exit status of `nexus ifc-host`: 0 when stopped (SIGTERM, Ctrl-C); 2 for an unusable model or command line;
+3 when the server refuses the token (at connection, or revoked while connected: close code 4401); 4 when
+another connection took this host id over (close code 4409: a second host for the same id; this one stops
+rather than take the id back). Any other drop is retried with capped backoff and jitter (see runtime.py).
 """
 from __future__ import annotations
 
@@ -26,6 +31,9 @@ import ifc_host
 from ifc_host.isolation import ISOLATIONS
 
 TOKEN_VARIABLE = "NEXUS_TOKEN"
+EXIT_BAD_INPUT = 2
+EXIT_TOKEN_REFUSED = 3
+EXIT_HOST_ID_TAKEN = 4
 STOP_TIMEOUT_S = 30.0
 _PR_SET_DUMPABLE = 4
 _HOST_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
@@ -89,7 +97,7 @@ def keep_memory_private() -> None:
 def serve_from_arguments(args: argparse.Namespace) -> int:
     """Run a host until interrupted: the body of `nexus ifc-host`. Returns an exit status."""
     from ifc_host.model_file import BadModelError
-    from ifc_host.runtime import HostRejected, run_host
+    from ifc_host.runtime import HostRejected, HostReplaced, run_host
 
     keep_memory_private()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -97,15 +105,21 @@ def serve_from_arguments(args: argparse.Namespace) -> int:
         token = read_token(args.token_file)
     except TokenMissing as exc:
         print(f"nexus: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     stop = threading.Event()
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         run_host(args.model, args.server, token, stop, out_path=args.out, isolation=args.isolation)
-    except (BadModelError, HostRejected, ValueError) as exc:
+    except HostRejected as exc:
         print(f"nexus: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_TOKEN_REFUSED
+    except HostReplaced as exc:
+        print(f"nexus: {exc}", file=sys.stderr)
+        return EXIT_HOST_ID_TAKEN
+    except (BadModelError, ValueError) as exc:
+        print(f"nexus: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         pass
     return 0

@@ -4,7 +4,17 @@ It connects to the orchestrator's `/ws/host`, says hello (with its previous host
 and answers commands. Scripts run one at a time in the model keeper (see executor.py); a second `execute`
 while one runs is refused with an `error` reply rather than queued, because the cloud waits for each result
 before sending the next script. Plan images render in their own process. Pings are answered at once, even
-while a script runs. The connection is re-established with capped exponential backoff until stopped.
+while a script runs.
+
+When the connection drops, what happens next depends on why (the server's close codes are in
+cloud/web/host_sockets.py):
+- the token is refused (HTTP 401/403 at the handshake, or close code 4401: revoked while connected): the host
+  stops at once with HostRejected; retrying with the same token could never succeed.
+- close code 4409: another connection took this host id over (a second host started for the same id). The
+  host stops with HostReplaced instead of reconnecting: reconnecting would take the id back and close the
+  other host in turn, and two hosts would fight over one id (and possibly one model file) for ever.
+- anything else (a network drop, a server restart, a close without a code): reconnect with capped exponential
+  backoff and jitter (ReconnectPolicy), until stopped; a connection that got as far as a welcome resets it.
 """
 from __future__ import annotations
 
@@ -37,8 +47,42 @@ HEARTBEAT_S = 20.0
 MAX_PENDING_REPLIES = 32
 
 
+CLOSE_TOKEN_REFUSED = 4401  # the server's close code when the host's token was revoked
+CLOSE_HOST_ID_TAKEN = 4409  # the server's close code when a newer connection took this host id over
+
+
 class HostRejected(RuntimeError):
     """The orchestrator refused this host (bad or revoked token): retrying would not help."""
+
+
+class HostReplaced(RuntimeError):
+    """Another connection took this host's id over (close code 4409): this host stops rather than fight it."""
+
+
+class ConnectionEnded(Exception):
+    """The server closed the websocket with a close frame: its status code (None without one) and reason."""
+
+    def __init__(self, code: int | None, reason: str) -> None:
+        super().__init__(f"closed by the server (code {code}{': ' + reason if reason else ''})")
+        self.code, self.reason = code, reason
+
+
+def close_frame(data: bytes) -> ConnectionEnded:
+    """The status code and reason of a close frame's payload (RFC 6455, 5.5.1)."""
+    if len(data) < 2:
+        return ConnectionEnded(None, "")
+    return ConnectionEnded(int.from_bytes(data[:2], "big"), data[2:].decode("utf-8", errors="replace"))
+
+
+def stop_for(ended: ConnectionEnded, host_id: str | None = None) -> RuntimeError | None:
+    """The error that ends the host for this close, or None when it should reconnect."""
+    if ended.code == CLOSE_TOKEN_REFUSED:
+        return HostRejected(f"the server revoked this host's token ({ended.reason or 'code 4401'}); "
+                            "start the host again with a valid token")
+    if ended.code == CLOSE_HOST_ID_TAKEN:
+        return HostReplaced(f"another connection took this host id ({host_id}) over ({ended.reason or 'code 4409'}); "
+                            "this host stops so the two do not take the id from each other in turn")
+    return None
 
 
 @dataclass(frozen=True)
@@ -88,7 +132,8 @@ class HostRuntime:
 
     # --- connection loop ---------------------------------------------------------------------------
     def serve(self, stop: threading.Event) -> None:
-        """Connect, serve, reconnect with backoff, until `stop` is set. Raises HostRejected on 401/403."""
+        """Connect, serve, reconnect with backoff, until `stop` is set. Raises HostRejected when the token is
+        refused (HTTP 401/403, close code 4401) and HostReplaced on close code 4409 (see the module's doc)."""
         watcher = threading.Thread(target=self._close_on_stop, args=(stop,), name="ifc-host-stop", daemon=True)
         watcher.start()
         delays = self.reconnect.delays()
@@ -130,11 +175,20 @@ class HostRuntime:
             threading.Thread(target=self._heartbeat, args=(heartbeat_stop,), name="ifc-host-heartbeat",
                              daemon=True).start()
             while not stop.is_set():
-                raw = ws.recv()
-                if raw is None or raw == "":
-                    break
-                if self._handle(raw):
+                opcode, data = ws.recv_data()
+                if opcode == websocket.ABNF.OPCODE_CLOSE:
+                    raise close_frame(data)
+                if opcode not in (websocket.ABNF.OPCODE_TEXT, websocket.ABNF.OPCODE_BINARY):
+                    continue
+                if self._handle(data):
                     welcomed = True
+        except ConnectionEnded as ended:
+            if not stop.is_set():
+                final = stop_for(ended, self.host_id)
+                if final is not None:
+                    log.error("%s", final)
+                    raise final from None
+                log.warning("connection to %s %s", self.ws_url, ended)
         except (OSError, websocket.WebSocketException) as exc:
             if not stop.is_set():
                 log.warning("connection to %s lost: %s", self.ws_url, exc)
@@ -343,7 +397,7 @@ class HostRuntime:
                 return protocol.export_view_failure(request_id, str(exc))
             return protocol.export_view_result(
                 request_id, png_base64=base64.b64encode(rendered.png).decode("ascii"), width=rendered.width,
-                height=rendered.height, view=rendered.view, undrawn=len(rendered.undrawn))
+                height=rendered.height, view=rendered.view)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -391,6 +445,7 @@ class HostHandle:
             self.error = exc
             log.error("IFC host stopped: %s", exc)
         finally:
+            self._stop.set()  # ends the runtime's stop watcher too
             self.runtime.wait_idle()
             self.runtime.executor.close()
             self.finished.set()
@@ -418,7 +473,8 @@ def run_host(model_path: str, server_url: str, token: str, stop: threading.Event
              reconnect: ReconnectPolicy | None = None, isolation: str | None = None) -> None:
     """Serve `model_path` to the orchestrator at `server_url` until `stop` is set (blocking).
 
-    Raises BadModelError at once for an unusable file, HostRejected if the server refuses the token.
+    Raises BadModelError at once for an unusable file, HostRejected if the server refuses or revokes the token,
+    HostReplaced if another connection takes this host id over.
     Commits go to `out_path` when given (the input file is then never modified), else back to `model_path`.
     """
     stop = stop or threading.Event()

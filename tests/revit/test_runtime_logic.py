@@ -457,3 +457,103 @@ def test_an_error_instead_of_welcome_is_retried_with_backoff():
         assert "unknown token" in connection.last_error and connection.state != "connected"
     finally:
         connection.stop(2.0)
+
+
+class ClosingTransport(MemoryTransport):
+    """Welcomed at once; `close_with(code)` makes the 'server' close the link with that close code."""
+
+    def __init__(self, host_id: str = "h_1") -> None:
+        super().__init__()
+        self.inbound.put(json.dumps({"type": "welcome", "host_id": host_id}))
+
+    def close_with(self, code: int | None) -> None:
+        self.inbound.put(("close", code))
+
+    def receive_text(self):
+        from nexus_runtime.transport import TransportClosed
+        item = self.inbound.get(timeout=10)
+        if item is None:
+            raise TransportClosed("closed")
+        if isinstance(item, tuple):
+            raise TransportClosed("the server closed the connection", item[1])
+        return item
+
+
+def _connection(factory, settings_provider, backoff=None):
+    from nexus_runtime.connection import HostConnection
+    from nexus_runtime.host_info import HostInfo
+    from nexus_runtime.log import RuntimeLog
+    return HostConnection(factory, settings_provider, HostInfo(), RuntimeLog(),
+                          backoff=backoff or Backoff(0.01, 0.02, jitter=0.0))
+
+
+@pytest.mark.parametrize("code,state,words", [(4401, "refused", "revoked this token"),
+                                              (4409, "replaced", "took host id h_1 over")])
+def test_a_revoked_token_or_a_taken_over_id_ends_the_reconnects_until_connect(code, state, words):
+    made: list[ClosingTransport] = []
+
+    def factory():
+        made.append(ClosingTransport())
+        return made[-1]
+
+    settings = Settings(server_url="http://127.0.0.1:1", token="tok")
+    connection = _connection(factory, lambda: settings)
+    connection.start()
+    try:
+        wait_until(lambda: connection.state == "connected")
+        made[0].close_with(code)
+        wait_until(connection.gave_up)
+        assert connection.state == state and words in connection.last_error
+        time.sleep(0.3)  # dozens of backoff delays: none of them brought a new attempt
+        assert len(made) == 1 and connection.gave_up()
+
+        connection.start()  # Connect: a fresh attempt, with the host id it had
+        wait_until(lambda: connection.state == "connected" and len(made) == 2)
+        assert made[1].sent[0]["host_id"] == "h_1" and connection.last_error is None
+    finally:
+        connection.stop(2.0)
+
+
+@pytest.mark.parametrize("code", [None, 1000, 1001, 1011, 4000])
+def test_other_closes_reconnect_with_backoff(code):
+    made: list[ClosingTransport] = []
+
+    def factory():
+        made.append(ClosingTransport())
+        return made[-1]
+
+    settings = Settings(server_url="http://127.0.0.1:1", token="tok")
+    connection = _connection(factory, lambda: settings)
+    connection.start()
+    try:
+        wait_until(lambda: connection.state == "connected")
+        made[0].close_with(code)
+        wait_until(lambda: len(made) == 2 and connection.state == "connected")
+        assert not connection.gave_up() and connection.connected_count == 2
+    finally:
+        connection.stop(2.0)
+
+
+def test_settings_changed_while_an_attempt_starts_are_the_ones_it_connects_with():
+    """The race behind the flaky wrong-token test: reconnect_now() lands after the connection thread read
+    the settings but before its transport is the current one, so there is nothing to drop yet. The attempt
+    must give way to one that reads the new settings, not connect with the old token."""
+    made: list[ClosingTransport] = []
+    settings = {"now": Settings(server_url="http://127.0.0.1:1", token="old")}
+    connection = None
+
+    def factory():
+        if not made:  # the window: settings read, transport not yet installed
+            settings["now"] = Settings(server_url="http://127.0.0.1:1", token="new")
+            connection.reconnect_now()
+        made.append(ClosingTransport())
+        return made[-1]
+
+    connection = _connection(factory, lambda: settings["now"], backoff=Backoff(5.0, 5.0, jitter=0.0))
+    connection.start()
+    try:
+        wait_until(lambda: connection.state == "connected")
+        tokens = [t.connected_to[1]["Authorization"] for t in made if t.connected_to]
+        assert tokens == ["Bearer new"]  # and no backoff wait was spent on the abandoned attempt
+    finally:
+        connection.stop(2.0)

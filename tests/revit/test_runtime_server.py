@@ -171,3 +171,53 @@ def test_a_whole_agent_run_uses_the_revit_provider_epilogue_and_view(server, lau
     audit = server.state.store.audit(session_id=session_id)
     epilogues = [a for a in audit if a["kind"] == "epilogue"]
     assert epilogues and all(a["host_app"] == "revit" and a["capability_version"] == "1.0.0" for a in epilogues)
+
+
+@pytest.mark.parametrize("transport", ["clientwebsocket", "websocket-client"])
+def test_a_token_revoked_mid_connection_stops_the_reconnects_until_new_settings(server, launch, transport):
+    from nexus_runtime.settings import Settings
+    host, token = launch(transport=transport)
+    user = server.state.store.user_for_token(token)
+    admin = Client(server.url, server.token("root", admin=True))
+    revoked = admin.call("DELETE", f"/api/admin/tokens/{user.token_id}")
+    assert revoked.status_code == 200 and revoked.json()["hosts_disconnected"] == 1
+
+    connection = host.runtime.connection
+    deadline = time.monotonic() + 15
+    while not connection.gave_up() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    status = host.runtime.status()
+    assert status["state"] == "refused" and "revoked this token" in status["summary"], status
+    assert "Settings" in status["summary"] and connection.connected_count == 1
+    assert server.state.hosts.for_user("alice") == []
+
+    good = server.token("gina")
+    host.session.run_on_main(host.runtime.update_settings,
+                             Settings.from_mapping(dict(host.runtime.settings.to_mapping(), token=good)))
+    assert server.wait_for_host(good, timeout=15) == host.wait_connected().host_id
+
+
+def test_a_revit_whose_host_id_is_taken_over_stays_off_until_connect(server, launch):
+    import json
+
+    import websocket
+    host, token = launch()
+    host_id = host.host_id
+    hello = dict(server.state.hosts.get(host_id).hello, host_id=host_id)
+    newer = websocket.create_connection(server.ws_url, header=[f"Authorization: Bearer {token}"], timeout=20)
+    try:
+        newer.send(json.dumps(hello))
+        assert json.loads(newer.recv()) == {"type": "welcome", "host_id": host_id}
+        connection = host.runtime.connection
+        deadline = time.monotonic() + 15
+        while not connection.gave_up() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        status = host.runtime.status()
+        assert status["state"] == "replaced" and host_id in status["summary"], status
+        time.sleep(1.0)  # it does not come back for the id by itself
+        assert connection.connected_count == 1 and connection.gave_up()
+
+        host.session.run_on_main(host.runtime.toggle_connection)  # the person presses Connect
+        assert host.wait_connected().host_id == host_id and connection.connected_count == 2
+    finally:
+        newer.close()

@@ -38,7 +38,8 @@ class WebsocketClientTransport:
         except Exception as error:
             raise TransportError(f"receive failed: {error}") from error
         if opcode == websocket.ABNF.OPCODE_CLOSE:
-            raise TransportClosed("the server closed the connection")
+            code = int.from_bytes(data[:2], "big") if len(data) >= 2 else None
+            raise TransportClosed("the server closed the connection", code)
         return data.decode("utf-8") if isinstance(data, bytes) else data
 
     def close(self) -> None:

@@ -10,6 +10,16 @@ is current. Dropping the link (Disconnect, new settings, a pyRevit reload: Revit
 the state lock and aborts the socket outside any lock, so a send stuck in a stalled network never
 freezes Revit; the abort is what unblocks that send. A heartbeat pings the server every `heartbeat_s`;
 a link that brings nothing back for DEAD_AFTER_HEARTBEATS of them is half-open and is dropped.
+
+How a closed link is followed up, like the IFC host (close codes from the server's host_sockets.py):
+- 4401, the token was revoked while connected: no reconnect (it would only meet a 401); the state becomes
+  REFUSED until the settings change or the person presses Connect again.
+- 4409, another connection took this host id over (NexusAI connected with this id elsewhere): no reconnect,
+  which would take the id back and close the other in turn; the state becomes REPLACED until Connect.
+- anything else: reconnect with capped exponential backoff and jitter. A refused handshake (HTTP 401) is
+  retried too: the person fixes the token in Settings, which reconnects at once.
+`reconnect_now` (new settings, Connect) always starts a fresh attempt that reads the settings anew: an
+attempt that read them before the call is abandoned before it connects (a generation count).
 """
 import itertools
 import threading
@@ -26,6 +36,11 @@ NOT_CONFIGURED = "not configured"
 CONNECTING = "connecting"
 CONNECTED = "connected"
 STOPPED = "stopped"
+REFUSED = "refused"
+REPLACED = "replaced"
+
+CLOSE_TOKEN_REVOKED = 4401
+CLOSE_HOST_ID_TAKEN = 4409
 
 _KEPT_FOR_LATER = ("execute_result", "export_view_result", "doctor_result")
 DEAD_AFTER_HEARTBEATS = 3
@@ -33,6 +48,10 @@ DEAD_AFTER_HEARTBEATS = 3
 
 class HelloRefused(Exception):
     pass
+
+
+class _Superseded(Exception):
+    """reconnect_now was called after this attempt read the settings: it gives way to a fresh one."""
 
 
 class HostConnection(object):
@@ -56,6 +75,7 @@ class HostConnection(object):
         self._stop.set()  # not started yet
         self._wake = threading.Event()
         self._thread = None
+        self._generation = 0
         self.state = DISCONNECTED
         self.host_id = None
         self.last_error = None
@@ -83,9 +103,17 @@ class HostConnection(object):
         self.state = STOPPED
 
     def reconnect_now(self):
-        """Drop the link and skip the backoff wait (e.g. after the settings changed)."""
+        """Drop the link and skip the backoff wait (e.g. after the settings changed): the next attempt reads
+        the settings after this call, even when one was about to connect with the old ones."""
+        with self._state_lock:
+            self._generation += 1
         self._wake.set()
         self._drop_transport(None)
+
+    def gave_up(self):
+        """True when the server ended the link for good (REFUSED, REPLACED): only start() reconnects."""
+        thread = self._thread
+        return self.state in (REFUSED, REPLACED) and (thread is None or not thread.is_alive())
 
     def send(self, message):
         """Send one message (one sender at a time). Results are kept for later if the link is down."""
@@ -104,16 +132,23 @@ class HostConnection(object):
 
     def _run(self, stop):
         while not stop.is_set():
+            with self._state_lock:
+                generation = self._generation
             settings = self._settings_provider()
             if not settings.is_complete():
                 self._set_state(stop, NOT_CONFIGURED)
                 self._wait(5.0)
                 continue
             transport = self._transport_factory()
+            final = None
             try:
-                self._serve_once(settings, transport, stop)
-            except TransportClosed:
-                self.last_error = "the server closed the connection"
+                self._serve_once(settings, transport, stop, generation)
+            except _Superseded:
+                continue  # settings changed (or Connect) before it connected: read them again, no wait
+            except TransportClosed as closed:
+                final = self._closed_for_good(closed)
+                if final is None:
+                    self.last_error = "the server closed the connection" + _code_text(closed)
             except Exception as exc:
                 self.last_error = str(exc) or exc.__class__.__name__
             finally:
@@ -122,14 +157,37 @@ class HostConnection(object):
                 self.last_error, self._dead_link = self._dead_link, None
             if stop.is_set():
                 break
+            if final is not None:
+                with self._state_lock:
+                    if generation == self._generation:  # no new settings or Connect meanwhile
+                        self._set_state(stop, final)
+                        self._log.write("{0}; not reconnecting".format(self.last_error))
+                        return
+                continue
             delay = self._backoff.next_delay()
             self._log.write("disconnected ({0}); reconnecting in {1:.1f} s".format(self.last_error, delay))
             self._wait(delay)
 
-    def _serve_once(self, settings, transport, stop):
+    def _closed_for_good(self, closed):
+        """REFUSED or REPLACED (with last_error saying why) when the server's close code means a reconnect
+        cannot help; None otherwise."""
+        code = getattr(closed, "code", None)
+        if code == CLOSE_TOKEN_REVOKED:
+            self.last_error = ("the server revoked this token (close code 4401): set a new token in "
+                               "NexusAI > Settings")
+            return REFUSED
+        if code == CLOSE_HOST_ID_TAKEN:
+            self.last_error = ("another connection took host id {0} over (close code 4409): NexusAI is connected "
+                               "with this id elsewhere; press Connect to take it back here").format(self.host_id)
+            return REPLACED
+        return None
+
+    def _serve_once(self, settings, transport, stop, generation=None):
         with self._state_lock:
             if stop.is_set():
                 return
+            if generation is not None and generation != self._generation:
+                raise _Superseded()
             self._transport = transport
             self.state = CONNECTING
         transport.connect(websocket_url(settings.server_url),
@@ -219,3 +277,8 @@ class HostConnection(object):
     def _wait(self, seconds):
         self._wake.wait(seconds)
         self._wake.clear()
+
+
+def _code_text(closed):
+    code = getattr(closed, "code", None)
+    return "" if code is None else " (close code {0})".format(code)

@@ -81,7 +81,7 @@ class NexusRuntime(object):
         self.connection.stop(1.0)
 
     def toggle_connection(self):
-        if self._wanted:
+        if self._wanted and not self.connection.gave_up():  # after a 4401/4409 close, Connect connects again
             self.disconnect()
         else:
             self.connect()
@@ -92,6 +92,7 @@ class NexusRuntime(object):
         self.dispatcher.default_pickup_timeout_s = float(settings.busy_after_s)
         if self._wanted:
             self.connection.reconnect_now()
+            self.connection.start()  # the connection thread ended if the server closed the link for good
 
     def shutdown(self):
         self.disconnect()
@@ -134,6 +135,8 @@ class NexusRuntime(object):
             summary = "Not configured: set the server URL and token in NexusAI > Settings."
         elif state == CONNECTED:
             summary = "Connected to {0} as host {1}.".format(self.settings.server_url, host_id)
+        elif self._wanted and connection.gave_up():
+            summary = "Not connected: {0}.".format(connection.last_error)
         elif self._wanted:
             summary = "Connecting to {0}... {1}".format(self.settings.server_url, connection.last_error or "")
         else:

@@ -72,7 +72,7 @@ class ClientWebSocketTransport(object):
                 except Exception as exc:
                     raise TransportError("receive failed: " + _reason(exc))
                 if result.MessageType == WebSocketMessageType.Close:
-                    raise TransportClosed("the server closed the connection")
+                    raise TransportClosed("the server closed the connection", _close_code(result))
                 stream.Write(self._buffer, 0, result.Count)
                 if stream.Length > MAX_MESSAGE_BYTES:
                     raise TransportError("message larger than {0} bytes".format(MAX_MESSAGE_BYTES))
@@ -103,6 +103,15 @@ def system_proxy():
         proxy = WebRequest.GetSystemWebProxy()
         proxy.Credentials = CredentialCache.DefaultCredentials
         return proxy
+    except Exception:
+        return None
+
+
+def _close_code(result):
+    """The close frame's status code as a number (4401, 4409...), None when the server sent none."""
+    try:
+        status = result.CloseStatus  # Nullable<WebSocketCloseStatus>: IronPython gives the value or None
+        return None if status is None else int(status)
     except Exception:
         return None
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import websocket
 
-from .common import NetList, Session, make_enum
+from .common import EnumValue, NetList, Session, make_enum
 
 # --- clr ---------------------------------------------------------------------------------------
 
@@ -398,6 +398,7 @@ class ClientWebSocket:
         self._receive_busy = threading.Lock()
         self._pending_sends: list[PendingTask] = []
         self._aborted = threading.Event()
+        self._close_status: Any = None  # like .NET: the close frame's status (a code outside the enum as is)
 
     def ConnectAsync(self, uri: Uri, token: CancellationToken) -> Task:
         def connect() -> None:
@@ -460,8 +461,7 @@ class ClientWebSocket:
                     self._fill()
                 if self._pending_type == WebSocketMessageType.Close:
                     self.State = WebSocketState.CloseReceived
-                    return WebSocketReceiveResult(0, WebSocketMessageType.Close, True,
-                                                  WebSocketCloseStatus.NormalClosure)
+                    return WebSocketReceiveResult(0, WebSocketMessageType.Close, True, self._close_status)
                 chunk, self._pending = self._pending[:segment.Count], self._pending[segment.Count:]
                 segment.Array[segment.Offset:segment.Offset + len(chunk)] = chunk
                 return WebSocketReceiveResult(len(chunk), self._pending_type, not self._pending)
@@ -484,6 +484,10 @@ class ClientWebSocket:
             return
         if opcode == websocket.ABNF.OPCODE_CLOSE:
             self._pending_type, self._pending = WebSocketMessageType.Close, b""
+            if len(data) >= 2:
+                code = int.from_bytes(data[:2], "big")
+                known = {int(v): v for v in vars(WebSocketCloseStatus).values() if isinstance(v, EnumValue)}
+                self._close_status = known.get(code, EnumValue("WebSocketCloseStatus", str(code), code))
             return
         self._pending_type = WebSocketMessageType.Text if opcode == websocket.ABNF.OPCODE_TEXT else \
             WebSocketMessageType.Binary

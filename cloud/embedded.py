@@ -3,9 +3,14 @@ a child process of its own, and runs driven in this process through the host sea
 
 `nexus run` uses it; so can any front door that wants the loop without the chat page (an MCP server, the
 evaluator). The HTTP app is started only so the host can reach `/ws/host`: runs never go through HTTP.
+
+`close()` stops everything the core started: the host process, the run registry's lease renewer and
+recovery sweep, the HTTP server (its listening socket and the host's websocket threads) and the host token.
+A command that makes one core after another (the batch worker) ends with the threads it began with.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +23,11 @@ from cloud.hostlink import WebSocketHostLink, session_link
 from cloud.store import Store
 from cloud.vendors.base import ModelAdapter
 
+log = logging.getLogger(__name__)
+
 HOST_CONNECT_TIMEOUT_S = 60.0
+THREADS_STOP_TIMEOUT_S = 15.0  # close() waits this long, in all, for the core's threads to end
+READERS_STOP_TIMEOUT_S = 2.0  # and this long for websocket reader threads (maybe another core's: see _readers)
 
 
 class HostStartFailed(RuntimeError):
@@ -42,11 +51,15 @@ class EmbeddedCore:
         from cloud.server import start_server
         from cloud.web.app import create_app
 
+        self._threads_before = set(threading.enumerate())
+        self._requests: set[threading.Thread] = set()  # this core's HTTP server's request threads
+        self._closed = False
         self.store, self.user = store, user
         self.settings = settings or Settings()
         app = create_app(store, self.settings)
         self.state = app.extensions["nexus"]
         self.server = start_server(app, "127.0.0.1", 0)
+        self._track_requests()
         self.host: ChildHost | None = None
         # A host-only token for this command's host, revoked when the core closes: nothing outlives it.
         token = store.create_token(user, scope="host")
@@ -58,6 +71,26 @@ class EmbeddedCore:
         except BaseException:
             self.close()
             raise
+
+    def _track_requests(self) -> None:
+        """Know this server's request threads (the host's websocket): close() waits for them."""
+        server = self.server.server
+        serve_one = server.process_request_thread
+
+        def tracked(request: Any, client_address: Any) -> None:
+            me = threading.current_thread()
+            self._requests.add(me)
+            try:
+                serve_one(request, client_address)
+            finally:
+                self._requests.discard(me)
+
+        server.process_request_thread = tracked  # type: ignore[method-assign]
+
+    def _readers(self) -> list[threading.Thread]:
+        """Websocket reader threads (simple_websocket) started since this core began: they end with their
+        sockets. They cannot be told apart from another core's started meanwhile, hence a short wait."""
+        return [t for t in threading.enumerate() if t not in self._threads_before and "simple_websocket" in t.name]
 
     def _wait_for_host(self, timeout_s: float) -> str:
         assert self.host is not None
@@ -90,11 +123,30 @@ class EmbeddedCore:
                            cancel or threading.Event())
 
     def close(self) -> None:
-        if self.host is not None:
-            self.host.stop()
-        self.server.shutdown()
-        if self._token_id:
-            self.store.revoke_token(self._token_id)
+        """Stop the host, the run registry's background threads and the HTTP server, revoke the host's token,
+        and wait (THREADS_STOP_TIMEOUT_S in all) for the threads the core started to end."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.host is not None:
+                self.host.stop()  # its websocket closes: the server's threads for it end
+        finally:
+            self.state.runs.close()  # the lease renewer and the recovery sweep wait on this
+            self.server.shutdown()
+            self.server.server.server_close()  # the listening socket
+            if self._token_id:
+                self.store.revoke_token(self._token_id)
+        threads = [self.server.thread, *self.state.runs.background, *list(self._requests)]
+        for group, wait_s in ((threads, THREADS_STOP_TIMEOUT_S), (self._readers(), READERS_STOP_TIMEOUT_S)):
+            deadline = time.monotonic() + wait_s
+            for thread in group:
+                if thread is not threading.current_thread():
+                    thread.join(max(0.0, deadline - time.monotonic()))
+        left = sorted(t.name for t in threads if t.is_alive())
+        if left:
+            log.warning("threads still running %g s after the embedded core closed: %s", THREADS_STOP_TIMEOUT_S,
+                        ", ".join(left))
 
 
 def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None,

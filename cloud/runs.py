@@ -83,8 +83,10 @@ class RunRegistry:
         self._store, self._lease_ttl_s = store, lease_ttl_s
         self.owner = owner or _process_owner()
         self.stopped = threading.Event()
+        self.background: list[threading.Thread] = []  # threads that end once `stopped` is set (by close)
         if store is not None:
-            threading.Thread(target=self._renew_leases, name="run-leases", daemon=True).start()
+            self.background.append(threading.Thread(target=self._renew_leases, name="run-leases", daemon=True))
+            self.background[-1].start()
 
     def get(self, session_id: str) -> Run | None:
         """The session's run in progress."""
@@ -146,7 +148,7 @@ class RunRegistry:
             self._finished.popitem(last=False)
 
     def close(self) -> None:
-        """Stop this registry's background work (a server shutting down)."""
+        """Stop this registry's background work (a server shutting down); its `background` threads end."""
         self.stopped.set()
 
     def _renew_leases(self) -> None:

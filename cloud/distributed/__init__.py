@@ -70,5 +70,6 @@ def start_recovery_sweep(store: Store, hosts: HostDirectory, runs: RunRegistry,
                 log.exception("recovery sweep failed")
 
     thread = threading.Thread(target=sweep, name="run-recovery", daemon=True)
+    runs.background.append(thread)  # runs.close() stops it and can wait for it
     thread.start()
     return thread

@@ -1,0 +1,64 @@
+"""The embedded core (`nexus run`, the evaluator, the batch worker): close() stops everything it started."""
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from cloud.embedded import EmbeddedCore
+from cloud.store import Store
+from tests.conformance.hosts import sample_building
+
+
+def _cycle(store: Store, tmp_path: Path, name: str) -> tuple[set[threading.Thread], EmbeddedCore]:
+    model = tmp_path / f"{name}.ifc"
+    shutil.copyfile(sample_building(), model)
+    core = EmbeddedCore(store, str(model), str(tmp_path / f"{name}-out.ifc"), connect_timeout_s=300)
+    return set(threading.enumerate()), core
+
+
+def test_a_start_and_close_cycle_leaves_the_threads_it_found(tmp_path: Path):
+    store = Store(tmp_path / "nexus.db")
+    # A first cycle fills this process's caches (the IFC API index is built once per process, on a thread
+    # of its own that may outlive a quick first close); the cycle measured is the next one.
+    _, first = _cycle(store, tmp_path, "warm-up")
+    first.close()
+    for thread in threading.enumerate():
+        if thread.name.startswith("api-index-"):
+            thread.join(300)
+
+    before = set(threading.enumerate())
+    running, core = _cycle(store, tmp_path, "measured")
+    started = {t.name for t in running - before}
+    assert {"run-leases", "run-recovery", "nexus-http"} <= started, started
+    address = core.server.server.server_address[:2]
+    token_id = core._token_id
+    core.close()
+
+    left = set(threading.enumerate()) - before
+    assert not left, sorted(t.name for t in left)
+    with pytest.raises(OSError):  # the listening socket is closed, not just no longer served
+        socket.create_connection(address, timeout=5).close()
+    assert token_id is not None and not store.token_active(token_id)
+    assert core.host is not None and not core.host.alive()
+    core.close()  # a second close does nothing
+
+
+def test_closing_one_core_leaves_another_running_and_waits_for_none_of_its_threads(tmp_path: Path, caplog):
+    store = Store(tmp_path / "nexus.db")
+    _, first = _cycle(store, tmp_path, "first")
+    try:
+        _, second = _cycle(store, tmp_path, "second")
+        try:
+            with caplog.at_level("WARNING", logger="cloud.embedded"):
+                first.close()
+            assert "threads still running" not in caplog.text
+            assert second.server.thread.is_alive() and second.host is not None and second.host.alive()
+            assert [h.host_id for h in second.state.hosts.for_user(second.user)] == [second.host_id]
+        finally:
+            second.close()
+    finally:
+        first.close()

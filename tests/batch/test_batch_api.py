@@ -7,26 +7,29 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cloud.batch.worker import wait_for_hosts
 from tests.batch.support import SCRIPT, assert_exactly_the_change, make_models, sha
-from tests.support.client import Client, parse_sse
+from tests.support.client import Client, Stream, parse_sse
 
 WAIT_S = 600
 
 
 @pytest.fixture
-def batch_root(tmp_path, monkeypatch) -> Path:
+def batch_root(tmp_path, monkeypatch) -> Iterator[Path]:
     root = tmp_path / "root"
     make_models(root / "models", generated=2, corpus=False)
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root))
     monkeypatch.delenv("NEXUS_BATCH_STATE", raising=False)
     monkeypatch.delenv("NEXUS_REDIS_URL", raising=False)
     monkeypatch.setenv("NEXUS_BATCH_WORKERS", "2")
-    return root
+    yield root
+    wait_for_hosts()  # the files' hosts, stopped in the background once each file was done
 
 
 @pytest.fixture
@@ -44,6 +47,20 @@ def wait_finished(client: Client, batch_id: str) -> dict[str, Any]:
     raise TimeoutError(f"batch {batch_id} did not finish within {WAIT_S} s")
 
 
+def follow(client: Client, batch_id: str, why: Any = None) -> Stream:
+    """The batch's event stream to its end; a stream still open after WAIT_S fails the test (its keepalives
+    would keep a read timeout from ever firing)."""
+    deadline = time.monotonic() + WAIT_S
+
+    def guard(_frame: Any) -> None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"batch {batch_id} still running after {WAIT_S} s: {why() if why else ''}")
+
+    response = client.call("GET", f"/api/batches/{batch_id}/events", stream=True, timeout=WAIT_S)
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+    return parse_sse(response, guard)
+
+
 def by_file(detail: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {Path(f["file"]).name: f for f in detail["file_results"]}
 
@@ -59,9 +76,7 @@ def test_a_script_batch_on_the_embedded_pool_followed_live_and_private_to_its_ow
     started = start(alice, files="models/*.ifc", script=SCRIPT, script_name="fire.py", out="out")
     assert started["files"] == 4 and started["runner"] == "embedded" and started["policy"] == "auto"
     batch_id = started["batch_id"]
-    events = alice.call("GET", f"/api/batches/{batch_id}/events", stream=True, timeout=WAIT_S)
-    assert events.status_code == 200 and events.headers["Content-Type"].startswith("text/event-stream")
-    stream = parse_sse(events)
+    stream = follow(alice, batch_id)
     kinds = [c["type"] for c in stream.chunks]
     assert kinds[-1] == "BatchComplete" and "BatchProgress" in kinds
     assert sorted(c["file"] for c in stream.of("BatchFile")) == sorted(inputs)

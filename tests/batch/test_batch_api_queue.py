@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from tests.batch.support import SCRIPT, assert_exactly_the_change, make_models, sha
-from tests.batch.test_batch_api import WAIT_S, by_file, start, wait_finished
+from tests.batch.test_batch_api import by_file, follow, start, wait_finished
 from tests.conftest import FAST
-from tests.support.client import Client, parse_sse
+from tests.support.client import Client
 from tests.support.server import running_server
 
 
@@ -38,8 +38,8 @@ def test_the_api_on_the_real_queue_with_a_batch_worker(tmp_path, monkeypatch, re
             assert started["runner"] == "queue"
             reviewed = start(alice, files="models/gen_0*.ifc", script=SCRIPT, out="reviewed", policy="ask")
             assert bob.call("GET", f"/api/batches/{started['batch_id']}").status_code == 404
-            stream = parse_sse(alice.call("GET", f"/api/batches/{started['batch_id']}/events", stream=True,
-                                          timeout=WAIT_S))
+            stream = follow(alice, started["batch_id"],
+                            lambda: (worker.poll(), (tmp_path / "worker.log").read_text()[-3000:]))
             assert stream.last["type"] == "BatchComplete", (worker.poll(), (tmp_path / "worker.log").read_text()[-3000:])
             assert stream.last["done"] == 2 and stream.last["failed"] == 2
             detail = alice.call("GET", f"/api/batches/{started['batch_id']}").json()

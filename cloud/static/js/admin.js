@@ -5,10 +5,11 @@ import { api } from "./api.js";
 import { clear, codeBlock, copyButton, formatCost, formatNumber, formatTime, h, pill, zoomableImage } from "./dom.js";
 import { renderTranscript, shortModel } from "./conversation.js";
 import { stackedBars } from "./charts.js";
+import { batchesTab } from "./batches.js";
 import { skillsTab } from "./skills.js";
 
 const $ = (id) => document.getElementById(id);
-const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations", "skills"];
+const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations", "skills", "batches"];
 const POLICIES = ["auto", "ask", "readonly"];
 const STATUS_KIND = { running: "info", error: "bad", cancelled: "warn", idle: "muted" };
 
@@ -79,7 +80,7 @@ class AdminConsole {
     try {
       await { sessions: () => this.loadSessions(), audit: () => this.loadAudit(), hosts: () => this.loadHosts(),
         usage: () => this.loadUsage(), tokens: () => this.loadTokens(), evaluations: () => this.loadEvaluations(),
-        skills: () => skillsTab($("skills-panel")) }[tab]();
+        skills: () => skillsTab($("skills-panel")), batches: () => batchesTab($("batches-panel")) }[tab]();
       $("admin-notice").hidden = true;
     } catch (error) {
       this.loaded.delete(tab);

@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { clear, codeBlock, h, pill, throttled, zoomableImage } from "./dom.js";
 import { outputView } from "./output.js";
 import { parsePartialJson } from "./partial_json.js";
+import { applyToModels } from "./batches.js";
 import { saveAsSkill } from "./skills.js";
 
 const TOOL_LABELS = {
@@ -149,6 +150,8 @@ export class ToolCard {
     }
     const keep = saveAsSkill(this.sessionId, this.toolCallId, meta);
     if (keep) this.result.append(keep);
+    const apply = applyToModels(this.sessionId, this.toolCallId, meta);
+    if (apply) this.result.append(apply);
     if (meta.summary) {
       this.result.append(h("details", { class: "model-copy" },
         h("summary", { text: "What the model received" }), h("pre", { class: "plain-text", text: meta.summary })));

@@ -248,3 +248,23 @@ def test_a_kept_chat_automation_is_applied_by_its_audited_sha256(server, alice, 
     for name in ("gen_00.ifc", "gen_01.ifc"):
         assert_exactly_the_change(batch_root / "models" / name, batch_root / "fromchat" / name)
     assert os.path.exists(batch_root / "bysha" / "gen_00.ifc")
+
+
+def test_a_prompt_batch_records_each_files_image_for_its_owner_only(server, alice, bob, batch_root, scripts_dir):
+    from tests.support.client import write_script
+
+    spec = write_script(scripts_dir / "agent.json", [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": SCRIPT}}}],
+        [{"tool_call": {"name": "capture_view", "input": {"view": "Level 1"}}}],
+        [{"text": "Marked and shown."}]])
+    started = start(alice, files="models/gen_00.ifc", prompt="Mark the walls reviewed", model=spec, out="agent")
+    detail = wait_finished(alice, started["batch_id"])
+    row = detail["file_results"][0]
+    assert detail["kind"] == "prompt" and row["state"] == "committed", row
+    assert len(row["images"]) == 1, row
+    image = f"/api/batches/{started['batch_id']}/images/{row['images'][0]}"
+    png = alice.call("GET", image)
+    assert png.status_code == 200 and png.headers["Content-Type"] == "image/png" and png.content[:4] == b"\x89PNG"
+    assert bob.call("GET", image).status_code == 404
+    assert alice.call("GET", f"/api/batches/{started['batch_id']}/images/{'0' * 32}").status_code == 404
+    assert_exactly_the_change(batch_root / "models" / "gen_00.ifc", batch_root / "agent" / "gen_00.ifc")

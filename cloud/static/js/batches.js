@@ -86,7 +86,11 @@ function fileRow(batch, file, onDecide) {
     h("td", { text: file.changes ? counts(file.changes) : "" }),
     h("td", { text: file.change_kinds ? counts(file.change_kinds) : "" }),
     h("td", { text: file.validation ? (file.validation.length ? file.validation.map((f) => f.message || f.rule).join("; ") : "none") : "" }),
-    h("td", {}, (file.images || []).map((id) => h("a", { href: `/api/batches/${batch.batch_id}/images/${id}`, target: "_blank", rel: "noopener", class: "batch-image", text: id.slice(0, 8) }))),
+    h("td", {}, (file.images || []).map((id) => {
+      const src = `/api/batches/${encodeURIComponent(batch.batch_id)}/images/${encodeURIComponent(id)}`;
+      return h("a", { href: src, target: "_blank", rel: "noopener", class: "batch-image", title: `image ${id}` },
+        h("img", { src, alt: `view of ${file.file}`, width: "96", loading: "lazy" }));
+    })),
     h("td", { class: "batch-audit" }, (file.audit || []).map((a) => h("div", { class: "muted", text: `${a.kind} ${a.sha256.slice(0, 12)} · ${a.user_name} · ${formatTime(a.ts)}` }))),
     h("td", { text: file.error || (file.review && file.review.by ? `${file.review.decision} by ${file.review.by}` : "") }),
   ];

@@ -37,6 +37,7 @@ MAX_PROMPT = 20_000
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 POLL_S = 0.5
 KEEPALIVE_S = 15.0
+MAX_STREAM_S = 3600.0  # a stream ends after an hour (the page reads the batch again and re-follows)
 EXTENSION = "nexus_batches"
 
 
@@ -261,7 +262,8 @@ def batch_events(batch_id: str):
     def frames() -> Iterator[str]:
         seen: dict[str, str] = {}
         last, quiet_since, index = None, time.monotonic(), 0
-        while True:
+        ends = time.monotonic() + MAX_STREAM_S
+        while time.monotonic() < ends:
             running = set(the_runner.running(spec.batch_id))
             for path in spec.files:
                 state = service.file_state(spec, read_result(spec, path), path in running)

@@ -22,6 +22,7 @@ export function progressText(p) {
 
 // Follow a batch's progress (server-sent events) until it completes; onProgress(progress) on each change.
 export async function followBatch(batchId, onProgress, onFile) {
+  const opened = Date.now();
   const response = await openStream("GET", `/api/batches/${encodeURIComponent(batchId)}/events`);
   for await (const frame of readEvents(response)) {
     if (!frame.chunk) continue;
@@ -29,7 +30,8 @@ export async function followBatch(batchId, onProgress, onFile) {
     if (frame.chunk.type === "BatchProgress" || frame.chunk.type === "BatchComplete") onProgress(frame.chunk);
     if (frame.chunk.type === "BatchComplete") return frame.chunk;
   }
-  return null;
+  // The server ends a stream after an hour: follow on (a stream that ended early is not retried).
+  return Date.now() - opened > 60_000 ? followBatch(batchId, onProgress, onFile) : null;
 }
 
 // Under a committed (and, under ask, kept) automation: start a batch with that exact script, named by

@@ -59,6 +59,7 @@ class BatchSpec:
     review: bool = False  # `ask`: each committed result is staged until the person keeps or discards it
     created: float | None = None
     source: dict[str, Any] | None = None  # where the script came from (session, tool call, sha256)
+    skill: dict[str, Any] | None = None  # a team skill (cloud/skills/batch.py): version, sha256, arguments
 
     @property
     def kind(self) -> str:
@@ -85,7 +86,8 @@ class BatchSpec:
     def task_sha256(self, path: str) -> str:
         """What the task is, for one file: the same input with the same task is never redone."""
         if self.script is not None:
-            return sha256_text(f"script\0{self.policy}\0{self.validation}\0{self.script}")
+            skill = f"\0skill\0{self.skill['sha256']}" if self.skill else ""
+            return sha256_text(f"script\0{self.policy}\0{self.validation}\0{self.script}{skill}")
         model = self.model_for(path) or ""
         played = ""
         if model.startswith(SCRIPTED) and Path(model[len(SCRIPTED):]).is_file():

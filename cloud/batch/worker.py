@@ -58,6 +58,13 @@ def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
     from cloud.embedded import EmbeddedCore, HostStartFailed
     from ifc_host.model_file import BadModelError, open_checked
 
+    if spec.skill is not None:  # its sha256, host app and arguments, before the file is touched
+        from cloud.skills.batch import refusal
+        from ifc_host.protocol import HOST_APP
+
+        refused = refusal(store, spec.skill, spec.script, HOST_APP)
+        if refused:
+            return _failed(path, refused)
     try:
         open_checked(path)
     except BadModelError as exc:
@@ -153,6 +160,11 @@ def _script_chunks(spec: BatchSpec, core: Any, row: dict[str, Any]) -> Any:
     ctx = ToolContext(store=core.store, host=core.link(row), settings=core.settings, session=session,
                       cancel=threading.Event(), image_max_px=800, save_state=save_state,
                       image_fit=image_fit(_NoVision()))  # type: ignore[arg-type]
+    if spec.skill is not None:  # the skill's run: run_skill's tool path, counted in its statistics
+        from cloud.skills.batch import run_in_batch
+
+        yield from run_in_batch(ctx, spec.skill, f"batch_{spec.batch_id}")
+        return
     name = COLLECTION if spec.policy == "readonly" else AUTOMATION
     call = {"id": f"batch_{spec.batch_id}", "name": name, "input": {"code": spec.script}}
     yield from execute_tool(ctx, call)

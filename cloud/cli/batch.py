@@ -21,6 +21,7 @@ POLL_S = 0.3
 IDLE_HINT_S = 10.0  # nothing running this long on a queue with no local workers: say what it waits for
 DEFAULT_EMBEDDED_WORKERS = 2
 DEFAULT_IN_PLACE_STATE = "nexus-batch"
+SKILL_USER = "cli"  # as `nexus skill run`
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     task = p.add_mutually_exclusive_group()
     task.add_argument("--script", help="a reviewed Python script, run as an automation on every file")
     task.add_argument("--prompt", help="a task for the agent, run on every file in its own session")
+    task.add_argument("--skill", metavar="NAME[@VERSION]",
+                      help="a skill of the team library, run as an automation on every file (docs/skills.md)")
+    p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="with --skill: a parameter's value")
+    p.add_argument("--user", default=SKILL_USER, help=f"with --skill: whose team's library (default: {SKILL_USER})")
     p.add_argument("--model", help="model spec for --prompt; scripted:DIR plays DIR/<file stem>.json per file")
     p.add_argument("--out", help="write each changed model here (same relative names); inputs are never modified")
     p.add_argument("--in-place", action="store_true", help="without --out: overwrite each input that changed")
@@ -66,13 +71,14 @@ def build_spec(args: argparse.Namespace) -> Any:
     from cloud.batch.jobs import BatchError, BatchSpec, load_manifest
 
     if args.resume:
-        if args.ifc or args.script or args.prompt:
-            raise BatchError("--resume takes the batch as recorded: leave out --ifc, --script and --prompt")
+        if args.ifc or args.script or args.prompt or getattr(args, "skill", None):
+            raise BatchError("--resume takes the batch as recorded: leave out --ifc, --script, --prompt and --skill")
         return load_manifest(args.resume)
     if not args.ifc:
         raise BatchError("--ifc GLOB is required (or --resume DIR)")
-    if args.script is None and args.prompt is None:
-        raise BatchError("give --script FILE or --prompt TEXT")
+    skill = _skill_task(args)
+    if args.script is None and args.prompt is None and skill is None:
+        raise BatchError("give --script FILE, --skill NAME or --prompt TEXT")
     if args.prompt is not None and not args.model:
         raise BatchError("--prompt needs --model (e.g. anthropic:claude-sonnet-4-5 or scripted:DIR)")
     if args.out is None and not args.in_place:
@@ -87,7 +93,7 @@ def build_spec(args: argparse.Namespace) -> Any:
     if not files:
         raise BatchError(f"no files match {args.ifc!r}")
     root = os.path.commonpath([os.path.dirname(f) for f in files])
-    script = None
+    script = skill["script"] if skill else None
     if args.script is not None:
         try:
             script = Path(args.script).read_text(encoding="utf-8")
@@ -95,9 +101,32 @@ def build_spec(args: argparse.Namespace) -> Any:
             raise BatchError(f"cannot read the script {args.script}: {exc}") from exc
     state = os.path.abspath(args.state or out or DEFAULT_IN_PLACE_STATE)
     return BatchSpec(files=files, root=root, state_dir=state, out_dir=out, script=script,
-                     script_name=os.path.basename(args.script) if args.script else None, prompt=args.prompt,
-                     model=args.model, policy=args.policy, validation=args.validation,
-                     retry_failed=args.retry_failed)
+                     script_name=skill["script_name"] if skill else os.path.basename(args.script) if args.script
+                     else None, prompt=args.prompt, model=args.model, policy=args.policy,
+                     validation=args.validation, retry_failed=args.retry_failed, skill=skill["skill"] if skill else None)
+
+
+def _skill_task(args: argparse.Namespace) -> dict[str, Any] | None:
+    """With --skill: the team library's skill checked (sha256, host app) and bound with the --arg values,
+    exactly as `nexus skill run` binds them, before any file is touched (cloud/skills/batch.py)."""
+    from cloud.batch.jobs import BatchError
+
+    skill_ref, pairs = getattr(args, "skill", None), getattr(args, "arg", None) or []
+    if skill_ref is None:
+        if pairs:
+            raise BatchError("--arg gives a skill's parameters: use it with --skill NAME")
+        return None
+    from cloud.cli.skill import parse_args
+    from cloud.skills.batch import prepare
+    from cloud.skills.library import SkillError
+    from ifc_host.protocol import HOST_APP
+
+    if args.policy == "readonly":
+        raise BatchError("--skill runs the skill as an automation: --policy readonly does not apply")
+    try:
+        return prepare(open_store(args), args.user, skill_ref, parse_args(pairs), HOST_APP)
+    except (SkillError, ValueError) as exc:
+        raise BatchError(str(exc)) from exc
 
 
 def _check_model(spec: Any) -> None:
@@ -117,6 +146,9 @@ class Display:
 
     def __init__(self, as_json: bool) -> None:
         self.as_json, self.tty = as_json, sys.stderr.isatty()
+        # This command's stdout, taken before any worker thread starts: a thread that swaps sys.stdout for
+        # a while (contextlib.redirect_stdout is process-wide) must not send the JSON lines elsewhere.
+        self.out = sys.stdout
         self.shown: set[str] = set()
         self.last = ""
 
@@ -135,7 +167,7 @@ class Display:
                 continue
             self.shown.add(path)
             if self.as_json:
-                print(json.dumps(json_line(result)), flush=True)
+                print(json.dumps(json_line(result)), file=self.out, flush=True)
             elif not result.get("ok"):
                 self.progress(f"failed: {path}: {(result.get('error') or '').splitlines()[0][:300]}")
 
@@ -244,10 +276,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
     write_reports(spec, results)
     final = summary(spec, results, time.monotonic() - started)
     if args.json:
-        print(json.dumps(final), flush=True)
+        print(json.dumps(final), file=display.out, flush=True)
     else:
         print(f"{final['committed']} committed, {final['unchanged']} unchanged, {final['failed']} failed "
-              f"of {final['files']} files in {final['seconds']:.1f} s; report: {final['report_html']}")
+              f"of {final['files']} files in {final['seconds']:.1f} s; report: {final['report_html']}",
+              file=display.out)
     return 0 if final["failed"] == 0 else 1
 
 

@@ -5,6 +5,7 @@ model size, and the change report for 10,000 changed elements. Run by hand; prin
     python bench/bench_ifc_host.py            # samples of ~4k, ~82k and ~345k entities (builds them once)
     python bench/bench_ifc_host.py --quick    # skip the ~345k-entity sample
     python bench/bench_ifc_host.py --isolation spawn   # one strategy only
+    python bench/bench_ifc_host.py --cpu      # also CPU time and page faults per call (fork), robust on a busy machine
 
 Targets (issues 3 and 12): rollback <= 50 ms and independent of model size, under both strategies; change
 report for 10,000 changed elements on the largest sample <= 1 s. Under spawn each call is timed with its
@@ -132,6 +133,65 @@ def _in_fork(work) -> dict:
     return json.loads(b"".join(chunks))
 
 
+def bench_cpu(path: Path, rounds: int) -> dict[str, dict[str, float]]:
+    """CPU time (not wall clock, which a loaded machine inflates) of each call through a keeper that forks:
+    the keeper's own share, and the script process's job (the script, change report, validation) with its
+    minor page faults (copy-on-write copies of the keeper's pages). Run in a forked process of its own."""
+
+    def work() -> dict:
+        import resource
+
+        from ifc_host import child
+        from ifc_host.keeper import Keeper
+
+        def usage() -> tuple[float, int]:
+            r = resource.getrusage(resource.RUSAGE_SELF)
+            return (r.ru_utime + r.ru_stime) * 1000, r.ru_minflt
+
+        run_job = child._run_job
+
+        def measured(model, job, epilogue_fd):  # runs in the script's process
+            cpu, faults = usage()
+            result = run_job(model, job, epilogue_fd)
+            cpu_after, faults_after = usage()
+            result["bench"] = [cpu_after - cpu, faults_after - faults]
+            return result
+
+        child._run_job = measured
+        with tempfile.TemporaryDirectory() as scratch:
+            work_path = Path(scratch) / path.name
+            work_path.write_bytes(path.read_bytes())
+            model = open_checked(work_path)
+            child.preimport()
+            keeper = Keeper(model, work_path, 60.0, isolation="fork")
+            epilogue = stamped_epilogue("ifc").code
+            scripts = {"rollback": ("for wall in model.by_type('IfcWall')[:10]:\n    wall.Name = 'half done'\n"
+                                    "raise RuntimeError('boom')\n", None),
+                       "bare": ("raise RuntimeError('at once')\n", None),
+                       "commit": ("model.by_type('IfcWall')[0].Name = 'cpu {n}'\n", epilogue)}
+            figures: dict[str, dict[str, list[float]]] = {k: {"keeper": [], "job": [], "faults": []} for k in scripts}
+            try:
+                for n in range(rounds):
+                    for label, (code, epilogue_code) in scripts.items():
+                        keeper.handle({"op": "warm"})
+                        keeper.after_reply()
+                        before, _ = usage()
+                        result = keeper.handle({"op": "execute", "request_id": f"{label}{n}", "mode": "automate",
+                                                "code": code.format(n=n), "timeout_s": 60.0, "hold": False,
+                                                "epilogue_code": epilogue_code, "validation": "warn"})
+                        figures[label]["keeper"].append(usage()[0] - before)
+                        assert result.get("committed") is (label == "commit"), result.get("error")
+                        job_cpu, job_faults = result["bench"]
+                        figures[label]["job"].append(job_cpu)
+                        figures[label]["faults"].append(job_faults)
+                        keeper.after_reply()
+            finally:
+                keeper.shutdown()
+        return {label: {k: statistics.median(v) for k, v in values.items()} for label, values in figures.items()}
+
+    return _in_fork(work)
+
+
 def bench_change_report(path: Path) -> dict[str, float]:
     import ifcopenshell
 
@@ -178,6 +238,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--isolation", action="append", choices=ISOLATIONS, help="only this strategy (repeatable)")
     parser.add_argument("--skip-report", action="store_true", help="skip the change-report benchmark")
+    parser.add_argument("--cpu", action="store_true", help="also CPU time and page faults per call (fork)")
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "nexus-bench-ifc"))
     args = parser.parse_args()
     cache = Path(args.cache)
@@ -198,6 +259,13 @@ def main() -> None:
                   f" {f['rollback_median_ms']:>14.1f} / {f['rollback_p95_ms']:<8.1f} {f['rollback_keeper_ms']:>10.1f}"
                   f" {f['bare_rollback_ms']:>8.1f} {f['collect_median_ms']:>11.1f} {f['commit_median_ms']:>10.0f}"
                   f" {f['spare_ready_s'] if isolation == 'spawn' else 0.0:>14.2f}", flush=True)
+    if args.cpu:
+        print("\nCPU per call through a keeper that forks (medians; 'job' is the script process from receiving the job"
+              "\n to sending its result, excluding the serialised model a commit sends afterwards):")
+        print(f"  {'sample':8} {'call':9} {'keeper cpu ms':>14} {'job cpu ms':>11} {'job page faults':>16}")
+        for name, path in paths.items():
+            for label, f in bench_cpu(path, max(3, args.rounds // 4)).items():
+                print(f"  {name:8} {label:9} {f['keeper']:>14.1f} {f['job']:>11.1f} {f['faults']:>16,.0f}", flush=True)
     if args.skip_report:
         return
 

@@ -185,16 +185,20 @@ class IsolatedExecutor:
 
     # --- internals -----------------------------------------------------------------------------------
     def _note(self, result: dict[str, Any], request_id: str) -> None:
+        document = result.pop("document", None)  # the keeper's description of a newly committed model
         if result.get("conflict"):  # the keeper adopted the saved file as it is on disk
             self._committed_here = True
             self._disk_signature = _signature(self.committed_path)
         if result.get("committed"):
             self._committed_here = True
             self._disk_signature = _signature(self.committed_path)
-            try:  # what the next hello (after a reconnect) says about the model, e.g. its storeys
-                self.document = self._call({"op": "document"}, 60)["document"]
-            except KeeperUnavailable:
-                pass
+            if document is not None:  # what the next hello (after a reconnect) says, e.g. its storeys
+                self.document = document
+            else:
+                try:
+                    self.document = self._call({"op": "document"}, 60)["document"]
+                except KeeperUnavailable:
+                    pass
         if result.get("held"):
             self._held = (request_id, time.monotonic() + self.hold_timeout_s)
         elif self._held is not None and self._held[0] == request_id:

@@ -63,6 +63,7 @@ class Keeper:
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
         self.retired: list[ScriptProcess] = []
+        self.replaced_models: list[ifcopenshell.file] = []  # freed after the reply (a big model takes a while)
         self.expired: dict[str, str] = {}
         self.workdir = Path(tempfile.mkdtemp(prefix="nexus-keeper-"))
         if isolation == "fork":
@@ -181,8 +182,10 @@ class Keeper:
             self.retired.pop().close()
 
     def after_reply(self) -> None:
-        """Housekeeping the caller need not wait for: reap finished scripts, get the next spare ready."""
+        """Housekeeping the caller need not wait for: reap finished scripts, free the model a commit replaced,
+        get the next spare ready."""
         self.reap_retired()
+        self.replaced_models.clear()
         if self.held is None:
             self.strategy.replenish(self.model, self.committed_path)
 
@@ -239,9 +242,13 @@ class Keeper:
         finally:
             if temp is not None:
                 temp.unlink(missing_ok=True)
+        self.replaced_models.append(self.model)
         self.model = adopted
         self.committed_path = self.save_path
-        return self._finish(run, result, committed=True)
+        # What the host's next hello says about the model, in this reply: asking for it separately would wait
+        # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
+        document = describe_document(adopted, self.save_path)
+        return {**self._finish(run, result, committed=True), "document": document}
 
     def _conflict(self, run: ScriptProcess, result: dict[str, Any], target: Path) -> dict[str, Any]:
         """The saved file changed on disk since we read or wrote it: keep their work, refuse ours, and adopt

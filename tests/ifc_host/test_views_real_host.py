@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from PIL import Image
 
 from cloud.assembly import run_session
 from cloud.hostlink import session_link
+from cloud.hosts.registry import stamped_epilogue
 from ifc_host.render import HIGHLIGHT
 from ifc_host.runtime import start_host_thread
 from ifc_host.sample import write_sample_model
@@ -103,6 +105,19 @@ def test_storeys_sharing_a_name_are_offered_and_captured_by_step_id(real_host: R
         assert refused["ok"] is False
         assert f"2 storeys are named {ambiguous.removeprefix('3D: ')!r}; name one by its step id: " \
                f"#{first.id()}, #{second.id()}" in refused["error"], refused
+
+    # The change report's view after a commit names the storey as the views do, so it can be captured.
+    moved = real_host.send({"type": "execute", "mode": "automate", "timeout_s": 60,
+                            "epilogue": stamped_epilogue("ifc").as_message(), "code": (
+                                f"import ifcopenshell.util.placement as p\nwall = model.by_id({door.id()})\n"
+                                "m = p.get_local_placement(wall.ObjectPlacement)\nm[0, 3] += 100.0\n"
+                                "import ifcopenshell.api.geometry as g\n"
+                                "g.edit_object_placement(model, product=wall, matrix=m)\n")})
+    assert moved["committed"] is True, moved.get("error")
+    directive = json.loads(moved["epilogue_stdout"].splitlines()[-1].removeprefix("@@nexus "))
+    assert directive["view"] == f"#{second.id()}" and door.id() in directive["element_ids"]
+    assert f"#{second.id()}" in moved["epilogue_stdout"]
+    assert real_host.view(directive["view"], directive["element_ids"])["ok"] is True
 
 
 @pytest.mark.parametrize("real_host", [_one_wall_without_a_buildable_body], indirect=True)

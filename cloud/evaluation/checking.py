@@ -1,8 +1,16 @@
 """Loading a task's checker and calling it: `check(before, after, answer)` returns a bool or (bool, detail);
-an exception is a failure whose detail is the exception's message."""
+an exception is a failure whose detail is the exception's message.
+
+A checker is loaded as a module of a package made for its folder, so checkers of one suite can share
+code with a relative import: `from .shared import renumbering` loads `checkers/shared/renumbering.py` once
+for every checker that imports it (each suite folder gets a package of its own; nothing is put on sys.path).
+"""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import re
+import sys
 import threading
 import traceback
 from pathlib import Path
@@ -21,7 +29,7 @@ def load_checker(path: Path) -> ModuleType:
     with _lock:
         if path in _loaded:
             return _loaded[path]
-        name = "nexus_eval_checker_" + "_".join(p for p in path.with_suffix("").parts[-3:] if p.isidentifier())
+        name = f"{_folder_package(path.parent)}.{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise CheckerError(f"{path}: not a Python module")
@@ -34,6 +42,18 @@ def load_checker(path: Path) -> ModuleType:
             raise CheckerError(f"{path}: defines no check(before, after, answer)")
         _loaded[path] = module
         return module
+
+
+def _folder_package(folder: Path) -> str:
+    """The name of a package whose modules are the files of `folder` (made once per folder)."""
+    digest = hashlib.sha256(str(folder.resolve()).encode("utf-8")).hexdigest()[:16]
+    name = f"nexus_eval_checkers_{digest}"
+    if name not in sys.modules:
+        package = ModuleType(name, f"the checkers in {folder}")
+        package.__path__ = [str(folder)]
+        package.__package__ = name
+        sys.modules[name] = package
+    return name
 
 
 def run_checker(path: Path, before: Any, after: Any, answer: str) -> tuple[bool, str]:

@@ -1,6 +1,6 @@
 """List the office rooms by number."""
 
-from cloud.evaluation import checks
+from .shared import answers
 
 
 def expected(model):
@@ -11,15 +11,4 @@ def others(model):
     return sorted([s.Name for s in model.by_type('IfcSpace')])
 
 
-def check(before, after, answer):
-    same, why = checks.unchanged(before, after)
-    if not same:
-        return False, why
-    want = expected(before)
-    ok, missing = checks.mentions_all(answer, want)
-    if not ok:
-        return False, f"missing from the answer: {', '.join(missing)}"
-    extra = checks.mentions_none(answer, [o for o in others(before) if o not in want])
-    if extra:
-        return False, f"the answer also names: {', '.join(extra)}"
-    return True, f"names exactly {', '.join(want)}"
+check = answers.names_exactly(expected, others)

@@ -218,6 +218,7 @@ def test_a_revit_whose_host_id_is_taken_over_stays_off_until_connect(server, lau
             time.sleep(0.02)
         status = host.runtime.status()
         assert status["state"] == "replaced" and host_id in status["summary"], status
+        assert status["wanted"] is False  # the Connect button offers to connect again
         time.sleep(1.0)  # it does not come back for the id by itself
         assert connection.connected_count == 1 and connection.gave_up()
 

@@ -146,7 +146,9 @@ class NexusRuntime(object):
         holding = self.services.holds.waiting()
         if holding:
             summary += " A change is held: keep or discard it in Revit's review window or in the chat."
-        return {"state": state, "wanted": self._wanted, "host_id": host_id, "chat_url": url,
+        # After a 4401/4409 close the buttons offer Connect again (see toggle_connection).
+        wanted = self._wanted and not connection.gave_up()
+        return {"state": state, "wanted": wanted, "host_id": host_id, "chat_url": url,
                 "last_error": connection.last_error, "summary": summary.strip(),
                 "queued_jobs": len(self.dispatcher.queue), "holding": holding}
 

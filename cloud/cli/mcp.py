@@ -14,6 +14,8 @@ from cloud.cli.common import fail, open_store, with_db
 from ifc_host.launcher import add_isolation_argument
 
 MCP_USER = "mcp"
+IFC_HOST_APP = "ifc"
+START_MARGIN_S = 15.0  # a call waits this much longer than the host may take to connect (then the core says why)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--review-timeout", type=float, default=None, metavar="SECONDS",
                    help="--ifc: how long a held automation waits for Keep/Discard (then: discard)")
     p.add_argument("--image-max-px", type=int, default=None, help="longest side of images sent to the client")
+    p.add_argument("--host-start-timeout", type=float, default=None, metavar="SECONDS",
+                   help="--ifc: how long the IFC host may take to open the model and connect (default 60)")
     p.add_argument("--token-file", help="--server: file holding the token (else NEXUS_TOKEN)")
     add_isolation_argument(p)
     p.set_defaults(func=cmd_mcp)
@@ -44,41 +48,52 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def serve_ifc(args: argparse.Namespace) -> int:
+    """Answers the client at once; the embedded core and its IFC host start meanwhile (a big model takes a
+    while to open), and tool calls wait for them (cloud/mcp/starting.py). Only what is quick is checked here
+    (a STEP file, whole): the host parses the model, and says why if it cannot."""
     from cloud.config import Settings
-    from cloud.embedded import EmbeddedCore, HostStartFailed
+    from cloud.embedded import HOST_CONNECT_TIMEOUT_S, EmbeddedCore
     from cloud.mcp.calls import Backend
     from cloud.mcp.server import NexusMcp
+    from cloud.mcp.starting import Starting, step_file_problem
     from cloud.vendors.registry import allow_on_command_line, create_model, default_model_spec
-    from ifc_host.model_file import BadModelError, open_checked
 
-    try:
-        open_checked(args.ifc)
-    except BadModelError as exc:
-        return fail(str(exc))
+    problem = step_file_problem(args.ifc)
+    if problem:
+        return fail(problem)
     store = open_store(args)
-    try:
-        settings = Settings.from_env(**({"approval_timeout_s": args.review_timeout} if args.review_timeout else {}))
-        core = EmbeddedCore(store, args.ifc, args.out, settings, user=MCP_USER, isolation=args.isolation)
-    except HostStartFailed as exc:
-        return fail(str(exc))
+    settings = Settings.from_env(**({"approval_timeout_s": args.review_timeout} if args.review_timeout else {}))
+    token = store.create_token(MCP_USER)  # the chat page's, for reviews; revoked with the server
+    found = store.user_for_token(token)
+    cores: list[EmbeddedCore] = []
+    host_start_timeout = args.host_start_timeout or HOST_CONNECT_TIMEOUT_S
+
+    def start() -> Backend:
+        try:
+            core = EmbeddedCore(store, args.ifc, args.out, settings, user=MCP_USER, isolation=args.isolation,
+                                connect_timeout_s=host_start_timeout)
+        except Exception as exc:
+            print(f"nexus mcp: {exc}", file=sys.stderr, flush=True)
+            raise
+        cores.append(core)
+        print(f"NexusAI MCP server: the IFC host on {args.ifc} has connected; chat page (reviews under --policy "
+              f"ask): {core.server.url}/?signin={store.create_signin_code(token)}", file=sys.stderr, flush=True)
+        return Backend.of(core.state)
 
     def models(spec: str):  # the person's own machine: any spec they could type on `nexus run`
         allow_on_command_line(spec)
         return create_model(spec)
 
-    token = store.create_token(MCP_USER)  # the chat page's, for reviews; revoked with the server
-    found = store.user_for_token(token)
+    print(f"NexusAI MCP server on {args.ifc}: starting its IFC host", file=sys.stderr, flush=True)
+    starting = Starting(start, wait_s=host_start_timeout + START_MARGIN_S)
     try:
-        state = core.state
-        print(f"NexusAI MCP server on {args.ifc}; chat page (reviews under --policy ask): "
-              f"{core.server.url}/?signin={store.create_signin_code(token)}", file=sys.stderr, flush=True)
-        connection = state.hosts.get(core.host_id)
-        backend = Backend(state.store, state.settings, state.hosts, state.channel)
-        server = NexusMcp(backend, lambda: MCP_USER, models, default_model=args.model or default_model_spec(),
-                          image_max_px=args.image_max_px, policy=args.policy).build(connection.hello if connection else None)
+        server = NexusMcp(starting, lambda: MCP_USER, models, default_model=lambda: args.model or default_model_spec(),
+                          image_max_px=args.image_max_px, policy=args.policy).build(host_app=IFC_HOST_APP)
         server.run("stdio")
         return 0
     finally:
-        core.close()
+        starting.join()  # a core still starting is closed once it is up (or has given up)
+        for core in cores:
+            core.close()
         if found is not None:
             store.revoke_token(found.token_id)

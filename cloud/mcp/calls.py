@@ -11,7 +11,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from cloud.chunks import Chunk
 from cloud.config import Settings
@@ -19,10 +19,12 @@ from cloud.contract import content_hash
 from cloud.hostlink import HostConnection, HostDirectory, session_link
 from cloud.mcp.wording import say
 from cloud.rendezvous import Delivery, ToolResultChannel
+from cloud.runs import RunRegistry
 from cloud.session import Session, SessionState
 from cloud.store import Store
 from cloud.tools.base import ToolContext
 from cloud.tools.dispatch import execute_tool
+from cloud.web.quotas import QuotaExceeded
 
 LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
               "run_skill")
@@ -59,13 +61,45 @@ class _Worker:
     items: queue.Queue[Chunk | CallOutcome | BaseException] = field(default_factory=queue.Queue)
 
 
+class Quotas(Protocol):
+    """The per-user quotas a deployment's endpoint enforces (cloud/mcp/quotas.py); each raises QuotaExceeded."""
+
+    def admit_call(self, user: str) -> None: ...
+
+    def admit_session(self, user: str) -> None: ...
+
+    def admit_run(self, user: str) -> None: ...
+
+
 @dataclass
 class Backend:
-    """What the MCP server shares with the orchestrator it sits in: the store, the hosts, the rendezvous."""
+    """What the MCP server shares with the orchestrator it sits in: the store, the hosts, the rendezvous,
+    the runs in progress, and (on a deployment's endpoint) the users' quotas."""
     store: Store
     settings: Settings
     hosts: HostDirectory
     channel: ToolResultChannel
+    runs: RunRegistry
+    quotas: Quotas | None = None
+
+    @classmethod
+    def of(cls, state: Any, quotas: Quotas | None = None) -> Backend:
+        """From an orchestrator app's NexusState (`app.extensions["nexus"]`)."""
+        return cls(state.store, state.settings, state.hosts, state.channel, state.runs, quotas)
+
+
+class BackendSource(Protocol):
+    def get(self) -> Backend:
+        """The backend, waiting for it if it is still starting; Refused if it cannot be had."""
+
+
+@dataclass
+class Ready:
+    """A backend that is up already (a deployment's endpoint)."""
+    backend: Backend
+
+    def get(self) -> Backend:
+        return self.backend
 
 
 class McpCalls:
@@ -101,6 +135,8 @@ class McpCalls:
         with self._lock:
             if key in self._sessions:
                 return self._sessions[key]
+        if self.backend.quotas is not None:
+            self.backend.quotas.admit_session(user)
         session_id = self.backend.store.create_session(user, host_id, f"mcp:{client}", {})
         if self.policy:
             self.backend.store.update_session(session_id, policy=self.policy)
@@ -121,13 +157,16 @@ class McpCalls:
     def start(self, user: str, client: str, call_id: str, name: str, arguments: dict[str, Any],
               host_id: str | None) -> tuple[str, Iterator[Chunk | CallOutcome]]:
         """Start a loop tool call; returns its session id and an iterator of chunks ending in its CallOutcome.
-        Raises Refused before anything runs."""
+        Raises Refused (or QuotaExceeded) before anything runs."""
+        host = None
         try:
+            if self.backend.quotas is not None:
+                self.backend.quotas.admit_call(user)
             host = self.resolve_host(user, host_id)
-        except Refused:
-            self.audit(user, client, None, None, call_id, name, {**arguments, "host": host_id})
+            session_id = self.session_for(user, host.host_id, client)
+        except (Refused, QuotaExceeded):
+            self.audit(user, client, None, host, call_id, name, {**arguments, "host": host_id})
             raise
-        session_id = self.session_for(user, host.host_id, client)
         self.audit(user, client, session_id, host, call_id, name, {**arguments, "host": host_id})
         worker = _Worker()
         thread = threading.Thread(target=self._run, args=(worker, session_id, call_id, name, arguments),

@@ -2,17 +2,25 @@
 
 The handle is that session's id, so `get_run` still answers from the store (status, final answer) after the
 process that drove the run has gone; while the run is driven here, it also reports its steps as they come.
+The run goes through the deployment's run registry like a chat-page run: it holds the session's lease, is
+listed among the runs in progress (and counts towards the user's concurrent runs), and can be cancelled
+or followed from the chat page.
 """
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from cloud.assembly import run_session
+from cloud.chunks import Chunk
 from cloud.hostlink import session_link
 from cloud.mcp.calls import Backend
+from cloud.mcp.wording import say
 from cloud.vendors.base import ModelAdapter
+
+RELEASE_WAIT_S = 5.0
 
 
 @dataclass
@@ -46,46 +54,69 @@ class DelegatedRuns:
         session_id = store.create_session(user, host_id, model.spec, {})
         if self.policy:
             store.update_session(session_id, policy=self.policy)
+        row = store.get_session(session_id)
+        assert row is not None
         run = DelegatedRun(session_id, user)
         with self._lock:
             self._runs[session_id] = run
-        threading.Thread(target=self._drive, args=(run, model, prompt), name="mcp-run", daemon=True).start()
+        link = session_link(self.backend.hosts, self.backend.channel, row)
+        started = self.backend.runs.start(session_id, lambda registered: self._observe(
+            run, run_session(store, self.backend.settings, model, link, row, prompt, registered.cancel)))
+        if started is None:  # a fresh session: only a store that refuses its lease gets here
+            run.error, run.status = say("run_not_started"), "error"
+            self._end(run)
         return run
 
-    def _drive(self, run: DelegatedRun, model: ModelAdapter, prompt: str) -> None:
-        store = self.backend.store
+    def _observe(self, run: DelegatedRun, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        """The run's chunks, passed on to the registry (the chat page's stream) and noted here for MCP."""
         try:
-            row = store.get_session(run.handle)
-            assert row is not None
-            link = session_link(self.backend.hosts, self.backend.channel, row)
-            for chunk in run_session(store, self.backend.settings, model, link, row, prompt, threading.Event()):
-                data = chunk.metadata or {}
-                with run.changed:
-                    if chunk.type == "Message":
-                        run.answer.append(chunk.content)
-                    elif chunk.type == "ToolCall":
-                        run.steps.append(f"tool call: {data.get('name') or chunk.content}")
-                    elif chunk.type == "Metadata" and data.get("kind") == "tool_result":
-                        run.results.append({k: v for k, v in data.items() if k != "kind"})
-                        run.steps.append(f"{data.get('name')}: {'ok' if data.get('ok') else 'failed'}"
-                                         + (", committed" if data.get("committed") else ""))
-                    elif chunk.type == "Metadata" and data.get("kind") == "approval_request":
-                        run.steps.append("awaiting Keep/Discard")
-                        run.approvals.append((data.get("tool_call_id", ""), chunk.content))
-                    elif chunk.type == "Error":
-                        run.error = chunk.content
-                        run.status = "cancelled" if data.get("cancelled") else "error"
-                    elif chunk.type == "Complete":
-                        run.status = "complete"
-                    run.changed.notify_all()
-        except Exception as exc:  # a crash of this run is reported on it and takes nothing else down
+            for chunk in chunks:
+                self._note(run, chunk)
+                yield chunk
+        except Exception as exc:  # the registry reports it on the run's stream; here, on the run
             run.error, run.status = f"{type(exc).__name__}: {exc}", "error"
+            raise
         finally:
-            if run.status == "running":
+            self._end(run)
+
+    @staticmethod
+    def _note(run: DelegatedRun, chunk: Chunk) -> None:
+        data = chunk.metadata or {}
+        with run.changed:
+            if chunk.type == "Message":
+                run.answer.append(chunk.content)
+            elif chunk.type == "ToolCall":
+                run.steps.append(f"tool call: {data.get('name') or chunk.content}")
+            elif chunk.type == "Metadata" and data.get("kind") == "tool_result":
+                run.results.append({k: v for k, v in data.items() if k != "kind"})
+                run.steps.append(f"{data.get('name')}: {'ok' if data.get('ok') else 'failed'}"
+                                 + (", committed" if data.get("committed") else ""))
+            elif chunk.type == "Metadata" and data.get("kind") == "approval_request":
+                run.steps.append("awaiting Keep/Discard")
+                run.approvals.append((data.get("tool_call_id", ""), chunk.content))
+            elif chunk.type == "Error":
+                run.error = chunk.content
+                run.status = "cancelled" if data.get("cancelled") else "error"
+            elif chunk.type == "Complete":
+                run.status = "complete"
+            run.changed.notify_all()
+
+    @staticmethod
+    def _end(run: DelegatedRun) -> None:
+        with run.changed:
+            if run.status == "running":  # ended without Complete or Error (cancelled from outside, a crash)
                 run.status = "error"
             run.done.set()
-            with run.changed:
-                run.changed.notify_all()
+            run.changed.notify_all()
+
+    def released(self, run: DelegatedRun, timeout_s: float = RELEASE_WAIT_S) -> None:
+        """Once an ended run has left the run registry (a moment after its last chunk), so the user's next
+        run is not counted as concurrent with it."""
+        stop = threading.Event()
+        deadline = timeout_s
+        while self.backend.runs.get(run.handle) is not None and deadline > 0:
+            stop.wait(0.01)
+            deadline -= 0.01
 
     def get(self, user: str, handle: str) -> DelegatedRun | dict[str, Any] | None:
         """The run driven here, or what the store knows of one driven elsewhere; None if not the user's."""

@@ -7,7 +7,9 @@ ASGI into WSGI would have to carry SSE streams and server-to-client requests (el
 synchronous server, and a separate process could not reach the hosts connected here.
 
 Bearer tokens are the deployment's own (the store's users); a host-only token is refused. Each user
-sees and reaches only their own hosts and runs, as on the rest of the API.
+sees and reaches only their own hosts and runs, as on the rest of the API, under the same quotas. With
+NEXUS_REDIS_URL, the state's host directory and rendezvous are the Redis-backed ones: hosts connected to
+any instance of the deployment are listed and driven from this endpoint.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from mcp.server.auth.settings import AuthSettings
 from starlette.applications import Starlette
 
 from cloud.mcp.calls import Backend
+from cloud.mcp.quotas import DeploymentQuotas
 from cloud.mcp.server import NexusMcp
 from cloud.store import Store
 from cloud.vendors.base import ModelAdapter
@@ -61,7 +64,8 @@ def http_models(spec: str) -> ModelAdapter:
 
 def mcp_http_app(state: Any, public_url: str, bind: str = "127.0.0.1") -> Starlette:
     """The endpoint for a Flask app's NexusState (`app.extensions["nexus"]`)."""
-    backend = Backend(state.store, state.settings, state.hosts, state.channel)
+    quotas = DeploymentQuotas(state.store, state.settings, state.runs, state.request_rate)
+    backend = Backend.of(state, quotas)  # the chat API's quotas, and its request-rate window
     # The store's tokens are not issued per resource: the verifier is the whole check.
     auth = AuthSettings(issuer_url=public_url, resource_server_url=public_url.rstrip("/") + "/mcp",
                         validate_token_resource=False)

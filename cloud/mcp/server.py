@@ -8,7 +8,7 @@ import copy
 import json
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -22,11 +22,13 @@ from pydantic import BaseModel, Field
 
 from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import WebSocketHostLink
+from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_tool_definitions
-from cloud.mcp.calls import LOOP_TOOLS, Backend, CallOutcome, McpCalls, Refused
+from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, CallOutcome, McpCalls, Ready, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
 from cloud.mcp.wording import host_argument, own_tool, prompt_text, prompts, say
 from cloud.vendors.base import ModelAdapter
+from cloud.web.quotas import QuotaExceeded
 
 ToolHandler = Callable[[dict[str, Any], Context], Awaitable[CallToolResult]]
 DEFAULT_RUN_WAIT_S = 50.0  # under the 60 s many clients give a call; longer runs return a handle
@@ -66,6 +68,21 @@ def error_result(text: str) -> CallToolResult:
                           is_error=True)
 
 
+def quota_result(exc: QuotaExceeded) -> CallToolResult:
+    text = say("over_quota", quota=exc.quota, limit=exc.limit, retry_after_s=exc.retry_after_s)
+    return CallToolResult(content=[TextContent(text=text)], is_error=True, structured_content={
+        "ok": False, "error": text, "quota": exc.quota, "limit": exc.limit, "retry_after_s": exc.retry_after_s})
+
+
+def offered_tools(host_app: str | None) -> tuple[dict[str, Any], ...]:
+    """The canonical tool definitions for a server of one host application (`--ifc`): capture_view lists
+    its views, which depend on the application only, so they are known before the host has connected."""
+    if host_app is None:
+        return host_tool_definitions(None)
+    return host_tool_definitions(Hello(host_app=host_app, host_version="", runtime_version="", python_version="",
+                                       document={}))
+
+
 def client_name(ctx: Context) -> str:
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
@@ -75,26 +92,53 @@ def client_name(ctx: Context) -> str:
 class NexusMcp:
     """One MCP server over a backend. `user_of()` says who is calling (fixed over stdio, the bearer token's
     user over HTTP); `models(spec)` builds a model adapter for run_task, checking the spec as the
-    transport requires."""
+    transport requires; `default_model` may be a function (finding the configured vendor imports its SDK:
+    seconds, not to be spent before answering `initialize`). The backend may still be starting (`nexus mcp
+    --ifc` answers initialize and lists its tools before its IFC host has connected): what needs it waits."""
 
-    def __init__(self, backend: Backend, user_of: Callable[[], str], models: Callable[[str], ModelAdapter],
-                 default_model: str | None = None, image_max_px: int | None = None,
-                 policy: str | None = None) -> None:
-        self.backend, self.user_of, self.models = backend, user_of, models
-        self.default_model = default_model
-        self.calls = McpCalls(backend, image_max_px, policy)
-        self.runs = DelegatedRuns(backend, policy)
+    def __init__(self, backend: Backend | BackendSource, user_of: Callable[[], str],
+                 models: Callable[[str], ModelAdapter], default_model: str | Callable[[], str | None] | None = None,
+                 image_max_px: int | None = None, policy: str | None = None) -> None:
+        self.source: BackendSource = Ready(backend) if isinstance(backend, Backend) else backend
+        self.user_of, self.models = user_of, models
+        self.default_model, self.image_max_px, self.policy = default_model, image_max_px, policy
+        self._parts: tuple[Backend, McpCalls, DelegatedRuns] | None = None
 
-    def build(self, hello: Mapping[str, Any] | None = None, **server_args: Any) -> MCPServer:
-        """`hello`: the one host this server is for (`--ifc`), whose views capture_view's description lists."""
+    async def ready(self) -> None:
+        """Once the backend is up (raises Refused if it cannot start)."""
+        if self._parts is None:
+            backend = await anyio.to_thread.run_sync(self.source.get)
+            if self._parts is None:  # another call may have got there while this one waited
+                self._parts = (backend, McpCalls(backend, self.image_max_px, self.policy),
+                               DelegatedRuns(backend, self.policy))
+
+    def _part(self) -> tuple[Backend, McpCalls, DelegatedRuns]:
+        assert self._parts is not None, "ready() first"
+        return self._parts
+
+    @property
+    def backend(self) -> Backend:
+        return self._part()[0]
+
+    @property
+    def calls(self) -> McpCalls:
+        return self._part()[1]
+
+    @property
+    def runs(self) -> DelegatedRuns:
+        return self._part()[2]
+
+    def build(self, host_app: str | None = None, **server_args: Any) -> MCPServer:
+        """`host_app`: the application of the one host this server is for (`--ifc`), whose views
+        capture_view's description lists."""
         tools: list[Tool] = []
-        for definition in host_tool_definitions(hello):
+        for definition in offered_tools(host_app):
             if definition["name"] in LOOP_TOOLS:
                 tools.append(contract_tool(definition["name"], definition["description"],
                                            with_host(definition["input_schema"]), self._loop_tool(definition["name"])))
         for name, handler in (("list_hosts", self.list_hosts), ("run_task", self.run_task), ("get_run", self.get_run)):
             spec = own_tool(name)
-            tools.append(contract_tool(name, spec["description"], spec["input_schema"], handler))
+            tools.append(contract_tool(name, spec["description"], spec["input_schema"], self._when_ready(handler)))
         server: MCPServer = MCPServer("NexusAI", tools=tools, **server_args)
         self._resources(server)
         self._prompts(server)
@@ -102,9 +146,22 @@ class NexusMcp:
 
     # the loop's tools
     def _loop_tool(self, name: str) -> ToolHandler:
-        async def handler(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-            return await self.loop_call(name, arguments, ctx)
-        return handler
+        return self._when_ready(lambda arguments, ctx: self.loop_call(name, arguments, ctx))
+
+    def _when_ready(self, handler: ToolHandler) -> ToolHandler:
+        """The handler, once the backend is up; the reason as the tool's error if it cannot start."""
+        async def when_ready(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+            try:
+                await self.ready()
+            except Refused as exc:
+                return error_result(str(exc))
+            return await handler(arguments, ctx)
+        return when_ready
+
+    async def _admit_call(self, user: str) -> None:
+        """Every call counts towards the user's requests per minute (a deployment's endpoint)."""
+        if self.backend.quotas is not None:
+            await anyio.to_thread.run_sync(self.backend.quotas.admit_call, user)
 
     async def loop_call(self, name: str, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         user, client = self.user_of(), client_name(ctx)
@@ -116,6 +173,8 @@ class NexusMcp:
                 self.calls.start, user, client, call_id, name, arguments, host_id)
         except Refused as exc:
             return error_result(str(exc))
+        except QuotaExceeded as exc:
+            return quota_result(exc)
         outcome: CallOutcome | None = None
         while outcome is None:
             item = await anyio.to_thread.run_sync(next, items)
@@ -162,6 +221,12 @@ class NexusMcp:
     # hosts, delegated runs
     async def list_hosts(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         user = self.user_of()
+        try:
+            await self._admit_call(user)
+        except QuotaExceeded as exc:
+            self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts",
+                             arguments)
+            return quota_result(exc)
         hosts = [connection.describe() for connection in self.calls.hosts_for(user)]
         self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
         listing = {"hosts": [{k: h[k] for k in ("host_id", "host_app", "host_version", "document", "display_name")
@@ -170,12 +235,20 @@ class NexusMcp:
 
     async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         user, client = self.user_of(), client_name(ctx)
-        spec = arguments.get("model") or self.default_model
         try:
+            # As the chat API: a new session (sessions per hour), a run in progress (concurrent runs).
+            await self._admit_call(user)
+            if self.backend.quotas is not None:
+                await anyio.to_thread.run_sync(self.backend.quotas.admit_session, user)
+                await anyio.to_thread.run_sync(self.backend.quotas.admit_run, user)
             host = self.calls.resolve_host(user, arguments.get("host"))
+        except QuotaExceeded as exc:
+            self.calls.audit(user, client, None, None, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
+            return quota_result(exc)
         except Refused as exc:
             return error_result(str(exc))
         self.calls.audit(user, client, None, host, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
+        spec = arguments.get("model") or await anyio.to_thread.run_sync(self._default_model)
         if not spec:
             return error_result(say("no_model"))
         try:
@@ -185,9 +258,16 @@ class NexusMcp:
         run = await anyio.to_thread.run_sync(self.runs.start, user, host.host_id, model, arguments["prompt"])
         return await self._follow(run, ctx, float(arguments.get("wait_s", DEFAULT_RUN_WAIT_S)))
 
+    def _default_model(self) -> str | None:
+        return self.default_model() if callable(self.default_model) else self.default_model
+
     async def get_run(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         user = self.user_of()
         self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "get_run", arguments)
+        try:
+            await self._admit_call(user)
+        except QuotaExceeded as exc:
+            return quota_result(exc)
         found = self.runs.get(user, arguments["handle"])
         if found is None:
             return error_result(say("unknown_run", handle=arguments["handle"]))
@@ -196,17 +276,25 @@ class NexusMcp:
         return await self._follow(found, ctx, float(arguments.get("wait_s", 0)))
 
     async def _follow(self, run: DelegatedRun, ctx: Context, wait_s: float) -> CallToolResult:
-        """Progress notifications while the run goes on; its result, or its handle if it outlasts `wait_s`."""
+        """A progress notification for each of the run's steps, in order, while it goes on; its result, or
+        its handle if it outlasts `wait_s`. Every step the run took before it ended is reported before its
+        result, also when it ended between two looks here."""
         reported = 0
         with anyio.move_on_after(wait_s):
-            while not run.done.is_set():
-                if len(run.steps) > reported:
-                    reported = len(run.steps)
-                    await ctx.report_progress(reported, None, run.steps[-1])
+            while True:
+                ended = run.done.is_set()  # read first: the steps noted before the end are all seen below
+                for step in run.steps[reported:]:
+                    reported += 1
+                    await ctx.report_progress(reported, None, step)
                 if run.approvals:  # a change held under `ask`: the person decides, here if the client can ask
                     call_id, summary = run.approvals.pop(0)
                     await self._review(ctx, run.handle, call_id, summary)
+                    continue
+                if ended:
+                    break
                 await anyio.sleep(PROGRESS_POLL_S)
+        if run.done.is_set():
+            await anyio.to_thread.run_sync(self.runs.released, run)
         return self._run_result(run.summary())
 
     @staticmethod
@@ -219,8 +307,15 @@ class NexusMcp:
                               is_error=summary["status"] in ("error", "cancelled"))
 
     # resources and prompts
-    def context_block(self, host_id: str | None) -> str:
+    async def read_context(self, host_id: str | None) -> str:
         user = self.user_of()
+        try:
+            await self.ready()
+        except Refused as exc:
+            return str(exc)
+        return await anyio.to_thread.run_sync(self.context_block, user, host_id)
+
+    def context_block(self, user: str, host_id: str | None) -> str:
         try:
             host = self.calls.resolve_host(user, host_id)
         except Refused as exc:
@@ -232,13 +327,13 @@ class NexusMcp:
     def _resources(self, server: MCPServer) -> None:
         @server.resource("nexus://context", name="context", mime_type="text/plain",
                          description="The connected host's context block: document, storeys or levels, selection.")
-        def context() -> str:
-            return self.context_block(None)
+        async def context() -> str:
+            return await self.read_context(None)
 
         @server.resource("nexus://hosts/{host_id}/context", name="host_context", mime_type="text/plain",
                          description="A connected host's context block, by host_id (see list_hosts).")
-        def host_context(host_id: str) -> str:
-            return self.context_block(host_id)
+        async def host_context(host_id: str) -> str:
+            return await self.read_context(host_id)
 
     def _prompts(self, server: MCPServer) -> None:
         specs = prompts()

@@ -9,8 +9,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from cloud.config import Settings
+
+if TYPE_CHECKING:
+    from cloud.runs import RunRegistry
+    from cloud.store import Store
 
 
 class QuotaExceeded(Exception):
@@ -49,6 +54,21 @@ class RequestRate:
 def check_limit(quota: str, used: int, limit: int, retry_after_s: int = 60) -> None:
     if limit > 0 and used >= limit:
         raise QuotaExceeded(quota, limit, retry_after_s)
+
+
+def check_sessions_per_hour(store: Store, settings: Settings, user_name: str) -> None:
+    """Before a new session of the user's (the chat API's POST /sessions, an MCP client's first call, run_task)."""
+    check_limit("sessions per hour", store.count_sessions_since(user_name, time.time() - 3600),
+                settings.quota_sessions_per_hour)
+
+
+def check_concurrent_runs(store: Store, settings: Settings, runs: RunRegistry, user_name: str,
+                          session_id: str | None = None) -> None:
+    """Before a run of the user's starts (in `session_id`, whose own run does not count): the runs in
+    progress in the registry (with Redis, on every process)."""
+    running = sum(1 for r in runs.active() if r.session_id != session_id
+                  and (store.get_session(r.session_id) or {}).get("user_name") == user_name)
+    check_limit("concurrent runs", running, settings.quota_concurrent_runs, retry_after_s=10)
 
 
 def limits(settings: Settings) -> dict[str, int]:

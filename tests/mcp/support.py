@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -24,8 +24,9 @@ def nexus_mcp_params(*args: str) -> StdioServerParameters:
 
 
 @asynccontextmanager
-async def stdio_session(*args: str, **session_args: Any) -> AsyncIterator[ClientSession]:
-    async with stdio_client(nexus_mcp_params(*args)) as (read, write):
+async def stdio_session(*args: str, errlog: TextIO | None = None, **session_args: Any) -> AsyncIterator[ClientSession]:
+    """`errlog`: a file for the server's standard error (default: the test's)."""
+    async with stdio_client(nexus_mcp_params(*args), errlog=errlog or sys.stderr) as (read, write):
         async with ClientSession(read, write, **session_args) as session:
             await session.initialize()
             yield session

@@ -16,7 +16,8 @@ INSPECTOR = ROOT / ".cache" / "npm" / "node_modules" / ".bin" / "mcp-inspector"
 
 def _inspector(model: Path, db: Path, *method: str) -> dict:
     assert INSPECTOR.exists(), f"{INSPECTOR} is missing: scripts/test installs it (npm install --prefix .cache/npm)"
-    # The server answers once its IFC host has connected: seconds on a busy machine (the default is 15 s).
+    # The server answers at once, but starting Python with its imports takes seconds on a busy machine (the
+    # Inspector's default is 15 s); tools/call then waits for the IFC host.
     done = subprocess.run([str(INSPECTOR), "--cli", "--connect-timeout", "120000", sys.executable, "-m", "cloud.cli", "mcp", "--ifc", str(model),
                            "--db", str(db), *method], capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -168,6 +168,8 @@ def test_run_task_with_a_scripted_model(sample_ifc, tmp_path):
     assert done.structured_content["status"] == "complete"
     assert "MCP-D1" in text_of(done) and len(done.structured_content["committed"]) == 1
     assert any("execute_task_automation" in p for p in progress), progress
+    # every step, in order, before the result (a run ending between two looks of the server once lost them)
+    assert progress == done.structured_content["steps"], progress
     assert again.structured_content["status"] == "complete"
     assert unknown.is_error
     names = {d.Name for d in ifcopenshell.open(str(tmp_path / "out.ifc")).by_type("IfcDoor")}

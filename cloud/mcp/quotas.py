@@ -1,0 +1,32 @@
+"""The deployment's per-user quotas on its MCP endpoint: the chat API's own (cloud/web/quotas.py).
+
+Every tool call counts towards the requests per minute, in the same sliding window as the user's API
+requests; a call that opens a session (a client's first call on a host, every run_task) is held to the
+sessions per hour; run_task starts a run in the deployment's run registry and is held to the concurrent
+runs, counted with the chat page's runs (on every process, with Redis).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cloud.config import Settings
+from cloud.runs import RunRegistry
+from cloud.store import Store
+from cloud.web.quotas import RequestRate, check_concurrent_runs, check_sessions_per_hour
+
+
+@dataclass
+class DeploymentQuotas:
+    store: Store
+    settings: Settings
+    runs: RunRegistry
+    request_rate: RequestRate
+
+    def admit_call(self, user: str) -> None:
+        self.request_rate.admit(user)
+
+    def admit_session(self, user: str) -> None:
+        check_sessions_per_hour(self.store, self.settings, user)
+
+    def admit_run(self, user: str) -> None:
+        check_concurrent_runs(self.store, self.settings, self.runs, user)

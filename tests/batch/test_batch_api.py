@@ -8,6 +8,7 @@ import hashlib
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,10 @@ def test_review_per_file_under_ask_keeps_or_discards_and_records_who(server, ali
     kept = alice.call("POST", review, json={"file": "models/gen_00.ifc", "decision": "keep"})
     assert kept.status_code == 200 and kept.json() == {"file": "models/gen_00.ifc", "decision": "keep",
                                                         "by": "alice", "output": "reviewed/gen_00.ifc"}
-    assert alice.call("POST", review, json={"file": "models/gen_01.ifc", "decision": "discard"}).status_code == 200
+    with ThreadPoolExecutor(2) as pool:  # two decisions at once: exactly one is taken
+        raced = list(pool.map(lambda _: alice.call("POST", review, json={"file": "models/gen_01.ifc",
+                                                                          "decision": "discard"}), range(2)))
+    assert sorted(r.status_code for r in raced) == [200, 409], [r.text for r in raced]
     assert alice.call("POST", review, json={"file": "models/gen_01.ifc", "decision": "keep"}).status_code == 409
     assert alice.call("POST", review, json={"file": "models/gen_01.ifc", "decision": "maybe"}).status_code == 400
     assert alice.call("POST", review, json={"file": "../x.ifc", "decision": "keep"}).status_code == 400

@@ -68,8 +68,12 @@ def error_result(text: str) -> CallToolResult:
                           is_error=True)
 
 
+def quota_text(exc: QuotaExceeded) -> str:
+    return say("over_quota", quota=exc.quota, limit=exc.limit, retry_after_s=exc.retry_after_s)
+
+
 def quota_result(exc: QuotaExceeded) -> CallToolResult:
-    text = say("over_quota", quota=exc.quota, limit=exc.limit, retry_after_s=exc.retry_after_s)
+    text = quota_text(exc)
     return CallToolResult(content=[TextContent(text=text)], is_error=True, structured_content={
         "ok": False, "error": text, "quota": exc.quota, "limit": exc.limit, "retry_after_s": exc.retry_after_s})
 
@@ -311,8 +315,11 @@ class NexusMcp:
         user = self.user_of()
         try:
             await self.ready()
+            await self._admit_call(user)  # a read asks the host: it counts as a call
         except Refused as exc:
             return str(exc)
+        except QuotaExceeded as exc:
+            return quota_text(exc)
         return await anyio.to_thread.run_sync(self.context_block, user, host_id)
 
     def context_block(self, user: str, host_id: str | None) -> str:

@@ -116,11 +116,13 @@ def test_sessions_per_hour_and_requests_per_minute(deployment):
 
     async def dave():
         async with http_session(url, token) as session:
-            return await session.call_tool("list_hosts", {}), await session.call_tool("list_hosts", {})
+            return (await session.call_tool("list_hosts", {}), await session.call_tool("list_hosts", {}),
+                    await session.read_resource("nexus://context"))
 
-    last, over = anyio.run(dave)
+    last, over, context = anyio.run(dave)
     after = requests.get(f"{server.url}/api/hosts", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     if time.monotonic() - started < 55:  # all within the minute's window (else the window moved on)
         assert not last.is_error and last.structured_content["hosts"] == []
         _over(over, "requests per minute", limit)
+        assert f"requests per minute (limit {limit})" in context.contents[0].text
         assert after.status_code == 429

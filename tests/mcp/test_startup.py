@@ -76,3 +76,16 @@ def test_a_host_that_cannot_start_is_reported_on_each_tool_call(tmp_path):
     for result in (first, hosts):
         assert result.is_error and "could not start" in text_of(result), text_of(result)
         assert "IfcProject" in text_of(result), text_of(result)
+
+
+def test_a_host_that_does_not_connect_in_time_is_reported_on_the_tool_call(tmp_path):
+    model = _padded_model(tmp_path / "big.ifc", 20_000)
+
+    async def scenario():
+        # No interpreter starts, imports IfcOpenShell and parses a model in a hundredth of a second.
+        async with stdio_session("--ifc", str(model), "--db", str(tmp_path / "db.sqlite"),
+                                 "--host-start-timeout", "0.01") as session:
+            return await session.call_tool("execute_data_collection", {"code": "print(1)"})
+
+    late = anyio.run(scenario)
+    assert late.is_error and "could not start" in text_of(late) and "0.01 s" in text_of(late), text_of(late)

@@ -118,8 +118,9 @@ def test_a_script_batch_on_the_embedded_pool_followed_live_and_private_to_its_ow
 
 
 def test_review_per_file_under_ask_keeps_or_discards_and_records_who(server, alice, batch_root):
+    assert server.state.store.set_user_policy("alice", "ask")  # an admin's choice for alice: stricter wins
     started = start(alice, files=["models/gen_00.ifc", "models/gen_01.ifc"], script=SCRIPT, out="reviewed",
-                    policy="ask")
+                    policy="auto")
     assert started["policy"] == "ask"
     detail = wait_finished(alice, started["batch_id"])
     files = by_file(detail)

@@ -19,12 +19,14 @@ from tests.scale.servers import fresh_database, postgres_server, redis_server
 from tests.support.server import RunningServer, running_server
 
 
-@pytest.fixture
-def instances(tmp_path, scripts_dir, monkeypatch) -> Iterator[tuple[RunningServer, RunningServer, str, str, Path]]:
+@pytest.fixture(scope="module")
+def instances(tmp_path_factory) -> Iterator[tuple[RunningServer, RunningServer, str, str, Path]]:
     """A and B; alice's IFC host on A; B's MCP endpoint. Yields (a, b, endpoint url, host_id, out file)."""
     from ifc_host.sample import write_sample_model
 
+    tmp_path = tmp_path_factory.mktemp("two_instances")
     with ExitStack() as stack:
+        monkeypatch = stack.enter_context(pytest.MonkeyPatch.context())
         redis = stack.enter_context(redis_server(tmp_path / "redis"))
         database = fresh_database(stack.enter_context(postgres_server()))
         monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
@@ -83,3 +85,29 @@ def test_a_host_on_instance_a_is_listed_and_driven_through_b(instances, scripts_
     others, refused = anyio.run(bob)
     assert others.structured_content["hosts"] == []
     assert refused.is_error and host_id in text_of(refused)
+
+
+def test_a_held_change_on_a_host_of_instance_a_is_decided_through_bs_elicitation(instances):
+    import mcp_types as types
+
+    a, b, url, host_id, out = instances
+    b.state.store.set_user_policy("alice", "ask")
+    asked: list[str] = []
+
+    async def keep(context, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"keep": True})
+
+    async def alice():
+        async with http_session(url, b.token("alice"), elicitation_callback=keep) as session:
+            return await session.call_tool("execute_task_automation",
+                                           {"code": "model.by_type('IfcDoor')[2].Name = 'KEPT-VIA-B'"})
+
+    try:
+        kept = anyio.run(alice)
+    finally:
+        b.state.store.set_user_policy("alice", "auto")
+    assert len(asked) == 1 and "KEPT-VIA-B" in asked[0]
+    assert kept.structured_content["committed"] is True, text_of(kept)
+    assert kept.structured_content["decision"]["decision"] == "keep"
+    assert "KEPT-VIA-B" in {d.Name for d in ifcopenshell.open(str(out)).by_type("IfcDoor")}

@@ -14,6 +14,8 @@ from typing import Any
 import ifcopenshell
 import ifcopenshell.util.element
 
+from ifc_host.model_file import storey_labels
+
 OWNER, RELATIONSHIP, RESOURCE, BOUNDARY = "owner", "relationship", "resource", "boundary"
 
 OWNER_CLASSES = ("IfcProduct", "IfcTypeProduct")
@@ -206,6 +208,7 @@ class ChangeRecorder:
         # Where elements were before the run, learned from relationship snapshots (the API often unlinks an
         # element from its storey and type before removing it, so they cannot be read at deletion).
         self._original_storey: dict[int, str] = {}
+        self._storey_labels: dict[int, str] | None = None
         self._original_type: dict[int, str] = {}
         self._original_parent: dict[int, int] = {}
         self._before: dict[int, Snapshot] = {}
@@ -305,7 +308,7 @@ class ChangeRecorder:
         if rel.is_a("IfcRelContainedInSpatialStructure"):
             storey = storey_of(target)
             if storey is not None:
-                storey_label = storey.Name or f"#{storey.id()}"
+                storey_label = self._storey_label(storey)
                 for element_id in related:
                     self._original_storey.setdefault(element_id, storey_label)
         elif rel.is_a("IfcRelDefinesByType"):
@@ -335,10 +338,20 @@ class ChangeRecorder:
         if storey is None and element_id in self._original_parent:
             parent = self._alive(self._original_parent[element_id])
             found = storey_of(parent) if parent is not None else None
-            storey = (found.Name or f"#{found.id()}") if found is not None else None
+            storey = self._storey_label(found) if found is not None else None
+        if storey is None:
+            own = storey_of(element)
+            storey = self._storey_label(own) if own is not None else None
         if storey is not None:
             info["storey"] = storey
         return info
+
+    def _storey_label(self, storey: ifcopenshell.entity_instance) -> str:
+        """The storey as views name it (#<step id> when its Name is shared or empty), read once per run."""
+        if self._storey_labels is None:
+            storeys = self.model.by_type("IfcBuildingStorey")
+            self._storey_labels = dict(zip((s.id() for s in storeys), storey_labels(storeys), strict=True))
+        return self._storey_labels.get(storey.id()) or storey.Name or f"#{storey.id()}"
 
     def _alive(self, element_id: int) -> ifcopenshell.entity_instance | None:
         if element_id in self._deleted:

@@ -119,6 +119,17 @@ def test_storeys_sharing_a_name_are_offered_and_captured_by_step_id(real_host: R
     assert f"#{second.id()}" in moved["epilogue_stdout"]
     assert real_host.view(directive["view"], directive["element_ids"])["ok"] is True
 
+    # A deleted element keeps the storey it stood on, named the same way.
+    other = next(d for d in model.by_type("IfcDoor") if d.id() != door.id() and d.ContainedInStructure
+                 and d.ContainedInStructure[0].RelatingStructure == second)
+    deleted = real_host.send({"type": "execute", "mode": "automate", "timeout_s": 60,
+                              "epilogue": stamped_epilogue("ifc").as_message(), "code": (
+                                  "import ifcopenshell.api.root\n"
+                                  f"ifcopenshell.api.root.remove_product(model, product=model.by_id({other.id()}))\n")})
+    assert deleted["committed"] is True and other.id() in deleted["changes"]["deleted"], deleted.get("error")
+    line = next(x for x in deleted["epilogue_stdout"].splitlines() if x.startswith(f"- #{other.id()} IfcDoor"))
+    assert f" | #{second.id()} | " in line, deleted["epilogue_stdout"]
+
 
 @pytest.mark.parametrize("real_host", [_one_wall_without_a_buildable_body], indirect=True)
 def test_an_element_that_cannot_be_drawn_is_counted_for_the_person_and_the_contract(real_host: RealHost):

@@ -104,6 +104,11 @@ def _rss_kb(pid: int | str = "self") -> int:
     return 0
 
 
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def _threads(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
 
@@ -196,8 +201,11 @@ def suspended(args: argparse.Namespace) -> None:
         suspended_runs = sum(1 for r in readies if r.is_set())
         time.sleep(args.keepalive * 2)  # let the start-up burst settle
         suspended_at = time.monotonic()
+        cpu_before = [_cpu_s(p.pid) for _, p in instances]
         time.sleep(args.observe)
         ended_at = time.monotonic()
+        cpu = [(_cpu_s(p.pid) - c) / (ended_at - suspended_at) * 100 for (_, p), c in zip(instances, cpu_before,
+                                                                                           strict=True)]
         gaps, worst = [], []  # every gap between keepalives inside the window (and from its edges); per stream
         for mine in beats:
             window = [suspended_at, *[t for t in mine if suspended_at <= t <= ended_at], ended_at]
@@ -218,8 +226,9 @@ def suspended(args: argparse.Namespace) -> None:
         print(f"{args.runs} runs started through two instance processes in {start_s:.1f} s "
               f"({suspended_runs} suspended on their tool call, {len(failures)} failed), observed "
               f"{ended_at - suspended_at:.1f} s")
-        for (url, _), b, a, t in zip(instances, before, after, threads, strict=True):
-            print(f"  instance {url}: RSS {b / 1024:.0f} -> {a / 1024:.0f} MB, {t} threads")
+        for (url, _), b, a, t, c in zip(instances, before, after, threads, cpu, strict=True):
+            print(f"  instance {url}: RSS {b / 1024:.0f} -> {a / 1024:.0f} MB, {t} threads, "
+                  f"{c:.0f}% of a core while the runs wait")
         print(f"  memory per suspended run (both instance processes): {per_run:.1f} KB; Redis "
               f"{redis_memory / max(1, suspended_runs) / 1024:.1f} KB")
         limit = 1.5 * args.keepalive

@@ -69,6 +69,21 @@ class Bus:
                 self._cond.wait(remaining)
             return True
 
+    def wait_any(self, seen: dict[str, int], timeout_s: float) -> bool:
+        """Like `wait`, for several keys (key -> generation seen): True once any of them is signalled."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while all(self._generation.get(k, 0) == g for k, g in seen.items()):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    def wake_here(self, key: str) -> None:
+        """Wake `key`'s waiters in this process only (what happened here needs no message)."""
+        self._signal(key)
+
     def forget(self, key: str) -> None:
         with self._cond:
             self._generation.pop(key, None)

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from cloud.distributed.bus import PREFIX, Bus
-from cloud.rendezvous import ANSWERED_MEMORY, CANCEL_POLL_S, Answer, Delivery
+from cloud.distributed.runs import cancel_signal
+from cloud.rendezvous import ANSWERED_MEMORY, Answer, Delivery
 
 if TYPE_CHECKING:
     from cloud.store import Store
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 POLL_S = 1.0  # the re-read of a pending request in Redis when no wake-up came
+HOST_CHECK_S = 0.5  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
 DB_POLL_S = 10.0  # the slow read of the database record, the fallback when Redis lost the answer's copy
 KEEP_S = 86400  # how long pending requests and the answered-id memory live in Redis
 
@@ -154,13 +156,13 @@ class RedisToolResultChannel:
 
     def await_answer(self, session_id: str, timeout_s: float, cancel: threading.Event,
                      alive: Callable[[], bool] | None = None) -> Answer:
-        key = wake_key(session_id)
+        key, cancelled = wake_key(session_id), cancel_signal(session_id)
         deadline = time.monotonic() + timeout_s
         next_read, next_record = 0.0, time.monotonic() + DB_POLL_S
         woken = False
         try:
             while True:
-                seen = self.bus.generation(key)
+                seen = {key: self.bus.generation(key), cancelled: self.bus.generation(cancelled)}
                 if time.monotonic() >= next_read:
                     next_read = time.monotonic() + POLL_S
                     check_record = woken or time.monotonic() >= next_record
@@ -177,11 +179,12 @@ class RedisToolResultChannel:
                     return Answer(None, "timeout")
                 if alive is not None and not alive():
                     return Answer(None, "gone")
-                if self.bus.wait(key, seen, min(remaining, CANCEL_POLL_S)):
+                if self.bus.wait_any(seen, min(remaining, HOST_CHECK_S)) and self.bus.generation(key) != seen[key]:
                     next_read, woken = 0.0, True
         finally:
             self.close(session_id)
             self.bus.forget(key)
+            self.bus.forget(cancelled)
 
     def _read_result(self, session_id: str, check_record: bool) -> dict[str, Any] | None:
         """The answer: Redis's copy, else (when `check_record`, or Redis cannot say) the database record."""

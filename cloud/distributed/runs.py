@@ -67,6 +67,18 @@ class _RemoteCancel:
         return bool(self.bus.redis.exists(_cancel_key(self.session_id)))
 
 
+class _LocalCancel(threading.Event):
+    """The cancel of a run driven here: setting it also wakes the run where it waits for an answer."""
+
+    def __init__(self, bus: Bus, session_id: str) -> None:
+        super().__init__()
+        self.bus, self.session_id = bus, session_id
+
+    def set(self) -> None:
+        super().set()
+        self.bus.wake_here(cancel_signal(self.session_id))
+
+
 class RedisRun(Run):
     """A run's chunk stream in Redis. Driven here (`cancel` is a local event) or elsewhere (`cancel`
     reaches the driving process)."""
@@ -79,7 +91,9 @@ class RedisRun(Run):
         self._sent = 0
         self._owner = ""
         self._send_lock = threading.Lock()
-        if not driven_here:
+        if driven_here:
+            self.cancel = _LocalCancel(bus, session_id)
+        else:
             self.cancel = _RemoteCancel(bus, session_id)  # type: ignore[assignment]
 
     def start(self, owner: str) -> None:

@@ -375,6 +375,27 @@ def test_processes_starting_at_once_on_an_empty_database_migrate_it_once(dialect
         assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall() == [(migrations.head(),)]
 
 
+def test_threads_of_one_process_opening_stores_of_different_databases_at_once(tmp_path):
+    # The revision scripts share Alembic's module-global `op`: migrations in one process take turns.
+    errors: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def open_one(n: int) -> None:
+        try:
+            start.wait()
+            Store(tmp_path / f"db{n}.db").close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=open_one, args=(n,)) for n in range(6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert {Store(tmp_path / f"db{n}.db").schema_revision() for n in range(6)} == {migrations.head()}
+
+
 def test_nexus_db_current_and_upgrade(tmp_path):
     target = str(tmp_path / "cli.db")
     nexus = [sys.executable, "-c", "from cloud.cli import run_main; run_main()"]

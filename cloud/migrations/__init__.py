@@ -10,6 +10,7 @@ there. The caller holds the schema lock, so several processes starting at once t
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ from sqlalchemy.engine import Connection
 FOLDER = Path(__file__).resolve().parent
 VERSION_TABLE = "alembic_version"
 LEGACY_MARKER = "users"  # a table every database of this product has had since the first version
+# Revision scripts reach their database through Alembic's module-global `op` proxy: one migration at a
+# time in a process (stores of different databases opened at once by several threads would collide).
+_RUNNING = threading.Lock()
 
 
 class SchemaError(RuntimeError):
@@ -80,6 +84,11 @@ def _legacy_stamp(conn: Connection, script: ScriptDirectory) -> str:
 
 def upgrade(conn: Connection, target: str = "heads") -> Upgrade:
     """Bring the database on `conn` (inside the caller's transaction, under its schema lock) to `target`."""
+    with _RUNNING:
+        return _upgrade(conn, target)
+
+
+def _upgrade(conn: Connection, target: str) -> Upgrade:
     script = script_directory()
     before = current(conn)
     if before is not None:

@@ -54,7 +54,7 @@ def test_the_manifest_meets_the_brief():
 def test_ci_runs_every_file_a_package_ships():
     """scripts/corpus.sh installs the registry-sourced files; in CI (NEXUS_FAIL_ON_SKIP=1) each must be there."""
     from_registry = [entry for entry in manifest() if entry.from_registry]
-    assert len({entry.tool.split(" ")[0] for entry in from_registry}) >= 2
+    assert len({entry.tool.split(" ")[0] for entry in from_registry}) >= 3
     absent = [entry.file for entry in from_registry if not entry.present()]
     if os.environ.get("NEXUS_FAIL_ON_SKIP") == "1":
         assert not absent, f"not installed in {corpus_dirs()} (scripts/corpus.sh installs them): {absent}"

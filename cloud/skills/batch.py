@@ -94,14 +94,5 @@ def run_in_batch(ctx: Any, recorded: dict[str, Any], call_id: str) -> Any:
     if result is not None:
         SkillLibrary(ctx.store).record_run(
             skill, recorded["user"], ctx.session.session_id, bool(result.get("committed")),
-            None if result.get("committed") else _error_line(result))
+            None if result.get("committed") else (result.get("error") or result.get("summary")))
     return part
-
-
-def _error_line(result: dict[str, Any]) -> str:
-    """A failed run's reason as one line for the skill's `last_failure` (the host's error is structured)."""
-    error = result.get("error")
-    if isinstance(error, dict):
-        line = f" (line {error['line']})" if error.get("line") else ""
-        return f"{error.get('type') or 'Error'}: {error.get('message') or ''}{line}"
-    return str(error or result.get("summary") or "the change was not committed")

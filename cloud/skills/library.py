@@ -62,6 +62,14 @@ class SkillVersion:
         return self.portable or self.host_app == host_app
 
 
+def failure_text(error: Any) -> str:
+    """A failed run's reason as one line: the host reports a script's error as {type, message, line}."""
+    if isinstance(error, dict):
+        line = f" (line {error['line']})" if error.get("line") else ""
+        return f"{error.get('type') or 'Error'}: {error.get('message') or ''}{line}"
+    return str(error) if error else ""
+
+
 class SkillLibrary:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -185,12 +193,13 @@ class SkillLibrary:
 
     # runs
     def record_run(self, skill: SkillVersion, user_name: str, session_id: str | None, ok: bool,
-                   error: str | None) -> None:
+                   error: Any) -> None:
+        """One run; `error` is text or the host's structured script error ({type, message, line})."""
         with self.store._write() as db:
             db.execute("INSERT INTO skill_runs (skill_id, version, ts, user_name, session_id, ok, error) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (skill.skill_id, skill.version, time.time(), user_name, session_id, int(ok),
-                        (error or "")[:2000] or None))
+                        failure_text(error)[:2000] or None))
 
     def stats(self, skill_id: str) -> dict[str, Any]:
         row = self.store._read("SELECT COUNT(*) AS runs, COALESCE(SUM(ok), 0) AS ok FROM skill_runs "

@@ -56,6 +56,14 @@ def test_versions_search_teams_and_stats(library):
     assert library.teams() == [{"team": "north", "members": [{"user": "bob", "can_edit": False}]}]
 
 
+def test_a_failed_run_records_the_hosts_structured_error_as_one_line(library):
+    skill = _save(library, "alice", "Door marks")
+    library.record_run(skill, "alice", "s1", False, {"type": "RuntimeError", "message": "no doors", "line": 4,
+                                                      "traceback": "Traceback ..."})
+    stats = library.listing("alice")[0]
+    assert stats["last_failure"]["error"] == "RuntimeError: no doors (line 4)" and stats["success_rate"] == 0.0
+
+
 def test_a_changed_stored_script_fails_its_check(library):
     _save(library, "alice", "Door marks")
     with library.store._write() as db:

@@ -168,6 +168,8 @@ def bench_cpu(path: Path, rounds: int) -> dict[str, dict[str, float]]:
             scripts = {"rollback": ("for wall in model.by_type('IfcWall')[:10]:\n    wall.Name = 'half done'\n"
                                     "raise RuntimeError('boom')\n", None),
                        "bare": ("raise RuntimeError('at once')\n", None),
+                       "read-all": ("names = [(p.id(), p.Name) for p in model.by_type('IfcProduct')]\n"
+                                    "raise RuntimeError('after reading every product')\n", None),
                        "commit": ("model.by_type('IfcWall')[0].Name = 'cpu {n}'\n", epilogue)}
             figures: dict[str, dict[str, list[float]]] = {k: {"keeper": [], "job": [], "faults": []} for k in scripts}
             try:

@@ -13,6 +13,7 @@ Requests arrive as dicts on a multiprocessing Connection (one at a time) and eac
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import shutil
@@ -42,6 +43,7 @@ from ifc_host.script import STDOUT_CAP_BYTES
 
 COMMIT_TIMEOUT_S = 600.0
 SNAPSHOT_TIMEOUT_S = 300.0
+FULL_COLLECT_EVERY = 64  # replies between full garbage collections of the keeper (see Keeper._freeze_for_fork)
 _CRASH_FRAME = re.compile(r'File "<script>", line (\d+)')
 
 
@@ -70,6 +72,9 @@ class Keeper:
             self.strategy: ForkStrategy | SpawnStrategy = ForkStrategy(self.workdir, private_fds)
         else:
             self.strategy = SpawnStrategy(self.workdir, self.committed_path)
+        self._frozen_model: ifcopenshell.file | None = None
+        self._freezes_since_collect = 0
+        self._freeze_for_fork()
         self.sandbox = self.strategy.probe(model, self.committed_path)
 
     # --- requests -----------------------------------------------------------------------------------
@@ -187,7 +192,23 @@ class Keeper:
         self.reap_retired()
         self.replaced_models.clear()
         if self.held is None:
+            self._freeze_for_fork()
             self.strategy.replenish(self.model, self.committed_path)
+
+    def _freeze_for_fork(self) -> None:
+        """Fork: move the keeper's Python objects out of the cyclic collector's reach before the next script's
+        process is forked, so a collection in that process (a script creating many objects) does not write to,
+        and so copy, every page holding them. Garbage is collected first whenever the model changed, and every
+        FULL_COLLECT_EVERY replies (frozen objects are never collected)."""
+        if self.strategy.name != "fork":
+            return
+        self._freezes_since_collect += 1
+        if self._frozen_model is not self.model or self._freezes_since_collect >= FULL_COLLECT_EVERY:
+            gc.unfreeze()
+            gc.collect()
+            self._frozen_model = self.model
+            self._freezes_since_collect = 0
+        gc.freeze()
 
     def shutdown(self) -> None:
         self.reap_retired()

@@ -394,3 +394,17 @@ def test_a_read_only_script_cannot_append_to_the_model_file(executor: IsolatedEx
     assert model_path.read_bytes() == before
     reading = run(executor, f"open({str(model_path)!r}).read()", mode="collect")
     assert reading["ok"] is False and reading["error"]["type"] == "PermissionError"
+
+
+def test_a_forked_script_process_inherits_the_keepers_objects_frozen_out_of_the_collector(executor, isolation):
+    """fork: the keeper freezes its objects before forking, so a collection in the script's process does not
+    touch (and copy) the pages holding them; it stays so after a commit (the keeper collects, then freezes)."""
+    probe = "import gc\nprint(gc.get_freeze_count())\n"
+    before = int(run(executor, probe, mode="collect")["stdout"])
+    committed = run(executor, "model.by_type('IfcWall')[0].Name = 'frozen'\n")
+    assert committed["committed"] is True, committed.get("error")
+    after = int(run(executor, probe, mode="collect")["stdout"])
+    if isolation == "fork":
+        assert before > 10_000 and after > 10_000  # the preimported IfcOpenShell API alone holds more
+    else:  # a spawned spare is its own interpreter: nothing of the keeper's is in it
+        assert before == after == 0

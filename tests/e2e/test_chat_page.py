@@ -42,6 +42,7 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
     browser.ready()
     page.wait_for_function(f"() => [...document.querySelectorAll('#host option')].some(o => o.value === {host.host_id!r})")
     page.fill("#model", model)
+    host.undrawn = 2  # the view image comes with a count of elements the host could not draw
     _send(page, "Add two doors on Level 2")
 
     card = page.locator(".tool-card[data-tool='execute_task_automation']")
@@ -64,6 +65,8 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
     image = card.locator(".view-image img")
     image.wait_for()
     page.wait_for_function("() => { const i = document.querySelector('.view-image img'); return i && i.complete && i.naturalWidth > 0; }")
+    host.undrawn = None
+    assert card.locator(".view-image .undrawn").text_content() == "2 element(s) of this view could not be drawn."
     assert "doors now: 8" in card.locator(".output").text_content()
     assert page.locator(".thinking").count() == 1
     assert page.locator(".message strong").first.text_content() == "two doors"

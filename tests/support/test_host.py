@@ -76,6 +76,7 @@ class TestHost:
     host_app: str = "test"
     capabilities: tuple[str, ...] = ("hold", "context")
     external_changes: dict[str, Any] | None = None  # reported once, with the next execute_result
+    undrawn: int | None = None  # reported with each view image, as the IFC host counts elements it could not draw
 
     def __post_init__(self) -> None:
         self._ws: websocket.WebSocket | None = None
@@ -206,7 +207,8 @@ class TestHost:
         image.save(buffer, "PNG")
         return {"type": "export_view_result", "request_id": message["request_id"], "ok": True,
                 "png_base64": base64.b64encode(buffer.getvalue()).decode(), "width": image.width,
-                "height": image.height, "view": message.get("view") or "Level 1"}
+                "height": image.height, "view": message.get("view") or "Level 1",
+                **({"undrawn": self.undrawn} if self.undrawn is not None else {})}
 
 
 def _printer(out: io.StringIO):

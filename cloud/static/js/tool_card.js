@@ -300,7 +300,9 @@ function imageView(sessionId, image) {
   const src = `/api/sessions/${encodeURIComponent(sessionId)}/images/${encodeURIComponent(image.image_id)}`;
   return h("figure", { class: "view-image" },
     zoomableImage(src, `View ${image.view || ""}`, image.width, image.height),
-    h("figcaption", { class: "muted", text: `${image.view || "View"} · ${image.width}×${image.height} · click to enlarge` }));
+    h("figcaption", { class: "muted", text: `${image.view || "View"} · ${image.width}×${image.height} · click to enlarge` }),
+    image.undrawn ? h("div", { class: "note warn undrawn",
+                               text: `${image.undrawn} element(s) of this view could not be drawn.` }) : null);
 }
 
 export function approvalView(sessionId, meta, onDecided) {

@@ -58,13 +58,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not suite.tasks:
         return fail("no task to run (check --tags)", 2)
 
+    # This command's stdout, taken before the task runs start: a thread that swaps sys.stdout for a while
+    # (contextlib.redirect_stdout is process-wide) must not send a result line elsewhere.
+    stdout = sys.stdout
+
     def show(run: TaskRun) -> None:
         if args.json:
-            print(json.dumps(run.to_json()), flush=True)
+            print(json.dumps(run.to_json()), file=stdout, flush=True)
         else:
             mark = {"pass": "PASS ", "fail": "FAIL ", "error": "ERROR"}[run.status]
             detail = f"  {run.detail.splitlines()[0]}" if run.detail else ""
-            print(f"{mark} {run.task} [{run.model}] {run.seconds:.1f}s{detail}", flush=True)
+            print(f"{mark} {run.task} [{run.model}] {run.seconds:.1f}s{detail}", file=stdout, flush=True)
 
     interrupted = False
     try:

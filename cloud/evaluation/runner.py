@@ -23,10 +23,6 @@ from cloud.evaluation.checking import run_checker
 from cloud.evaluation.tasks import Task
 
 EVAL_USER = "eval"
-# Each task run opens a database of its own, which migrates it; schema migrations go through Alembic's
-# process-wide `op` proxy, so two threads migrating at once can run one's steps on the other's connection
-# ("table tokens already exists"). Task runs on parallel threads open their databases one at a time.
-_OPENING_STORE = threading.Lock()
 SCRIPTED_PREFIX = "scripted:"
 
 
@@ -138,8 +134,7 @@ def run_task(task: Task, spec: str, repeat: int = 1, isolation: str | None = Non
             run.seconds = time.perf_counter() - started
             return run
         settings = Settings(**({"max_turns": task.max_turns} if task.max_turns else {}))
-        with _OPENING_STORE:
-            store = Store(work / "eval.db")
+        store = Store(work / "eval.db")
         host_started = time.perf_counter()
         try:
             core = EmbeddedCore(store, str(model_path), str(after_path), settings=settings, user=EVAL_USER,

@@ -7,6 +7,7 @@ import inspect
 import pkgutil
 import re
 import sys
+import threading
 from types import ModuleType
 
 import ifcopenshell
@@ -18,6 +19,7 @@ from cloud.grounding.index import ApiEntry, ApiIndex
 
 _NAMED_TYPE = re.compile(r"<(?:type|entity|enumeration|select) (\w+)")
 # Modules that are tooling rather than API a script would call.
+_IMPORTING = threading.Lock()  # two threads swapping sys.stdout at once could leave it on stderr
 SKIPPED_UTIL = {"ifc4x3dev_scrape_data_for_docs", "generate_pset_templates", "profiler", "doc", "mvd_info"}
 
 
@@ -37,7 +39,9 @@ def _import_quietly(name: str) -> ModuleType:
     """Some ifcopenshell modules print a note on import when an optional dependency is missing. This index is
     built inside `nexus eval --json`, `nexus batch --json` and the stdio MCP server, whose stdout is a protocol:
     whatever a module prints goes to stderr instead."""
-    with contextlib.redirect_stdout(sys.stderr):
+    if name in sys.modules:  # printed already, if at all: no need to swap the process's stdout again
+        return sys.modules[name]
+    with _IMPORTING, contextlib.redirect_stdout(sys.stderr):
         return importlib.import_module(name)
 
 

@@ -16,6 +16,7 @@ ENVIRONMENT = {
     "NEXUS_QUOTA_CONCURRENT_RUNS": "quota_concurrent_runs",
     "NEXUS_QUOTA_HOSTS": "quota_hosts",
     "NEXUS_QUOTA_REQUESTS_PER_MINUTE": "quota_requests_per_minute",
+    "NEXUS_QUOTA_CONCURRENT_BATCHES": "quota_concurrent_batches",
 }
 
 
@@ -40,6 +41,7 @@ class Settings:
     quota_concurrent_runs: int = 8
     quota_hosts: int = 10
     quota_requests_per_minute: int = 1200
+    quota_concurrent_batches: int = 2  # batches of the user's still running (each runs many hosts)
     host_recheck_s: float = 2.0  # how often a connected host's token is checked for revocation
 
     @classmethod

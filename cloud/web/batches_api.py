@@ -23,6 +23,7 @@ from cloud.skills.library import SkillError
 from cloud.skills.saving import kept_automation
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, create_model
 from cloud.web.auth import api_error, current_user, require_user
+from cloud.web.quotas import check_limit
 from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
 from cloud.web.state import nexus
 
@@ -226,6 +227,9 @@ def _file_row(spec: BatchSpec, path: str, running: set[str]) -> dict[str, Any]:
 @require_user()
 def start_batch():
     spec = _spec_from(request.get_json(silent=True))
+    running = [s for s in service.all_batches(service.Roots.from_env()) if s.owner == g.user.name
+               and not service.progress(s, runner().running(s.batch_id))["finished"]]
+    check_limit("concurrent batches", len(running), nexus().settings.quota_concurrent_batches, retry_after_s=30)
     runner().start(spec)
     service.log_event(spec, "start", g.user.name, files=len(spec.files), runner=runner().kind,
                       script_sha256=sha256_text(spec.script) if spec.script else None)

@@ -273,3 +273,22 @@ def test_a_prompt_batch_records_each_files_image_for_its_owner_only(server, alic
     assert bob.call("GET", image).status_code == 404
     assert alice.call("GET", f"/api/batches/{started['batch_id']}/images/{'0' * 32}").status_code == 404
     assert_exactly_the_change(batch_root / "models" / "gen_00.ifc", batch_root / "agent" / "gen_00.ifc")
+
+
+def test_a_third_batch_running_at_once_is_over_the_users_quota(server, alice, bob, batch_root, monkeypatch):
+    monkeypatch.setenv("NEXUS_BATCH_WORKERS", "1")
+    first = start(alice, files="models/*.ifc", script=SCRIPT, out="q1")
+    second = start(alice, files="models/*.ifc", script=SCRIPT, out="q2")
+    refused = alice.call("POST", "/api/batches", json={"files": "models/*.ifc", "script": SCRIPT, "out": "q3"})
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["quota"] == "concurrent batches" and refused.json()["limit"] == 2
+    assert int(refused.headers["Retry-After"]) > 0
+    assert not (batch_root / "q3").exists()
+    other = start(bob, files="models/*.ifc", script=SCRIPT, out="b1")  # the quota is per user
+    for client, started in ((alice, first), (alice, second), (bob, other)):
+        client.call("POST", f"/api/batches/{started['batch_id']}/cancel")
+    for client, started in ((alice, first), (alice, second), (bob, other)):
+        wait_finished(client, started["batch_id"])
+    again = start(alice, files="models/*.ifc", script=SCRIPT, out="q4")  # once they ended, a new one is admitted
+    alice.call("POST", f"/api/batches/{again['batch_id']}/cancel")
+    wait_finished(alice, again["batch_id"])

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import io
+import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -40,13 +41,134 @@ _FONT_DIRS = (Path("/usr/share/fonts/truetype/dejavu"), Path("/usr/share/fonts/t
               Path("/usr/share/fonts/TTF"), Path("/Library/Fonts"), Path("C:/Windows/Fonts"))
 
 
+# Fonts for characters the main font lacks (CJK storey and room names, ...): the first installed one that covers a
+# whole label draws it; a label no single font covers is drawn run by run, each character in the first font that has
+# it. Collections (.ttc) are read at face 0.
+_FALLBACK_CANDIDATES = (
+    "wqy-microhei.ttc", "wqy-zenhei.ttc", "DroidSansFallbackFull.ttf", "DroidSansFallback.ttf",
+    "NotoSansCJK-Regular.ttc", "NotoSansCJKsc-Regular.otf", "NotoSansCJK.ttc", "uming.ttc", "ukai.ttc",
+    "ipag.ttf", "TakaoPGothic.ttf", "NanumGothic.ttf", "gulim.ttf", "unifont.ttf",
+    "PingFang.ttc", "Hiragino Sans GB.ttc", "\u30d2\u30e9\u30ae\u30ce\u89d2\u30b4\u30b7\u30c3\u30af W3.ttc",
+    "AppleSDGothicNeo.ttc", "STHeiti Light.ttc", "Arial Unicode.ttf",
+    "msyh.ttc", "YuGothM.ttc", "meiryo.ttc", "malgun.ttf", "simsun.ttc", "msgothic.ttc",
+)
+_FALLBACK_DIRS = (Path("/usr/share/fonts/truetype/wqy"), Path("/usr/share/fonts/wenquanyi/wqy-microhei"),
+                  Path("/usr/share/fonts/wenquanyi/wqy-zenhei"), Path("/usr/share/fonts/wqy-microhei"),
+                  Path("/usr/share/fonts/wqy-zenhei"), Path("/usr/share/fonts/truetype/droid"),
+                  Path("/usr/share/fonts/google-droid-sans-fonts"), Path("/usr/share/fonts/opentype/noto"),
+                  Path("/usr/share/fonts/noto-cjk"), Path("/usr/share/fonts/google-noto-cjk"),
+                  Path("/usr/share/fonts/truetype/arphic"), Path("/usr/share/fonts/opentype/ipafont-gothic"),
+                  Path("/usr/share/fonts/truetype/takao-gothic"), Path("/usr/share/fonts/truetype/nanum"),
+                  Path("/usr/share/fonts/truetype/baekmuk"), Path("/usr/share/fonts/truetype/unifont"),
+                  Path("/System/Library/Fonts"), Path("/System/Library/Fonts/Supplemental"),
+                  Path("/Library/Fonts"), Path("C:/Windows/Fonts"))
+_PROBE_PX = 24
+_NOT_A_CHARACTER = "\U0010fffd"  # private use, mapped by no font: renders as the font's missing-glyph box
+
+AnyFont = ImageFont.FreeTypeFont | ImageFont.ImageFont
+
+
 @lru_cache(maxsize=64)
-def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+def font(size: int, bold: bool = False) -> AnyFont:
     for name in _FONT_CANDIDATES[bold]:
         for folder in _FONT_DIRS:
             if (folder / name).exists():
                 return ImageFont.truetype(str(folder / name), size)
     return ImageFont.load_default(size)
+
+
+@lru_cache(maxsize=1)
+def fallback_font_paths() -> tuple[str, ...]:
+    """Installed fallback fonts, in order of preference (see _FALLBACK_CANDIDATES)."""
+    found = []
+    for name in _FALLBACK_CANDIDATES:
+        for folder in _FALLBACK_DIRS:
+            if (folder / name).is_file():
+                found.append(str(folder / name))
+                break
+    return tuple(found)
+
+
+@lru_cache(maxsize=64)
+def _fallback_font(path: str, size: int) -> AnyFont:
+    return ImageFont.truetype(path, size)
+
+
+def _face(key: str | bool, size: int) -> AnyFont:
+    """A font by key: True/False for the main (bold/regular) font, a path for a fallback font."""
+    return font(size, key) if isinstance(key, bool) else _fallback_font(key, size)
+
+
+@cache
+def _missing_glyph(key: str | bool) -> tuple[tuple[int, int], bytes]:
+    mask = _face(key, _PROBE_PX).getmask(_NOT_A_CHARACTER)
+    return mask.size, bytes(mask)
+
+
+@lru_cache(maxsize=65536)
+def covers(key: str | bool, char: str) -> bool:
+    """Whether a font (see _face) has a glyph for ``char``: it does not draw the font's missing-glyph box."""
+    if char.isspace() or unicodedata.category(char) in ("Cc", "Cf"):
+        return True
+    try:
+        mask = _face(key, _PROBE_PX).getmask(char)
+    except (OSError, ValueError):
+        return False
+    return (mask.size, bytes(mask)) != _missing_glyph(key)
+
+
+@lru_cache(maxsize=4096)
+def text_runs(text: str, bold: bool = False) -> tuple[tuple[str, str | bool], ...]:
+    """``text`` as runs of (characters, font key): one run in the main font when it covers every character (all
+    ASCII labels), else one run in the first fallback font that covers them all, else a run per change of font,
+    each character in the first font that has it (the main font, drawing its box, when none has it)."""
+    if text.isascii() or all(covers(bold, char) for char in text):
+        return ((text, bold),)
+    fallbacks = fallback_font_paths()
+    for path in fallbacks:
+        if all(covers(path, char) for char in text):
+            return ((text, path),)
+    runs: list[tuple[str, str | bool]] = []
+    for char in text:
+        key: str | bool = next((k for k in (bold, *fallbacks) if covers(k, char)), bold)
+        if runs and runs[-1][1] == key:
+            runs[-1] = (runs[-1][0] + char, key)
+        else:
+            runs.append((char, key))
+    return tuple(runs)
+
+
+def text_length(text: str, size: int, bold: bool = False) -> float:
+    """Advance width in pixels of ``text`` drawn with draw_text."""
+    return sum(_face(key, size).getlength(run) for run, key in text_runs(text, bold))
+
+
+def text_width(text: str, size: int, bold: bool = False) -> float:
+    """Ink width in pixels of ``text`` drawn with draw_text (the advance width for a label of several fonts)."""
+    runs = text_runs(text, bold)
+    if len(runs) == 1:
+        left, _, right, _ = _face(runs[0][1], size).getbbox(text)
+        return right - left
+    return text_length(text, size, bold)
+
+
+def draw_text(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, bold: bool, colour: RGB,
+              anchor: str) -> None:
+    """``text`` at ``xy`` (an anchor of horizontal l/m/r and vertical m/s), each character in a font that has it."""
+    runs = text_runs(text, bold)
+    if len(runs) == 1:
+        draw.text(xy, text, fill=colour, font=_face(runs[0][1], size), anchor=anchor)
+        return
+    lengths = [_face(key, size).getlength(run) for run, key in runs]
+    x, y = xy
+    x -= {"l": 0.0, "m": sum(lengths) / 2, "r": sum(lengths)}[anchor[0]]
+    main = font(size, bold)
+    if anchor[1] == "m" and isinstance(main, ImageFont.FreeTypeFont):
+        ascent, descent = main.getmetrics()
+        y += (ascent - descent) / 2  # the baseline of text vertically centred on y
+    for (run, key), length in zip(runs, lengths, strict=True):
+        draw.text((x, y), run, fill=colour, font=_face(key, size), anchor="ls")
+        x += length
 
 
 @dataclass(frozen=True)
@@ -134,8 +256,7 @@ class Canvas:
         """Whether lines of (text, final px size, bold) fit in a box of final pixels."""
         widths, height = [], 0.0
         for text, size, bold in lines:
-            left, top, right, bottom = font(size * self.ss, bold).getbbox(text)
-            widths.append((right - left) / self.ss)
+            widths.append(text_width(text, size * self.ss, bold) / self.ss)
             height += size * 1.2
         return max(widths, default=0) <= max_w and height <= max_h
 
@@ -146,7 +267,7 @@ class Canvas:
         y = cy - total / 2
         for text, size, bold in lines:
             step = size * 1.2 * self.ss
-            self.draw.text((cx, y + step / 2), text, fill=colour, font=font(size * self.ss, bold), anchor="mm")
+            draw_text(self.draw, (cx, y + step / 2), text, size * self.ss, bold, colour, "mm")
             y += step
 
     def finish(self) -> tuple[bytes, int, int]:
@@ -164,15 +285,15 @@ class Canvas:
         x, mid = self.margin * ss, self._title_bar * ss / 2
         room = self.width * ss - 2 * x
         title_size = size
-        while title_size > 8 and font(title_size * ss, True).getlength(self._title) > room:
+        while title_size > 8 and text_length(self._title, title_size * ss, True) > room:
             title_size -= 1
-        self.draw.text((x, mid), self._title, fill=TEXT, font=font(title_size * ss, True), anchor="lm")
-        title_end = x + font(title_size * ss, True).getlength(self._title)
-        legend_font = font(max(9, round(size * 0.75)) * ss)
+        draw_text(self.draw, (x, mid), self._title, title_size * ss, True, TEXT, "lm")
+        title_end = x + text_length(self._title, title_size * ss, True)
+        legend_px = max(9, round(size * 0.75)) * ss
         swatch = round(size * 0.7 * ss)
         entries = []
         for entry in self._legend:
-            entries.append((entry, swatch + round(0.3 * size * ss) + legend_font.getlength(entry.label)))
+            entries.append((entry, swatch + round(0.3 * size * ss) + text_length(entry.label, legend_px)))
         gap = round(size * 0.9 * ss)
         total = sum(w for _, w in entries) + gap * len(entries)
         right = self.width * ss - self.margin * ss
@@ -182,8 +303,8 @@ class Canvas:
         for entry, entry_w in entries:
             box = (cursor, mid - swatch / 2, cursor + swatch, mid + swatch / 2)
             self.draw.rectangle(box, fill=entry.fill, outline=entry.outline, width=max(1, ss))
-            self.draw.text((cursor + swatch + round(0.3 * size * ss), mid), entry.label, fill=MUTED_TEXT,
-                           font=legend_font, anchor="lm")
+            draw_text(self.draw, (cursor + swatch + round(0.3 * size * ss), mid), entry.label, legend_px, False,
+                      MUTED_TEXT, "lm")
             cursor += entry_w + gap
 
     def _fill_with_holes(self, polygon: Polygon, fill: RGB) -> None:

@@ -23,6 +23,7 @@ from ifcopenshell.file import Transaction
 from ifc_host import sandbox
 from ifc_host.change_details import describe_changes
 from ifc_host.changes import ChangeRecorder, ChangeSet
+from ifc_host.ids_check import IdsRun
 from ifc_host.pipes import MessageReader, send_frame, send_message
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
 from ifc_host.validation import validate_run
@@ -123,10 +124,13 @@ def die_with_the_keeper() -> None:
 def preimport() -> None:
     """Import the API and utilities once, so no script pays for it."""
     import importlib
+    import mimetypes
     import pkgutil
 
     import ifcopenshell.api
     import ifcopenshell.util
+
+    mimetypes.init()  # read /etc/mime.types now: the sandbox denies it, and the IDS check (xmlschema) needs it
 
     for module in pkgutil.iter_modules(ifcopenshell.api.__path__):
         if module.ispkg:
@@ -146,6 +150,9 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) ->
     sys.stdout = sys.stderr = stdout
     _forbid_script_transactions()
     _protect_host_files(job.get("protected_paths") or [])
+    ids_run = IdsRun(job["ids"]) if job.get("ids") and job["mode"] == "automate" else None
+    if ids_run is not None:
+        ids_run.start(model)  # the state before the script is gone once it has run
     recorder = ChangeRecorder(model)
     model.transaction = recorder
     try:
@@ -171,6 +178,8 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) ->
     result["geometry_changed"] = changes.geometry
     changes.details = result["change_details"] = describe_changes(model, changes)
     validate_run(model, changes, job.get("validation"), result)
+    if ids_run is not None:
+        ids_run.finish(model, job.get("validation"), result)
     if job.get("epilogue_code") and result["ok"]:
         _run_epilogue(model, job["epilogue_code"], changes, epilogue_fd, result)
     return result

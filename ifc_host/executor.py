@@ -80,11 +80,12 @@ class ExecuteJob:
     epilogue_code: str | None = None
     hold: bool = False
     validation: str = "warn"  # "warn" | "block": what schema/model-rule findings the script introduced do
+    ids: str | None = None  # an IDS (XML) whose failures introduced by the script count like schema findings
 
     def as_request(self) -> dict[str, Any]:
         return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
                 "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
-                "hold": self.hold and self.mode == "automate", "validation": self.validation}
+                "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids}
 
 
 class IsolatedExecutor:

@@ -105,6 +105,8 @@ class Keeper:
             run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
         except (RuntimeError, OSError) as exc:
             return _failure(job, "HostCrash", f"{exc}; the model is unchanged and the host keeps running")
+        if job.get("ids") and self.strategy.name == "fork":
+            _warm_ids(job["ids"])  # while the script runs: the next forked process inherits the parsed IDS
         try:
             message = run.read(run.started + float(job["timeout_s"]))
         except TimeoutError:
@@ -386,6 +388,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runtime's to handle; it shuts us down
     connection = Connection(args.fd)
     return serve(connection, Path(args.model_path), Path(args.save_path), args.hold_timeout, args.isolation)
+
+
+def _warm_ids(text: str) -> None:
+    from ifc_host.ids_check import IdsProblem, parsed_ids
+
+    try:
+        parsed_ids(text)
+    except IdsProblem:
+        pass  # the script's own process reports the problem with the result
 
 
 if __name__ == "__main__":

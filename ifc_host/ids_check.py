@@ -1,0 +1,193 @@
+"""IDS checks after an automation: the requirements of an Information Delivery Specification (buildingSMART IDS,
+checked with IfcOpenShell's ifctester) that fail after the run but did not fail before it.
+
+The IDS comes with the execute request (`ids`, the XML text). The whole model is checked before the script runs
+(the state before is gone once the script has run) and again afterwards; a failure is keyed by specification,
+requirement and element, and only keys that are new after the run are reported, like schema findings
+(ifc_host/validation.py): entity, requirement, why. A specification-level failure (a required specification that
+no longer applies to anything, a prohibited one that now applies) is reported when the run caused it.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any
+
+import ifcopenshell
+
+from ifc_host.validation import MAX_REPORTED, Finding
+
+IDS_NAMESPACE = "http://standards.buildingsmart.org/IDS"
+MAX_IDS_BYTES = 1_000_000  # an IDS is a few kilobytes; a megabyte is far beyond any real one
+
+
+class IdsProblem(ValueError):
+    """The text is not XML, not an IDS document, or too large; the message names the problem."""
+
+
+def parse_ids(text: str | bytes) -> Any:
+    """The parsed `ifctester.ids.Ids`, or IdsProblem naming what is wrong with the document."""
+    # imported on first use (~1 s with its XML schema) since most runs have no IDS
+    from ifctester import ids as ids_module
+
+    raw = text.encode("utf-8") if isinstance(text, str) else text
+    if len(raw) > MAX_IDS_BYTES:
+        raise IdsProblem(f"the IDS is {len(raw)} bytes; at most {MAX_IDS_BYTES} are accepted")
+    try:
+        xml = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IdsProblem(f"not XML: the IDS is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    try:
+        root = ET.fromstring(xml.lstrip("\ufeff"))
+    except ET.ParseError as exc:
+        raise IdsProblem(f"not XML: {exc}") from exc
+    if root.tag != f"{{{IDS_NAMESPACE}}}ids":
+        raise IdsProblem(f"not an IDS document: the root element is <{root.tag}>, expected <ids> in the namespace "
+                         f"{IDS_NAMESPACE}")
+    try:
+        return ids_module.from_string(xml.lstrip("\ufeff"), validate=True)
+    except ids_module.IdsXmlValidationError as exc:
+        detail = getattr(exc.xml_error, "reason", None) or str(exc.xml_error).strip().splitlines()[0]
+        path = getattr(exc.xml_error, "path", None)
+        raise IdsProblem(f"not a valid IDS document: {detail}" + (f" (at {path})" if path else "")) from exc
+    except Exception as exc:  # xmlschema decode errors and facets ifctester cannot parse
+        raise IdsProblem(f"not a valid IDS document: {type(exc).__name__}: {exc}") from exc
+
+
+_PARSED: dict[str, Any] = {}  # IDS text -> parsed; filled in the keeper so every forked script inherits it
+
+
+def parsed_ids(text: str) -> Any:
+    """parse_ids, remembered: the keeper calls it when a job brings an IDS, so the next script's process
+    (forked from the keeper) finds ifctester imported and the IDS parsed (~1 s otherwise, on every run)."""
+    found = _PARSED.get(text)
+    if found is None:
+        found = parse_ids(text)
+        if len(_PARSED) >= 4:
+            _PARSED.clear()
+        _PARSED[text] = found
+    return found
+
+
+@dataclass
+class IdsState:
+    """The failures of one IDS on one state of the model."""
+    failures: dict[tuple[int, int, int], tuple[str, str, str]] = field(default_factory=dict)
+    # (specification, requirement, element id) -> (element class, requirement text, reason)
+    spec_failures: dict[int, str] = field(default_factory=dict)  # specification -> why it fails as a whole
+    applicable: dict[int, set[int]] = field(default_factory=dict)  # specification -> ids it applies to
+    names: dict[int, str] = field(default_factory=dict)
+
+
+def check_model(model: ifcopenshell.file, ids: Any) -> IdsState:
+    """Validate the whole model and collect every failure, keyed so two states can be compared."""
+    ids.validate(model)
+    state = IdsState()
+    for s, spec in enumerate(ids.specifications):
+        state.names[s] = spec.name
+        state.applicable[s] = {e.id() for e in spec.applicable_entities}
+        if spec.maxOccurs == 0:
+            if spec.applicable_entities:
+                state.spec_failures[s] = "prohibited"
+            continue
+        for r, facet in enumerate(spec.requirements):
+            text = _requirement_text(facet, spec)
+            for failure in facet.failures:
+                element = failure["element"]
+                state.failures[(s, r, element.id())] = (element.is_a(), text, failure["reason"])
+        if spec.minOccurs != 0 and not spec.applicable_entities:
+            state.spec_failures[s] = "required"
+    return state
+
+
+def _requirement_text(facet: Any, spec: Any) -> str:
+    try:
+        return facet.to_string("requirement", spec, facet)
+    except Exception:  # a facet whose template cannot be filled is still named by its kind
+        return type(facet).__name__
+
+
+def introduced(before: IdsState, after: IdsState) -> list[Finding]:
+    """The failures after the run that were not there before it."""
+    findings: list[Finding] = []
+    for (s, r, element_id), (cls, requirement, reason) in after.failures.items():
+        if (s, r, element_id) in before.failures:
+            continue
+        findings.append(Finding(element_id, cls, None, f"IDS '{after.names[s]}'",
+                                f"{requirement}: {reason}", kind="ids"))
+    for s, why in after.spec_failures.items():
+        if before.spec_failures.get(s) == why and not (after.applicable[s] - before.applicable[s]):
+            continue
+        if why == "prohibited":
+            for element_id in sorted(after.applicable[s] - before.applicable[s]):
+                findings.append(Finding(element_id, _class_of(after, element_id), None, f"IDS '{after.names[s]}'",
+                                        "the specification prohibits this element", kind="ids"))
+        elif before.spec_failures.get(s) != why:
+            findings.append(Finding(0, "", None, f"IDS '{after.names[s]}'",
+                                    "the specification is required but no longer applies to any element",
+                                    kind="ids"))
+    return findings
+
+
+def _class_of(state: IdsState, element_id: int) -> str:
+    for (_, _, eid), (cls, _, _) in state.failures.items():
+        if eid == element_id:
+            return cls
+    return ""
+
+
+class IdsRun:
+    """One automation's IDS check: `start` before the script, `finish` after it (same process, same model)."""
+
+    def __init__(self, text: str) -> None:
+        self.problem: str | None = None
+        self.ids: Any = None
+        self.before: IdsState | None = None
+        try:
+            self.ids = parsed_ids(text)
+        except IdsProblem as exc:
+            self.problem = str(exc)
+
+    def start(self, model: ifcopenshell.file) -> None:
+        if self.ids is None:
+            return
+        try:
+            self.before = check_model(model, self.ids)
+        except Exception as exc:  # an ifctester bug must not cost the person their automation
+            self.problem = f"the IDS check failed on the model before the run ({type(exc).__name__}: {exc})"
+
+    def finish(self, model: ifcopenshell.file, mode: str | None, result: dict[str, Any]) -> None:
+        """Add the IDS failures the run introduced to `result` like schema findings; under block, fail the run."""
+        if self.problem is not None or self.before is None:
+            result["failures"].append({"severity": "warning", "message": (
+                f"IDS: {self.problem or 'not checked'}; the run was not checked against the IDS")})
+            return
+        try:
+            findings = introduced(self.before, check_model(model, self.ids))
+        except Exception as exc:
+            result["failures"].append({"severity": "warning", "message": (
+                f"IDS: the check failed after the run ({type(exc).__name__}: {exc}); the run was not checked "
+                "against the IDS")})
+            return
+        block = mode == "block"
+        validation = result.setdefault("validation", {"mode": mode if block else "warn", "checked": 0,
+                                                      "introduced": 0, "findings": []})
+        validation["ids"] = {"specifications": len(self.ids.specifications), "introduced": len(findings)}
+        validation["introduced"] += len(findings)
+        room = max(0, MAX_REPORTED - len(validation["findings"]))
+        validation["findings"] += [f.as_dict() for f in findings[:room]]
+        if not findings:
+            return
+        severity = "error" if block else "warning"
+        for finding in findings[:room]:
+            result["failures"].append({"severity": severity, "message": "validation: " + finding.sentence(),
+                                       "element_ids": [finding.entity_id] if finding.entity_id else []})
+        if len(findings) > room:
+            result["failures"].append({"severity": severity, "message": (
+                f"validation: {len(findings) - room} more IDS failures introduced by this script are not listed")})
+        if block and result.get("ok"):
+            result["ok"] = False
+            result["error"] = {"type": "ValidationFailed", "line": None, "traceback": "", "message": (
+                f"validation is set to block and the script introduced {len(findings)} IDS failure(s) (listed "
+                f"under failures); nothing was committed and the model is unchanged. First: "
+                f"{findings[0].sentence()}")}

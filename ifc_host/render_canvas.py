@@ -64,6 +64,7 @@ _FALLBACK_DIRS = (Path("/usr/share/fonts/truetype/wqy"), Path("/usr/share/fonts/
                   Path("/Library/Fonts"), Path("C:/Windows/Fonts"))
 _PROBE_PX = 24
 _NOT_A_CHARACTER = "\U0010fffd"  # private use, mapped by no font: renders as the font's missing-glyph box
+_SYNTHETIC_BOLD = 0.027  # outline width per pixel of size that thickens a regular fallback font to DejaVu Bold's weight
 
 AnyFont = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
@@ -138,16 +139,22 @@ def text_runs(text: str, bold: bool = False) -> tuple[tuple[str, str | bool], ..
     return tuple(runs)
 
 
+def _stroke(key: str | bool, size: int, bold: bool) -> float:
+    """The outline that draws a fallback font (which has no bold face here) bold; none for the main fonts."""
+    return size * _SYNTHETIC_BOLD if bold and isinstance(key, str) else 0.0
+
+
 def text_length(text: str, size: int, bold: bool = False) -> float:
     """Advance width in pixels of ``text`` drawn with draw_text."""
-    return sum(_face(key, size).getlength(run) for run, key in text_runs(text, bold))
+    return sum(_face(key, size).getlength(run) + 2 * _stroke(key, size, bold) for run, key in text_runs(text, bold))
 
 
 def text_width(text: str, size: int, bold: bool = False) -> float:
     """Ink width in pixels of ``text`` drawn with draw_text (the advance width for a label of several fonts)."""
     runs = text_runs(text, bold)
     if len(runs) == 1:
-        left, _, right, _ = _face(runs[0][1], size).getbbox(text)
+        key = runs[0][1]
+        left, _, right, _ = _face(key, size).getbbox(text, stroke_width=_stroke(key, size, bold))
         return right - left
     return text_length(text, size, bold)
 
@@ -157,9 +164,11 @@ def draw_text(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, siz
     """``text`` at ``xy`` (an anchor of horizontal l/m/r and vertical m/s), each character in a font that has it."""
     runs = text_runs(text, bold)
     if len(runs) == 1:
-        draw.text(xy, text, fill=colour, font=_face(runs[0][1], size), anchor=anchor)
+        key = runs[0][1]
+        draw.text(xy, text, fill=colour, font=_face(key, size), anchor=anchor, stroke_width=_stroke(key, size, bold),
+                  stroke_fill=colour)
         return
-    lengths = [_face(key, size).getlength(run) for run, key in runs]
+    lengths = [_face(key, size).getlength(run) + 2 * _stroke(key, size, bold) for run, key in runs]
     x, y = xy
     x -= {"l": 0.0, "m": sum(lengths) / 2, "r": sum(lengths)}[anchor[0]]
     main = font(size, bold)
@@ -167,7 +176,9 @@ def draw_text(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, siz
         ascent, descent = main.getmetrics()
         y += (ascent - descent) / 2  # the baseline of text vertically centred on y
     for (run, key), length in zip(runs, lengths, strict=True):
-        draw.text((x, y), run, fill=colour, font=_face(key, size), anchor="ls")
+        stroke = _stroke(key, size, bold)
+        draw.text((x + stroke, y), run, fill=colour, font=_face(key, size), anchor="ls", stroke_width=stroke,
+                  stroke_fill=colour)
         x += length
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from ifc_host.render_canvas import font
+from ifc_host.render_canvas import draw_text
 
 THUMB_PX = 360
 LABEL_PX = 30
@@ -32,14 +32,13 @@ class ContactSheet:
         cell_w, cell_h = THUMB_PX + 8, THUMB_PX + LABEL_PX + 8
         sheet = Image.new("RGB", (COLUMNS * cell_w, rows * cell_h), (236, 236, 236))
         draw = ImageDraw.Draw(sheet)
-        label_font = font(11)
         for index, (label, png) in enumerate(views):
             x, y = (index % COLUMNS) * cell_w + 4, (index // COLUMNS) * cell_h + 4
             image = Image.open(io.BytesIO(png)).convert("RGB")
             image.thumbnail((THUMB_PX, THUMB_PX))
             sheet.paste(image, (x + (THUMB_PX - image.width) // 2, y + LABEL_PX))
             for line_no, line in enumerate(_wrap(label, 2)):
-                draw.text((x, y + line_no * 13), line, fill=(30, 30, 30), font=label_font)
+                draw_text(draw, (x, y + line_no * 13), line, 11, False, (30, 30, 30), "la")
         path.parent.mkdir(parents=True, exist_ok=True)
         sheet.save(path, format="PNG")
         return path

@@ -1,6 +1,7 @@
 """Validation after automations: `warn` reports the schema and model-rule findings a script introduced,
 `block` rolls the script back when it introduced any. The session's choice and the admin's per-user choice:
-the stricter wins, as for the run policy."""
+the stricter wins, as for the run policy. An IDS per session (uploaded through the API or `nexus run --ids`)
+adds its failures introduced by a script to those findings."""
 from __future__ import annotations
 
 from cloud.store import Store
@@ -17,3 +18,9 @@ def effective_validation(store: Store, session_id: str, user_name: str) -> str:
     """Read fresh from the store when a script is sent: either setting may change between runs."""
     session = store.get_session(session_id)
     return stricter_validation(session.get("validation") if session else None, store.user_validation(user_name))
+
+
+def session_ids(store: Store, session_id: str) -> str | None:
+    """The session's IDS (XML), sent with every automation so the host reports the failures a script introduced."""
+    session = store.get_session(session_id)
+    return (session.get("ids") or None) if session else None

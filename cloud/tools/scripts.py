@@ -21,7 +21,7 @@ from cloud.tools.capture import Exported, export_view
 from cloud.tools.render import describe_run
 from cloud.tools.result import ScriptResult
 from cloud.transcript import tool_result_part
-from cloud.validation_setting import effective_validation
+from cloud.validation_setting import effective_validation, session_ids
 
 HOLD_CAPABILITY = "hold"
 VALIDATE_CAPABILITY = "validate"  # the host checks what an automation introduced (warn or block)
@@ -66,6 +66,9 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         command["review"] = command["hold"] and run.review
         if ctx.host.hello.has(VALIDATE_CAPABILITY):
             command["validation"] = effective_validation(ctx.store, ctx.session.session_id, ctx.session.user_name)
+            ids = session_ids(ctx.store, ctx.session.session_id)
+            if ids:
+                command["ids"] = ids
     _audit(ctx, call["id"], epilogue, run.code)
     reply = ctx.host.ask(command, ctx.settings.tool_timeout_s, ctx.cancel, about=call["id"])
     result = reply.message

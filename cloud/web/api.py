@@ -301,6 +301,36 @@ def put_validation(row: dict[str, Any]):
     return jsonify({"session_id": session_id, "validation": validation})
 
 
+@api.put("/sessions/<session_id>/ids")
+@require_user()
+@own_session
+def put_ids(row: dict[str, Any]):
+    """The session's IDS: the XML document as the body (application/xml), or JSON {"ids": xml | null}; null
+    or an empty body clears it. Checked here, so a document that is not XML or not an IDS is refused at once."""
+    from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem, parse_ids
+
+    session_id = row["id"]
+    if (request.content_length or 0) > MAX_IDS_BYTES:
+        raise ContractError(f"ids: the IDS is {request.content_length} bytes; at most {MAX_IDS_BYTES} are accepted")
+    document: str | bytes | None
+    if request.mimetype in ("application/xml", "text/xml"):
+        document = request.get_data() or None
+    else:
+        document = _json_body("ids")["ids"]
+        if document is not None and not isinstance(document, str):
+            raise ContractError("ids: expected the IDS document as a string, or null to clear it")
+    specifications, text = None, None
+    if document:
+        try:
+            specifications = len(parse_ids(document).specifications)
+        except IdsProblem as exc:
+            raise ContractError(f"ids: {exc}") from exc
+        text = document.decode("utf-8") if isinstance(document, bytes) else document
+    nexus().store.update_session(session_id, ids=text or None)
+    return jsonify({"session_id": session_id, "ids": None if not text else {
+        "bytes": len(text.encode("utf-8")), "specifications": specifications}})
+
+
 @api.post("/sessions/<session_id>/cancel")
 @require_user()
 @own_session

@@ -1,0 +1,87 @@
+"""A session's IDS through the real server and a real IFC host: uploaded and checked by the API (not XML, not an
+IDS, too large: a clear 400), sent with every automation; the IDS failures a script introduced reach the model's
+copy and the person's under `warn`, and roll the run back under `block` (file byte-identical)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ifc_host import runtime
+from ifc_host.ids_check import MAX_IDS_BYTES
+from tests.conformance.ifc_models import write_small_building
+from tests.ifc_host.test_ids import FIRE_RATING_IDS, HOSTED_DOOR
+from tests.support.client import Client
+
+
+@pytest.fixture
+def ifc_host(server, alice, tmp_path) -> Iterator[tuple[str, Path]]:
+    model_path = write_small_building(tmp_path / "model.ifc")
+    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
+    try:
+        yield host.wait_connected(30), model_path
+    finally:
+        host.stop()
+
+
+def _spec(scripts_dir: Path) -> str:
+    path = scripts_dir / "door.json"
+    path.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": HOSTED_DOOR}}}],
+        [{"text": "done"}]]}))
+    return f"scripted:{path}"
+
+
+def test_the_route_checks_the_document_and_names_the_problem(server, alice, ifc_host):
+    sid = alice.new_session(ifc_host[0])
+    ok = alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": FIRE_RATING_IDS})
+    assert ok.status_code == 200, ok.text
+    assert ok.json() == {"session_id": sid, "ids": {"bytes": len(FIRE_RATING_IDS.encode()), "specifications": 1}}
+    raw = alice.call("PUT", f"/api/sessions/{sid}/ids", data=FIRE_RATING_IDS.encode(),
+                     headers={"Content-Type": "application/xml"})
+    assert raw.status_code == 200 and raw.json()["ids"]["specifications"] == 1
+    cases = [("{not xml", "ids: not XML: "), ("<svg/>", "ids: not an IDS document: the root element is <svg>"),
+             (FIRE_RATING_IDS.replace("<specifications>", "<specifications><bogus/>"), "ids: not a valid IDS document")]
+    for document, message in cases:
+        bad = alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": document})
+        assert bad.status_code == 400 and message in bad.json()["error"], bad.text
+    big = alice.call("PUT", f"/api/sessions/{sid}/ids", data=b"<" + b"x" * MAX_IDS_BYTES + b"/>",
+                     headers={"Content-Type": "application/xml"})
+    assert big.status_code == 400 and "at most" in big.json()["error"]
+    assert alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": 3}).status_code == 400
+    assert Client(server.url, server.token("bob")).call("PUT", f"/api/sessions/{sid}/ids",
+                                                        json={"ids": None}).status_code == 404
+    assert Client(server.url, None).call("PUT", f"/api/sessions/{sid}/ids", json={"ids": None}).status_code == 401
+    assert server.state.store.get_session(sid)["ids"] == FIRE_RATING_IDS  # the refused uploads changed nothing
+    cleared = alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": None})
+    assert cleared.json() == {"session_id": sid, "ids": None} and server.state.store.get_session(sid)["ids"] is None
+
+
+def test_warn_reports_the_new_door_to_the_model_and_the_person(server, alice, ifc_host, scripts_dir):
+    host_id, _ = ifc_host
+    sid = alice.new_session(host_id, _spec(scripts_dir))
+    assert alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": FIRE_RATING_IDS}).status_code == 200
+    result = alice.run(sid, "add a door").of("Metadata", "tool_result")[0]
+    person = result["metadata"]
+    assert person["committed"], person.get("error")
+    assert person["validation"]["ids"] == {"specifications": 1, "introduced": 1}
+    (finding,) = [f for f in person["validation"]["findings"] if f["kind"] == "ids"]
+    assert finding["class"] == "IfcDoor" and "FireRating" in finding["message"]
+    assert any("IDS 'Door fire rating'" in f["message"] for f in person["failures"])
+    assert "IDS 'Door fire rating'" in result["content"]  # the model's copy
+
+
+def test_block_rolls_the_door_back_and_the_file_stays_byte_identical(server, alice, ifc_host, scripts_dir):
+    host_id, model_path = ifc_host
+    sid = alice.new_session(host_id, _spec(scripts_dir))
+    assert alice.call("PUT", f"/api/sessions/{sid}/ids", data=FIRE_RATING_IDS.encode(),
+                      headers={"Content-Type": "application/xml"}).status_code == 200
+    assert alice.call("PUT", f"/api/sessions/{sid}/validation", json={"validation": "block"}).status_code == 200
+    before = model_path.read_bytes()
+    result = alice.run(sid, "add a door").of("Metadata", "tool_result")[0]
+    assert not result["metadata"]["committed"]
+    assert result["metadata"]["error"]["type"] == "ValidationFailed"
+    assert "IDS" in result["content"] and "FireRating" in result["content"]
+    assert model_path.read_bytes() == before

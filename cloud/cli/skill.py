@@ -49,11 +49,16 @@ def parse_args(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import sys
+
     from cloud.embedded import EmbeddedCore, HostStartFailed
     from cloud.skills.direct import run_skill_directly
     from cloud.skills.library import SkillLibrary
     from ifc_host.model_file import BadModelError, open_checked
 
+    # This command's stdout, taken before the core's threads start: a thread that swaps sys.stdout for a
+    # while (contextlib.redirect_stdout is process-wide) must not send the JSON result elsewhere.
+    out = sys.stdout
     try:
         values = parse_args(args.arg)
         open_checked(args.ifc)
@@ -78,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except StopIteration as done:
             result = done.value or {}
         if args.json:
-            print(json.dumps(result))
+            print(json.dumps(result), file=out, flush=True)
         return 0 if result.get("committed") else 1
     finally:
         core.close()

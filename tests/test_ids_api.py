@@ -4,6 +4,10 @@ copy and the person's under `warn`, and roll the run back under `block` (file by
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,3 +89,30 @@ def test_block_rolls_the_door_back_and_the_file_stays_byte_identical(server, ali
     assert result["metadata"]["error"]["type"] == "ValidationFailed"
     assert "IDS" in result["content"] and "FireRating" in result["content"]
     assert model_path.read_bytes() == before
+
+
+def _nexus(*args: str) -> subprocess.CompletedProcess:
+    command = [shutil.which("nexus")] if shutil.which("nexus") else [sys.executable, "-m", "cloud.cli"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "NEXUS_SCRIPTED_DIRS": ""}, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_nexus_run_ids_reports_the_new_door_and_refuses_a_file_that_is_not_an_ids(tmp_path):
+    model = write_small_building(tmp_path / "model.ifc")
+    ids = tmp_path / "doors.ids"
+    ids.write_text(FIRE_RATING_IDS)
+    spec = _spec(tmp_path)
+    done = _nexus("run", "add a door", "--ifc", str(model), "--model", spec, "--json", "--ids", str(ids),
+                  "--out", str(tmp_path / "out.ifc"), "--db", str(tmp_path / "run.db"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # stderr too: while another thread builds the IFC API index, a line may land there (see test_cli.py)
+    chunks = [json.loads(line) for line in (done.stdout + "\n" + done.stderr).splitlines() if line.startswith('{"type"')]
+    (result,) = [c for c in chunks if c["type"] == "Metadata" and c["metadata"]["kind"] == "tool_result"]
+    assert result["metadata"]["committed"] and result["metadata"]["validation"]["ids"]["introduced"] == 1
+    assert "IDS 'Door fire rating'" in result["content"]
+    bad = tmp_path / "bad.ids"
+    bad.write_text("<svg/>")
+    refused = _nexus("run", "add a door", "--ifc", str(model), "--model", spec, "--ids", str(bad),
+                     "--db", str(tmp_path / "bad.db"))
+    assert refused.returncode != 0
+    assert f"--ids {bad}: not an IDS document" in refused.stderr + refused.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
@@ -23,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model spec, e.g. anthropic:claude-sonnet-4-5 or scripted:PATH")
     p.add_argument("--json", action="store_true", help="print one stream chunk per line, as JSON")
     p.add_argument("--out", help="save committed changes here; MODEL is never modified")
+    p.add_argument("--ids", metavar="FILE", help="an IDS file (buildingSMART Information Delivery Specification): "
+                   "its requirements an automation makes fail are reported like schema findings")
     add_isolation_argument(p)
     p.set_defaults(func=cmd_run)
 
@@ -31,6 +34,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cloud.embedded import EmbeddedCore, HostStartFailed
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError, allow_on_command_line, create_model, default_model_spec
+    from ifc_host.ids_check import IdsProblem, parse_ids
     from ifc_host.model_file import BadModelError, open_checked
 
     spec = args.model or default_model_spec()
@@ -40,7 +44,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         allow_on_command_line(spec)  # the person's own machine: an openai-compat URL typed here (never gets the key)
         model = create_model(spec)
         open_checked(args.ifc)
-    except (ModelSpecError, ModelError, BadModelError) as exc:
+        ids = _read_ids(args.ids, parse_ids) if args.ids else None
+    except (ModelSpecError, ModelError, BadModelError, IdsProblem) as exc:
         return fail(str(exc))
     try:
         core = EmbeddedCore(open_store(args), args.ifc, args.out, user=CLI_USER, isolation=args.isolation)
@@ -48,7 +53,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     try:
         printer, outcome = Printer(), None
-        for chunk in core.run(core.new_session(spec), model, args.prompt):
+        session = core.new_session(spec)
+        if ids:
+            core.store.update_session(session["id"], ids=ids)
+            session["ids"] = ids
+        for chunk in core.run(session, model, args.prompt):
             data = chunk.to_json()
             if args.json:
                 print(json.dumps(data), flush=True)
@@ -59,3 +68,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0 if outcome == "Complete" else 1
     finally:
         core.close()
+
+
+def _read_ids(path: str, parse: Any) -> str:
+    """The IDS file's text, checked (IdsProblem names what is wrong with it, and the file)."""
+    from ifc_host.ids_check import IdsProblem
+
+    try:
+        raw = open(path, "rb").read()
+    except OSError as exc:
+        raise IdsProblem(f"--ids {path}: {exc.strerror}") from exc
+    try:
+        parse(raw)
+    except IdsProblem as exc:
+        raise IdsProblem(f"--ids {path}: {exc}") from exc
+    return raw.decode("utf-8")

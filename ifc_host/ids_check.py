@@ -75,7 +75,7 @@ class IdsState:
     failures: dict[tuple[int, int, int], tuple[str, str, str]] = field(default_factory=dict)
     # (specification, requirement, element id) -> (element class, requirement text, reason)
     spec_failures: dict[int, str] = field(default_factory=dict)  # specification -> why it fails as a whole
-    applicable: dict[int, set[int]] = field(default_factory=dict)  # specification -> ids it applies to
+    applicable: dict[int, dict[int, str]] = field(default_factory=dict)  # specification -> {id: class} it applies to
     names: dict[int, str] = field(default_factory=dict)
 
 
@@ -85,7 +85,7 @@ def check_model(model: ifcopenshell.file, ids: Any) -> IdsState:
     state = IdsState()
     for s, spec in enumerate(ids.specifications):
         state.names[s] = spec.name
-        state.applicable[s] = {e.id() for e in spec.applicable_entities}
+        state.applicable[s] = {e.id(): e.is_a() for e in spec.applicable_entities}
         if spec.maxOccurs == 0:
             if spec.applicable_entities:
                 state.spec_failures[s] = "prohibited"
@@ -116,24 +116,16 @@ def introduced(before: IdsState, after: IdsState) -> list[Finding]:
         findings.append(Finding(element_id, cls, None, f"IDS '{after.names[s]}'",
                                 f"{requirement}: {reason}", kind="ids"))
     for s, why in after.spec_failures.items():
-        if before.spec_failures.get(s) == why and not (after.applicable[s] - before.applicable[s]):
-            continue
+        new = sorted(set(after.applicable[s]) - set(before.applicable.get(s, {})))
         if why == "prohibited":
-            for element_id in sorted(after.applicable[s] - before.applicable[s]):
-                findings.append(Finding(element_id, _class_of(after, element_id), None, f"IDS '{after.names[s]}'",
+            for element_id in new:
+                findings.append(Finding(element_id, after.applicable[s][element_id], None, f"IDS '{after.names[s]}'",
                                         "the specification prohibits this element", kind="ids"))
         elif before.spec_failures.get(s) != why:
             findings.append(Finding(0, "", None, f"IDS '{after.names[s]}'",
                                     "the specification is required but no longer applies to any element",
                                     kind="ids"))
     return findings
-
-
-def _class_of(state: IdsState, element_id: int) -> str:
-    for (_, _, eid), (cls, _, _) in state.failures.items():
-        if eid == element_id:
-            return cls
-    return ""
 
 
 class IdsRun:

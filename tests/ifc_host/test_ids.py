@@ -150,3 +150,32 @@ def test_parse_ids_names_the_problem():
         parse_ids(b"<" + b"x" * MAX_IDS_BYTES + b"/>")
     with pytest.raises(IdsProblem, match="^not XML: the IDS is not UTF-8"):
         parse_ids(b"<ids>\xff</ids>")
+
+
+def _one_spec_ids(applicability: str, occurs: str) -> str:
+    return FIRE_RATING_IDS.replace('<applicability minOccurs="0" maxOccurs="unbounded">',
+                                   f"<applicability {occurs}>").replace(
+        "<entity><name><simpleValue>IFCDOOR</simpleValue></name></entity>", applicability)
+
+
+def test_a_prohibited_element_the_run_made_and_a_required_one_it_removed_are_introduced(model_path: Path):
+    import ifcopenshell
+    import ifcopenshell.api.root
+
+    from ifc_host.ids_check import check_model, introduced
+
+    furniture = "<entity><name><simpleValue>IFCFURNITURE</simpleValue></name></entity>"
+    prohibited = parse_ids(_one_spec_ids(furniture, 'minOccurs="0" maxOccurs="0"'))
+    required_doors = parse_ids(_one_spec_ids(
+        "<entity><name><simpleValue>IFCDOOR</simpleValue></name></entity>", 'minOccurs="1" maxOccurs="unbounded"'))
+    model = ifcopenshell.open(str(model_path))
+    before_prohibited, before_required = check_model(model, prohibited), check_model(model, required_doors)
+    table = ifcopenshell.api.root.create_entity(model, ifc_class="IfcFurniture", name="table")
+    for door in model.by_type("IfcDoor"):
+        model.remove(door)
+    (found,) = introduced(before_prohibited, check_model(model, prohibited))
+    assert (found.entity_id, found.entity_class, found.kind) == (table.id(), "IfcFurniture", "ids")
+    assert "prohibits" in found.message
+    (gone,) = introduced(before_required, check_model(model, required_doors))
+    assert gone.entity_id == 0 and "no longer applies to any element" in gone.message
+    assert introduced(check_model(model, required_doors), check_model(model, required_doors)) == []

@@ -179,3 +179,16 @@ def test_a_prohibited_element_the_run_made_and_a_required_one_it_removed_are_int
     (gone,) = introduced(before_required, check_model(model, required_doors))
     assert gone.entity_id == 0 and "no longer applies to any element" in gone.message
     assert introduced(check_model(model, required_doors), check_model(model, required_doors)) == []
+
+
+def test_the_no_fork_isolation_checks_the_ids_too(model_path: Path):
+    runner = IsolatedExecutor(model_path, isolation="spawn")
+    try:
+        before = model_path.read_bytes()
+        blocked = automate(runner, HOSTED_DOOR, validation="block")
+        assert not blocked["committed"] and [f["kind"] for f in blocked["validation"]["findings"]] == ["ids"]
+        assert model_path.read_bytes() == before
+        rated = automate(runner, HOSTED_DOOR + RATE.format(door="door"), validation="block")
+        assert rated["committed"], rated.get("error")
+    finally:
+        runner.close()

@@ -43,6 +43,26 @@ def test_a_module_that_prints_when_a_dependency_is_missing_never_writes_to_stdou
     assert "networkx" in done.stderr
 
 
+def test_what_other_threads_print_during_a_quiet_import_stays_on_stdout(tmp_path):
+    """`nexus run --json` prints its chunks while another thread builds the index."""
+    (tmp_path / "noisy_module.py").write_text("import time\nprint('NOTE FROM THE IMPORT')\ntime.sleep(0.5)\n")
+    code = textwrap.dedent(f"""
+        import sys, threading, time
+        sys.path.insert(0, {str(tmp_path)!r})
+        from cloud.grounding.ifc_api import _import_quietly
+        importing = threading.Thread(target=_import_quietly, args=("noisy_module",))
+        importing.start()
+        time.sleep(0.2)
+        print("LINE FROM THE MAIN THREAD", flush=True)
+        importing.join()
+        print("AFTER", flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["LINE FROM THE MAIN THREAD", "AFTER"]
+    assert "NOTE FROM THE IMPORT" in done.stderr
+
+
 def test_ifc_lookup_lists_an_entitys_attributes(ifc_index):
     answer = ifc_index.answer("IfcDoor")
     first = answer.splitlines()[1]

@@ -1,7 +1,6 @@
 """The IFC host's API index, built from the installed ifcopenshell: api and util functions, schema entities."""
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import pkgutil
@@ -9,6 +8,7 @@ import re
 import sys
 import threading
 from types import ModuleType
+from typing import Any, TextIO
 
 import ifcopenshell
 import ifcopenshell.api
@@ -18,8 +18,8 @@ from ifcopenshell import ifcopenshell_wrapper
 from cloud.grounding.index import ApiEntry, ApiIndex
 
 _NAMED_TYPE = re.compile(r"<(?:type|entity|enumeration|select) (\w+)")
+_IMPORTING = threading.Lock()  # one import at a time stands in for sys.stdout
 # Modules that are tooling rather than API a script would call.
-_IMPORTING = threading.Lock()  # two threads swapping sys.stdout at once could leave it on stderr
 SKIPPED_UTIL = {"ifc4x3dev_scrape_data_for_docs", "generate_pset_templates", "profiler", "doc", "mvd_info"}
 
 
@@ -35,14 +35,36 @@ def _signature(fn: object) -> str:
         return "(...)"
 
 
+class _StdoutOfOtherThreads:
+    """Stands in for sys.stdout during an import: what the importing thread prints goes to stderr, what any
+    other thread prints goes where it always did. (contextlib.redirect_stdout swaps it for every thread: a
+    `--json` line printed meanwhile by the main thread would land on stderr.)"""
+
+    def __init__(self, stdout: TextIO, importing: threading.Thread) -> None:
+        self._stdout, self._importing = stdout, importing
+
+    def write(self, text: str) -> int:
+        target = sys.stderr if threading.current_thread() is self._importing else self._stdout
+        return target.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stdout, name)
+
+
 def _import_quietly(name: str) -> ModuleType:
     """Some ifcopenshell modules print a note on import when an optional dependency is missing. This index is
-    built inside `nexus eval --json`, `nexus batch --json` and the stdio MCP server, whose stdout is a protocol:
-    whatever a module prints goes to stderr instead."""
-    if name in sys.modules:  # printed already, if at all: no need to swap the process's stdout again
+    built inside `nexus run --json`, `nexus eval --json`, `nexus batch --json` and the stdio MCP server, whose
+    stdout is a protocol: what the import prints goes to stderr instead."""
+    if name in sys.modules:
         return sys.modules[name]
-    with _IMPORTING, contextlib.redirect_stdout(sys.stderr):
-        return importlib.import_module(name)
+    with _IMPORTING:
+        stdout = sys.stdout
+        sys.stdout = _StdoutOfOtherThreads(stdout, threading.current_thread())  # type: ignore[assignment]
+        try:
+            return importlib.import_module(name)
+        finally:
+            if isinstance(sys.stdout, _StdoutOfOtherThreads):
+                sys.stdout = stdout
 
 
 def _api_functions() -> list[ApiEntry]:

@@ -11,13 +11,15 @@ from tests.support.server import running_server
 from tests.support.spine import say
 
 FIELDS = ["policy", "validation", "host_id", "model", "text", "tool_call_id", "result", "decision", "comment",
-          "user", "admin", "host"]
+          "user", "admin", "host", "files", "out", "script", "prompt", "script_sha256", "file", "ids"]
 ODD_VALUES = [["auto"], {"a": 1}, "bad\x00value", 12345, None, "x" * 300]
 ODD_BODIES = [None, "[]", '"text"', "{", "null", '{"a": {"b": {"c": []}}}']
 
 
 @pytest.fixture
-def roomy(tmp_path, scripts_dir):
+def roomy(tmp_path, scripts_dir, monkeypatch):
+    monkeypatch.setenv("NEXUS_BATCH_ROOT", str(tmp_path / "batch-root"))  # the batch routes validate too
+    (tmp_path / "batch-root").mkdir()
     with running_server(tmp_path, quota_requests_per_minute=0, quota_sessions_per_hour=0) as srv:
         yield srv
 

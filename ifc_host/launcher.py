@@ -59,6 +59,7 @@ def add_host_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     parser.add_argument("--token-file", help="read the host's token from this file ('-': standard input); "
                                              f"otherwise it comes from ${TOKEN_VARIABLE}")
     parser.add_argument("--out", help="save commits here instead of back to MODEL")
+    parser.add_argument("--with-parent", action="store_true", help=argparse.SUPPRESS)  # see _stop_with_parent
     add_isolation_argument(parser)
     return parser
 
@@ -74,7 +75,8 @@ def read_token(token_file: str | None) -> str:
     from_environment = os.environ.pop(TOKEN_VARIABLE, None)
     if token_file:
         try:
-            text = sys.stdin.read() if token_file == "-" else Path(token_file).read_text(encoding="utf-8")
+            # From standard input, only the first line: a parent may keep the pipe open (see _stop_with_parent).
+            text = sys.stdin.readline() if token_file == "-" else Path(token_file).read_text(encoding="utf-8")
         except OSError as exc:
             raise TokenMissing(f"cannot read the token file {token_file}: {exc.strerror or exc}") from exc
         token = text.strip()
@@ -109,6 +111,8 @@ def serve_from_arguments(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if args.with_parent:
+        _stop_with_parent(stop)
     try:
         run_host(args.model, args.server, token, stop, out_path=args.out, isolation=args.isolation)
     except HostRejected as exc:
@@ -123,6 +127,26 @@ def serve_from_arguments(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _stop_with_parent(stop: threading.Event) -> None:
+    """A host started by `nexus run`, `mcp --ifc`, `eval` or `batch` (start_host_process) lives as long as the
+    process that started it: that process holds our standard input open and the pipe closes when it exits,
+    however it ends (an MCP client killing `nexus mcp`, kill -9, a crash). Without this the host would keep
+    its model in memory and try to reconnect to a server that is gone, forever. Works the same on Windows."""
+    descriptor = sys.stdin.fileno()
+
+    def watch() -> None:
+        # os.read, not sys.stdin: a daemon thread blocked inside a buffered reader's lock aborts the
+        # interpreter's shutdown ("could not acquire lock for <stdin>") when the host exits on its own.
+        with contextlib.suppress(OSError, ValueError):
+            while os.read(descriptor, 4096):
+                pass
+        if not stop.is_set():
+            logging.getLogger(__name__).warning("the process that started this host has ended; stopping")
+            stop.set()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def host_environment() -> dict[str, str]:
@@ -156,6 +180,9 @@ class HostProcess:
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         """Ask the host to stop (it discards anything held and closes its model), then kill it if need be."""
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
         if self.alive():
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -171,8 +198,9 @@ class HostProcess:
 def start_host_process(model_path: str | os.PathLike[str], server_url: str, token: str,
                        out_path: str | os.PathLike[str] | None = None, isolation: str | None = None,
                        log_path: str | os.PathLike[str] | None = None) -> HostProcess:
-    """Start `python -m ifc_host.launcher MODEL --server URL --token-file -` with a scrubbed environment,
-    writing the token to its standard input. Returns at once; the host connects on its own (see the
+    """Start `python -m ifc_host.launcher MODEL --server URL --token-file - --with-parent` with a scrubbed
+    environment, writing the token to its standard input, which stays open for the host's life (the host
+    stops when it closes: when this process ends, however it ends). Returns at once; the host connects on its own (see the
     orchestrator's host registry for when it has). Its log is appended to `log_path` (a temporary file by
     default)."""
     if isolation is not None and isolation not in ISOLATIONS:
@@ -184,7 +212,7 @@ def start_host_process(model_path: str | os.PathLike[str], server_url: str, toke
     log = Path(log_path)
     log_file = log.open("ab")
     command = [sys.executable, "-m", "ifc_host.launcher", str(model_path), "--server", server_url,
-               "--token-file", "-", *(["--out", str(out_path)] if out_path else []),
+               "--token-file", "-", "--with-parent", *(["--out", str(out_path)] if out_path else []),
                *(["--isolation", isolation] if isolation else [])]
     try:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log_file, stderr=log_file,
@@ -195,7 +223,7 @@ def start_host_process(model_path: str | os.PathLike[str], server_url: str, toke
     assert process.stdin is not None
     try:
         process.stdin.write(token.encode("utf-8") + b"\n")
-        process.stdin.close()
+        process.stdin.flush()
     except OSError:  # it died at once; its log says why
         pass
     return HostProcess(process, log, log_file)

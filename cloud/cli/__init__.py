@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import signal
 import sys
 import threading
@@ -28,6 +29,8 @@ def _stop_on_sigterm(*_: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # A crash in native code (IfcOpenShell, the geometry kernels) leaves each thread's Python stack on stderr.
+    faulthandler.enable()
     if threading.current_thread() is threading.main_thread():
         # A service manager (or a script) stops a command with SIGTERM: shut down as on Ctrl-C, children included.
         signal.signal(signal.SIGTERM, _stop_on_sigterm)

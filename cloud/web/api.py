@@ -1,7 +1,6 @@
 """The JSON API of DESIGN.md: sessions, messages (SSE), tool results, approval, policy, cancel, hosts."""
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
@@ -20,7 +19,7 @@ from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.vendors.base import ModelError
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, create_model
 from cloud.web.auth import api_error, require_user
-from cloud.web.quotas import check_limit
+from cloud.web.quotas import check_concurrent_runs, check_sessions_per_hour
 from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
 from cloud.web.state import nexus
 
@@ -106,8 +105,7 @@ def _check_host(host_id: Any) -> str | None:
 def create_session():
     body = _json_body(optional=("host_id", "model"))
     state = nexus()
-    check_limit("sessions per hour", state.store.count_sessions_since(g.user.name, time.time() - 3600),
-                state.settings.quota_sessions_per_hour)
+    check_sessions_per_hour(state.store, state.settings, g.user.name)
     host_id = _check_host(body.get("host_id"))
     if host_id is None:
         mine = state.hosts.for_user(g.user.name)
@@ -210,9 +208,7 @@ def post_message(row: dict[str, Any]):
         raise ContractError("model: this session has no model; send one (e.g. anthropic:claude-sonnet-4-5)")
     _check_model(spec)  # again at use: a scripted file may have become a symlink out of the allowed dirs
     if state.runs.get(session_id) is None:
-        running = sum(1 for r in state.runs.active() if r.session_id != session_id
-                      and (state.store.get_session(r.session_id) or {}).get("user_name") == g.user.name)
-        check_limit("concurrent runs", running, state.settings.quota_concurrent_runs, retry_after_s=10)
+        check_concurrent_runs(state.store, state.settings, state.runs, g.user.name, session_id)
     model = create_model(spec)
     stored_model, row["model"] = row["model"], spec
     host = session_link(state.hosts, state.channel, row)

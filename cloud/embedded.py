@@ -142,11 +142,24 @@ class EmbeddedCore:
             deadline = time.monotonic() + wait_s
             for thread in group:
                 if thread is not threading.current_thread():
-                    thread.join(max(0.0, deadline - time.monotonic()))
+                    _join_by(thread, deadline)
         left = sorted(t.name for t in threads if t.is_alive())
         if left:
             log.warning("threads still running %g s after the embedded core closed: %s", THREADS_STOP_TIMEOUT_S,
                         ", ".join(left))
+
+
+def _join_by(thread: threading.Thread, deadline: float) -> None:
+    """Join `thread` until `deadline`; threading.enumerate() also lists threads whose start() has not yet
+    reached their first instruction, and join() refuses those until they have."""
+    while True:
+        try:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:  # "cannot join thread before it is started"
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
 
 
 def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None,

@@ -4,11 +4,12 @@ from __future__ import annotations
 import shutil
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from cloud.embedded import EmbeddedCore
+from cloud.embedded import EmbeddedCore, _join_by
 from cloud.store import Store
 from tests.conformance.hosts import sample_building
 
@@ -62,3 +63,19 @@ def test_closing_one_core_leaves_another_running_and_waits_for_none_of_its_threa
             second.close()
     finally:
         first.close()
+
+
+def test_close_waits_for_a_thread_that_is_listed_before_it_has_started() -> None:
+    """threading.enumerate() lists a thread between start() and its first instruction, when join() refuses
+    it ("cannot join thread before it is started"): closing must wait for it instead of failing."""
+    ran = threading.Event()
+    late = threading.Thread(target=ran.set)
+    starter = threading.Timer(0.05, late.start)
+    starter.start()
+    _join_by(late, time.monotonic() + 5)
+    assert ran.is_set() and not late.is_alive()
+
+    never = threading.Thread(target=ran.set)
+    began = time.monotonic()
+    _join_by(never, began + 0.1)  # never started: gives up at the deadline, no exception
+    assert 0.09 <= time.monotonic() - began < 2

@@ -29,7 +29,7 @@ def test_a_start_and_close_cycle_leaves_the_threads_it_found(tmp_path: Path):
     first.close()
     for thread in threading.enumerate():
         if thread.name.startswith("api-index-"):
-            thread.join(300)
+            _join_by(thread, time.monotonic() + 300)
 
     before = set(threading.enumerate())
     running, core = _cycle(store, tmp_path, "measured")

@@ -102,11 +102,7 @@ _closing_lock = threading.Lock()
 def _close_later(core: Any) -> None:
     """Stop the file's host in the background: its output is already in place, and the next file need not
     wait for a process to wind down (wait_for_hosts() before exiting)."""
-    def close() -> None:
-        core.close()
-        core.state.runs.close()  # the core's lease renewal and recovery sweep: one set per file otherwise
-
-    thread = threading.Thread(target=close, name="nexus-batch-close", daemon=True)
+    thread = threading.Thread(target=core.close, name="nexus-batch-close", daemon=True)
     thread.start()
     with _closing_lock:
         _closing[:] = [t for t in _closing if t.is_alive()] + [thread]

@@ -32,8 +32,6 @@ def instances(tmp_path_factory) -> Iterator[tuple[RunningServer, RunningServer, 
         monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
         a = stack.enter_context(running_server(tmp_path, db_path=database))
         b = stack.enter_context(running_server(tmp_path, db_path=database))
-        stack.callback(a.state.runs.close)
-        stack.callback(b.state.runs.close)
         assert isinstance(b.state.hosts, RedisHostDirectory)
         endpoint = start_mcp_http(b.state)
         stack.callback(endpoint.shutdown)

@@ -38,7 +38,6 @@ def instance_a(tmp_path, scripts_dir, redis, database_url, monkeypatch) -> Itera
     monkeypatch.setenv("NEXUS_RUN_LEASE_S", str(LEASE_S))
     with running_server(tmp_path, db_path=database_url, **FAST) as a:
         yield a
-        a.state.runs.close()
 
 
 @pytest.fixture

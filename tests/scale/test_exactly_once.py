@@ -101,8 +101,6 @@ def instances(tmp_path, redis, database_url, monkeypatch) -> Iterator[tuple[Runn
     with ExitStack() as stack:
         a = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
         b = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
-        stack.callback(a.state.runs.close)
-        stack.callback(b.state.runs.close)
         yield a, b
 
 

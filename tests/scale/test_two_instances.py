@@ -33,8 +33,6 @@ def instances(tmp_path, scripts_dir, redis, database_url, monkeypatch) -> Iterat
         a = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
         b = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
         assert isinstance(a.state.hosts, RedisHostDirectory) and a.state.runs.owner != b.state.runs.owner
-        stack.callback(a.state.runs.close)
-        stack.callback(b.state.runs.close)
         yield a, b
 
 
@@ -129,3 +127,20 @@ def test_a_host_that_reconnects_to_the_other_instance_has_its_stale_socket_close
         first.stop()
         if second is not None:
             second.stop()
+
+
+def test_closing_an_instance_stops_its_redis_bus(tmp_path, redis, database_url, monkeypatch):
+    """A server shutting down (runs.close()) lets go of Redis: its subscriber thread ends and its
+    connections close, so a stopped Redis afterwards is not retried forever by a process that is done."""
+    import redis as redis_client
+
+    monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
+    admin = redis_client.Redis.from_url(redis.url, decode_responses=True)
+    with running_server(tmp_path, db_path=database_url, **FAST) as a:
+        bus = a.state.runs.bus
+        inbox = bus.inbox
+        assert admin.pubsub_numsub(inbox) == [(inbox, 1)]
+        a.state.runs.close()
+        assert bus.closed.is_set() and not bus._thread.is_alive()
+        wait_until(lambda: admin.pubsub_numsub(inbox) == [(inbox, 0)], timeout=10)
+    admin.close()

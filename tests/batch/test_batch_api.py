@@ -16,7 +16,8 @@ import pytest
 
 from cloud.batch.worker import wait_for_hosts
 from tests.batch.support import SCRIPT, assert_exactly_the_change, make_models, sha
-from tests.support.client import Client, Stream, parse_sse
+from tests.support.client import Client, Stream, parse_sse, write_script
+from tests.support.real_ifc import sample_host
 
 WAIT_S = 600
 
@@ -222,14 +223,7 @@ def test_every_field_is_validated_and_paths_never_leave_the_batch_root(server, a
 
 
 def test_a_kept_chat_automation_is_applied_by_its_audited_sha256(server, alice, bob, batch_root, scripts_dir, tmp_path):
-    from ifc_host import runtime, sample
-    from tests.support.client import write_script
-
-    model_path = tmp_path / "chat.ifc"
-    sample.write_sample_model(model_path, storeys=1)
-    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
-    try:
-        host_id = host.wait_connected(30)
+    with sample_host(tmp_path / "chat.ifc", server.url, alice.token, storeys=1) as (_, host_id):
         spec = write_script(scripts_dir / "chat.json", [
             [{"tool_call": {"name": "execute_task_automation", "input": {"code": SCRIPT}}}], [{"text": "Done."}]])
         session_id = alice.new_session(host_id, spec)
@@ -237,8 +231,6 @@ def test_a_kept_chat_automation_is_applied_by_its_audited_sha256(server, alice, 
         call = stream.of("Metadata", "tool_result")[-1]["metadata"]
         assert call["committed"], call
         tool_call_id = call["tool_call_id"]
-    finally:
-        host.stop()
     script_sha = hashlib.sha256(SCRIPT.encode()).hexdigest()
     # bob can neither name alice's session nor find her script by its sha256
     for body in ({"session_id": session_id, "tool_call_id": tool_call_id}, {"script_sha256": script_sha}):

@@ -10,10 +10,10 @@ import pytest
 
 import tests.e2e.conftest as e2e
 from cloud.batch.worker import wait_for_hosts
-from ifc_host import runtime, sample
 from tests.batch.support import SCRIPT, assert_exactly_the_change, make_models
 from tests.batch.test_batch_api import by_file, start, wait_finished
 from tests.support.client import write_script
+from tests.support.real_ifc import sample_host
 
 BROWSER_WAIT_MS = 600_000
 
@@ -35,23 +35,13 @@ def batch_root(tmp_path, monkeypatch):
 
 def test_apply_a_kept_automation_to_other_models_from_the_chat_page(server, alice, scripts_dir, tmp_path,
                                                                      batch_root, browser_factory):
-    model_path = tmp_path / "building.ifc"
-    sample.write_sample_model(model_path, storeys=1)
-    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
-    try:
-        host_id = host.wait_connected(30)
+    with sample_host(tmp_path / "building.ifc", server.url, alice.token, storeys=1) as (_, host_id):
         spec = write_script(scripts_dir / "walls.json", [
             [{"text": "Marking."}, {"tool_call": {"name": "execute_task_automation", "input": {"code": SCRIPT}}}],
             [{"text": "Done."}]])
-        assert alice.call("GET", "/api/models", timeout=300).status_code == 200
-        browser = browser_factory(width=1200, height=1400)
+        browser = e2e.open_chat(browser_factory, server.url, alice, host_id, 1200, 1400, warm_timeout_s=300)
+        browser.send("Mark the walls reviewed", model=spec)
         page = browser.page
-        browser.sign_in(server.url, alice.token, query=f"&host={host_id}")
-        browser.ready()
-        page.fill("#model", spec)
-        page.fill("#prompt", "Mark the walls reviewed")
-        page.click("#send")
-        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=60_000)
         card = page.locator(".tool-card").first
         assert card.get_attribute("data-state") == "committed"
         card.locator(".apply-batch-open").click()
@@ -64,8 +54,6 @@ def test_apply_a_kept_automation_to_other_models_from_the_chat_page(server, alic
         assert "done 2, failed 0" in status.text_content()
         assert card.locator("a.batch-link").get_attribute("href") == f"/batches/{batch_id}"
         assert browser.errors == []
-    finally:
-        host.stop()
     detail = alice.call("GET", f"/api/batches/{batch_id}").json()
     assert detail["script_sha256"] == hashlib.sha256(SCRIPT.encode()).hexdigest()
     assert detail["source"]["tool_call_id"] and detail["owner"] == "alice"

@@ -10,6 +10,7 @@ import pytest
 from playwright import sync_api
 
 from tests.conftest import FAST
+from tests.support.client import Client
 from tests.support.server import RunningServer, running_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -52,11 +53,31 @@ class BrowserPage:
         # Generous: the first page of a cold browser on a loaded machine can take well over 10 s.
         self.page.wait_for_selector("body[data-ready='1']", timeout=60_000)
 
+    def send(self, prompt: str, model: str | None = None) -> None:
+        """Ask on the chat page (with this model spec, if given) and wait until the assistant's turn completes."""
+        if model is not None:
+            self.page.fill("#model", model)
+        self.page.fill("#prompt", prompt)
+        self.page.click("#send")
+        self.page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=60_000)
+
     def screenshot(self, name: str) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / name
         self.page.screenshot(path=str(path), full_page=False)
         return path
+
+
+def open_chat(browser_factory: Any, server_url: str, client: Client, host_id: str, width: int, height: int,
+              warm_timeout_s: float = 120) -> BrowserPage:
+    """A fresh browser signed in as `client` on the chat page, with `host_id` chosen, once the page is ready."""
+    # The first /api/models imports every vendor SDK; on a loaded 2-core machine that alone can outlast
+    # the page's readiness budget, which is about the page, not about imports.
+    assert client.call("GET", "/api/models", timeout=warm_timeout_s).status_code == 200
+    browser = browser_factory(width=width, height=height)
+    browser.sign_in(server_url, client.token or "", query=f"&host={host_id}")
+    browser.ready()
+    return browser
 
 
 # Per module, not per session: Playwright's sync API allows one driver at a time in a process, and

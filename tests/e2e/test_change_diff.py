@@ -2,14 +2,13 @@
 setting chosen on the page rolling back a script that breaks the schema."""
 from __future__ import annotations
 
-import hashlib
 import time
-from pathlib import Path
 
 import ifcopenshell
 
-from ifc_host import runtime, sample
+from tests.e2e.conftest import open_chat
 from tests.support.client import write_script
+from tests.support.real_ifc import digest, sample_host
 
 RENUMBER_AND_MOVE = '''import ifcopenshell.api
 import ifcopenshell.util.element as element
@@ -33,17 +32,10 @@ print("added an empty aggregation")
 '''
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, alice, scripts_dir, tmp_path,
                                                                      browser_factory):
     model_path = tmp_path / "building.ifc"
-    sample.write_sample_model(model_path, storeys=2)
-    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
-    try:
-        host_id = host.wait_connected(30)
+    with sample_host(model_path, server.url, alice.token, storeys=2) as (_, host_id):
         spec = write_script(scripts_dir / "diff.json", [
             [{"text": "Renumbering three doors and moving two walls."},
              {"tool_call": {"name": "execute_task_automation", "input": {"code": RENUMBER_AND_MOVE}}}],
@@ -55,17 +47,9 @@ def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, ali
              {"tool_call": {"name": "execute_task_automation", "input": {"code": RENAME_WALLS}}}],
             [{"text": "Kept."}],
         ])
-        # The first /api/models imports every vendor SDK; on a loaded 2-core machine that alone can outlast
-        # the page's 10 s readiness budget, which is about the page, not about imports.
-        assert alice.call("GET", "/api/models", timeout=120).status_code == 200
-        browser = browser_factory(width=1200, height=1600)
+        browser = open_chat(browser_factory, server.url, alice, host_id, 1200, 1600)
+        browser.send("Renumber the first Level 1 doors and move two walls", model=spec)
         page = browser.page
-        browser.sign_in(server.url, alice.token, query=f"&host={host_id}")
-        browser.ready()
-        page.fill("#model", spec)
-        page.fill("#prompt", "Renumber the first Level 1 doors and move two walls")
-        page.click("#send")
-        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=60_000)
 
         card = page.locator(".tool-card").first
         assert card.get_attribute("data-state") == "committed", card.text_content()
@@ -92,7 +76,7 @@ def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, ali
 
         # Validation set to block on the page: a script that breaks the schema is rolled back.
         deadline = time.monotonic() + 20
-        committed = _digest(model_path)
+        committed = digest(model_path)
         page.select_option("#validation", "block")
         page.wait_for_timeout(300)
         page.fill("#prompt", "Add an empty aggregation to the first storey")
@@ -103,9 +87,9 @@ def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, ali
         assert second.get_attribute("data-state") == "rolled-back", second.text_content()
         assert "ValidationFailed" in second.locator(".error-box").text_content()
         assert "IfcRelAggregates.RelatedObjects" in second.locator(".failures").text_content()
-        while time.monotonic() < deadline and _digest(model_path) != committed:
+        while time.monotonic() < deadline and digest(model_path) != committed:
             time.sleep(0.1)
-        assert _digest(model_path) == committed
+        assert digest(model_path) == committed
         reopened = ifcopenshell.open(str(model_path))
         assert not [r for r in reopened.by_type("IfcRelAggregates") if r.Name == "empty"]
         assert sorted(d.Tag for d in reopened.by_type("IfcDoor") if (d.Tag or "").startswith("DIFF-")) == \
@@ -126,5 +110,3 @@ def test_the_diff_view_shows_old_and_new_values_and_block_rolls_back(server, ali
         page.wait_for_function("() => document.querySelectorAll('.turn.assistant[data-state=\"complete\"]').length >= 3",
                                timeout=60_000)
         assert page.locator(".tool-card").nth(2).get_attribute("data-state") == "committed"
-    finally:
-        host.stop()

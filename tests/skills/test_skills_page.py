@@ -2,8 +2,9 @@
 literals, the person ticks them), the team's skills in the conversations drawer, the admin's skills tab."""
 from __future__ import annotations
 
-from ifc_host import runtime, sample
+from tests.e2e.conftest import open_chat
 from tests.support.client import write_script
+from tests.support.real_ifc import sample_host
 
 SCRIPT = '''PREFIX = "S-"
 LIMIT = 3
@@ -14,23 +15,13 @@ print("renamed", LIMIT)
 
 
 def test_save_as_skill_from_the_tool_card_and_see_it_listed(server, alice, scripts_dir, tmp_path, browser_factory):
-    model_path = tmp_path / "building.ifc"
-    sample.write_sample_model(model_path, storeys=2)
-    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
-    try:
-        host_id = host.wait_connected(30)
+    with sample_host(tmp_path / "building.ifc", server.url, alice.token, storeys=2) as (_, host_id):
         spec = write_script(scripts_dir / "skill.json", [
             [{"text": "Renaming."}, {"tool_call": {"name": "execute_task_automation", "input": {"code": SCRIPT}}}],
             [{"text": "Done."}]])
-        assert alice.call("GET", "/api/models", timeout=120).status_code == 200
-        browser = browser_factory(width=1200, height=1400)
+        browser = open_chat(browser_factory, server.url, alice, host_id, 1200, 1400)
+        browser.send("Prefix the first doors", model=spec)
         page = browser.page
-        browser.sign_in(server.url, alice.token, query=f"&host={host_id}")
-        browser.ready()
-        page.fill("#model", spec)
-        page.fill("#prompt", "Prefix the first doors")
-        page.click("#send")
-        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=60_000)
         card = page.locator(".tool-card").first
         assert card.get_attribute("data-state") == "committed"
         card.locator(".save-skill-open").click()
@@ -57,5 +48,3 @@ def test_save_as_skill_from_the_tool_card_and_see_it_listed(server, alice, scrip
         assert "No teams defined" in console.page.locator("#skills-panel").text_content()
         console.page.wait_for_selector("#skills-panel [data-skill='First doors prefix']", timeout=20_000)
         assert console.errors == []
-    finally:
-        host.stop()

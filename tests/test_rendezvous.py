@@ -15,6 +15,7 @@ from tests.support.spine import (
     collect,
     say,
     session,
+    start_and_hang_up,
     tool_result_texts,
     wait_until,
 )
@@ -95,11 +96,7 @@ def test_a_client_that_goes_away_does_not_cancel_the_run_and_a_later_reattach_se
         server, alice, silent_host, scripts_dir):
     spec = write_script(scripts_dir / "d.json", [collect("print(1)"), say("finished without anyone watching")])
     session_id = alice.new_session(silent_host.host_id, spec)
-    response = alice.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "go"}, stream=True)
-    for line in response.iter_lines(decode_unicode=True):
-        if line == "event: ToolCall":
-            break
-    response.close()
+    start_and_hang_up(alice, session_id)
     # Nobody listens; the silent host never answers; the run ends by its own tool timeout, not cancelled.
     wait_until(lambda: not session(alice, session_id)["running"], timeout=server.state.settings.tool_timeout_s + 10)
     body = session(alice, session_id)

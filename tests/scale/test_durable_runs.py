@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.client import Client, write_script
-from tests.support.spine import collect, say, session, wait_until
+from tests.support.spine import collect, say, session, start_and_hang_up, wait_until
 from tests.support.test_host import TestHost
 
 
@@ -19,11 +19,7 @@ def test_runs_in_progress_are_listed_for_their_user_only_and_leave_the_list_when
                                                                                       silent_host, scripts_dir):
     spec = write_script(scripts_dir / "l.json", [collect("print(1)"), say("done")])
     session_id = alice.new_session(silent_host.host_id, spec)
-    response = alice.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "go"}, stream=True)
-    for line in response.iter_lines(decode_unicode=True):
-        if line == "event: ToolCall":
-            break
-    response.close()
+    start_and_hang_up(alice, session_id)
     (run,) = alice.call("GET", "/api/runs").json()["runs"]
     assert run["session_id"] == session_id and run["awaiting_decision"] is False and run["chunks"] >= 1
     assert server.state.store.run_lease(session_id)["owner"] == server.state.runs.owner

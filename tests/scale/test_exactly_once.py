@@ -17,11 +17,9 @@ from cloud.distributed.bus import Bus
 from cloud.distributed.rendezvous import RedisToolResultChannel
 from cloud.rendezvous import Delivery
 from cloud.store import Store
-from tests.conftest import FAST
-from tests.support.client import Client, write_script
-from tests.support.server import RunningServer, running_server
-from tests.support.spine import BackgroundRun, assert_transcript_valid, automate, say, session, wait_until
-from tests.support.test_host import TestHost
+from tests.scale.pair import held_under_ask, host_on_a
+from tests.support.client import write_script
+from tests.support.spine import assert_transcript_valid, automate, say, session
 
 
 @pytest.fixture
@@ -95,28 +93,11 @@ def test_the_record_alone_wakes_a_run_whose_redis_lost_the_answer(two_processes,
     assert (answer.result, answer.missing) == ({"ok": 1}, None)
 
 
-@pytest.fixture
-def instances(tmp_path, redis, database_url, monkeypatch) -> Iterator[tuple[RunningServer, RunningServer]]:
-    monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
-    with ExitStack() as stack:
-        a = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
-        b = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
-        yield a, b
-
-
 def test_the_same_decision_posted_to_two_instances_at_once_is_applied_once(instances, scripts_dir):
-    a, b = instances
-    token = a.token("alice")
-    host = TestHost(a.ws_url, token).start()
-    try:
-        on_a, on_b = Client(a.url, token), Client(b.url, token)
+    with host_on_a(*instances) as pair:
+        host, on_a, on_b = pair.host, pair.on_a, pair.on_b
         spec = write_script(scripts_dir / "race.json", [automate("doc.add('Wall', 'Raced wall')"), say("Kept.")])
-        session_id = on_b.new_session(host.host_id, spec)
-        assert on_b.call("PUT", f"/api/sessions/{session_id}/policy", json={"policy": "ask"}).status_code == 200
-        run = BackgroundRun(on_b, session_id, "add a wall")
-        call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
-        wait_until(lambda: any(r["awaiting_decision"] for r in on_a.call("GET", "/api/runs").json()["runs"]),
-                   timeout=15)
+        session_id, run, call_id = held_under_ask(pair, spec, "add a wall")
         statuses = _race(lambda k: (on_a if k % 2 else on_b).call(
             "POST", f"/api/sessions/{session_id}/approval",
             json={"tool_call_id": call_id, "decision": "keep"}).status_code, 6)
@@ -125,5 +106,3 @@ def test_the_same_decision_posted_to_two_instances_at_once_is_applied_once(insta
         assert stream.last == {"type": "Complete", "content": "Kept."}
         assert [e["name"] for e in host.document.elements.values()].count("Raced wall") == 1
         assert_transcript_valid(session(on_a, session_id)["messages"])
-    finally:
-        host.stop()

@@ -5,15 +5,10 @@ tool result comes back on A's websocket; the person's decision and a cancel are 
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
-
-import pytest
-
-from cloud.distributed.hosts import RedisHostDirectory
 from tests.conftest import FAST
+from tests.scale.pair import held_under_ask, host_on_a
 from tests.support.client import Client, write_script
-from tests.support.server import RunningServer, running_server
+from tests.support.server import running_server
 from tests.support.spine import (
     BackgroundRun,
     assert_transcript_valid,
@@ -26,22 +21,10 @@ from tests.support.spine import (
 from tests.support.test_host import TestHost
 
 
-@pytest.fixture
-def instances(tmp_path, scripts_dir, redis, database_url, monkeypatch) -> Iterator[tuple[RunningServer, RunningServer]]:
-    monkeypatch.setenv("NEXUS_REDIS_URL", redis.url)
-    with ExitStack() as stack:
-        a = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
-        b = stack.enter_context(running_server(tmp_path, db_path=database_url, **FAST))
-        assert isinstance(a.state.hosts, RedisHostDirectory) and a.state.runs.owner != b.state.runs.owner
-        yield a, b
-
-
 def test_host_on_a_session_driven_and_followed_on_b_the_run_completes(instances, scripts_dir):
     a, b = instances
-    token = a.token("alice")
-    host = TestHost(a.ws_url, token).start()
-    try:
-        on_a, on_b = Client(a.url, token), Client(b.url, token)
+    with host_on_a(a, b) as pair:
+        host, on_a, on_b = pair.host, pair.on_a, pair.on_b
         # B sees the host A holds, and only for its user.
         assert [h["host_id"] for h in on_b.call("GET", "/api/hosts").json()["hosts"]] == [host.host_id]
         assert Client(b.url, b.token("bob")).call("GET", "/api/hosts").json()["hosts"] == []
@@ -58,23 +41,13 @@ def test_host_on_a_session_driven_and_followed_on_b_the_run_completes(instances,
         # A reattach through A replays the whole run B drove.
         replay = on_a.call("GET", f"/api/sessions/{session_id}/stream?after=0")
         assert replay.status_code == 200 and replay.text.count("event: ") == len(stream.chunks)
-    finally:
-        host.stop()
 
 
 def test_an_approval_posted_to_a_reaches_the_run_driven_on_b_and_a_cancel_too(instances, scripts_dir):
-    a, b = instances
-    token = a.token("alice")
-    host = TestHost(a.ws_url, token).start()
-    try:
-        on_a, on_b = Client(a.url, token), Client(b.url, token)
+    with host_on_a(*instances) as pair:
+        host, on_a, on_b = pair.host, pair.on_a, pair.on_b
         spec = write_script(scripts_dir / "ask.json", [automate("doc.add('Wall', 'New wall')"), say("Kept.")])
-        session_id = on_b.new_session(host.host_id, spec)
-        assert on_b.call("PUT", f"/api/sessions/{session_id}/policy", json={"policy": "ask"}).status_code == 200
-        run = BackgroundRun(on_b, session_id, "add a wall")
-        call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
-        wait_until(lambda: any(r["awaiting_decision"] for r in on_a.call("GET", "/api/runs").json()["runs"]),
-                   timeout=15)
+        session_id, run, call_id = held_under_ask(pair, spec, "add a wall")
         (listed,) = on_a.call("GET", "/api/runs").json()["runs"]
         assert listed["session_id"] == session_id
         answer = on_a.call("POST", f"/api/sessions/{session_id}/approval",
@@ -96,8 +69,6 @@ def test_an_approval_posted_to_a_reaches_the_run_driven_on_b_and_a_cancel_too(in
         second.join(20)
         wait_until(lambda: session(on_a, session_id)["status"] == "cancelled", timeout=10)
         assert_transcript_valid(session(on_a, session_id)["messages"])
-    finally:
-        host.stop()
 
 
 def test_a_host_that_reconnects_to_the_other_instance_has_its_stale_socket_closed(instances, scripts_dir):

@@ -56,6 +56,15 @@ def wait_until(predicate: Any, timeout: float = 5) -> None:
         time.sleep(0.02)
 
 
+def start_and_hang_up(client: Client, session_id: str, text: str = "go") -> None:
+    """Start a run and stop listening once its first tool call has streamed: the run goes on unwatched."""
+    response = client.call("POST", f"/api/sessions/{session_id}/messages", json={"text": text}, stream=True)
+    for line in response.iter_lines(decode_unicode=True):
+        if line == "event: ToolCall":
+            break
+    response.close()
+
+
 def tool_call_ids(stream: Stream) -> list[str]:
     return [c["metadata"]["tool_call_id"] for c in stream.of("ToolCall")]
 

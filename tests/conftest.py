@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -63,6 +64,17 @@ def host(server, alice) -> Iterator[TestHost]:
     test_host = TestHost(server.ws_url, alice.token).start()
     yield test_host
     test_host.stop()
+
+
+@pytest.fixture
+def building_host(server, alice, tmp_path) -> Iterator[tuple[str, Path]]:
+    """alice's real IFC host serving the small conformance building (tmp_path/model.ifc): (host id, path)."""
+    from tests.conformance.ifc_models import write_small_building  # IfcOpenShell: only for the tests that ask
+    from tests.support.real_ifc import connected_host
+
+    model_path = write_small_building(tmp_path / "model.ifc")
+    with connected_host(model_path, server.url, alice.token) as (_, host_id):
+        yield host_id, model_path
 
 
 @pytest.fixture

@@ -8,38 +8,21 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from ifc_host import runtime
 from ifc_host.ids_check import MAX_IDS_BYTES
 from tests.conformance.ifc_models import write_small_building
 from tests.ifc_host.test_ids import FIRE_RATING_IDS, HOSTED_DOOR
-from tests.support.client import Client
-
-
-@pytest.fixture
-def ifc_host(server, alice, tmp_path) -> Iterator[tuple[str, Path]]:
-    model_path = write_small_building(tmp_path / "model.ifc")
-    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
-    try:
-        yield host.wait_connected(30), model_path
-    finally:
-        host.stop()
+from tests.support.client import Client, write_script
+from tests.support.spine import automate, say
 
 
 def _spec(scripts_dir: Path) -> str:
-    path = scripts_dir / "door.json"
-    path.write_text(json.dumps({"turns": [
-        [{"tool_call": {"name": "execute_task_automation", "input": {"code": HOSTED_DOOR}}}],
-        [{"text": "done"}]]}))
-    return f"scripted:{path}"
+    return write_script(scripts_dir / "door.json", [automate(HOSTED_DOOR), say("done")])
 
 
-def test_the_route_checks_the_document_and_names_the_problem(server, alice, ifc_host):
-    sid = alice.new_session(ifc_host[0])
+def test_the_route_checks_the_document_and_names_the_problem(server, alice, building_host):
+    sid = alice.new_session(building_host[0])
     ok = alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": FIRE_RATING_IDS})
     assert ok.status_code == 200, ok.text
     assert ok.json() == {"session_id": sid, "ids": {"bytes": len(FIRE_RATING_IDS.encode()), "specifications": 1}}
@@ -63,8 +46,8 @@ def test_the_route_checks_the_document_and_names_the_problem(server, alice, ifc_
     assert cleared.json() == {"session_id": sid, "ids": None} and server.state.store.get_session(sid)["ids"] is None
 
 
-def test_warn_reports_the_new_door_to_the_model_and_the_person(server, alice, ifc_host, scripts_dir):
-    host_id, _ = ifc_host
+def test_warn_reports_the_new_door_to_the_model_and_the_person(server, alice, building_host, scripts_dir):
+    host_id, _ = building_host
     sid = alice.new_session(host_id, _spec(scripts_dir))
     assert alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": FIRE_RATING_IDS}).status_code == 200
     result = alice.run(sid, "add a door").of("Metadata", "tool_result")[0]
@@ -77,8 +60,9 @@ def test_warn_reports_the_new_door_to_the_model_and_the_person(server, alice, if
     assert "IDS 'Door fire rating'" in result["content"]  # the model's copy
 
 
-def test_block_rolls_the_door_back_and_the_file_stays_byte_identical(server, alice, ifc_host, scripts_dir):
-    host_id, model_path = ifc_host
+def test_block_rolls_the_door_back_and_the_file_stays_byte_identical(server, alice,
+                                                                     building_host, scripts_dir):
+    host_id, model_path = building_host
     sid = alice.new_session(host_id, _spec(scripts_dir))
     assert alice.call("PUT", f"/api/sessions/{sid}/ids", data=FIRE_RATING_IDS.encode(),
                       headers={"Content-Type": "application/xml"}).status_code == 200

@@ -2,46 +2,26 @@
 wins; what the script introduced reaches the model's copy and the person's; `block` rolls back."""
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ifc_host import runtime
-from tests.conformance.ifc_models import write_small_building
-from tests.support.client import Client
+from tests.support.client import Client, write_script
+from tests.support.real_ifc import digest
+from tests.support.spine import automate, say
 
 BREAK_SCHEMA = ("storey = model.by_type('IfcBuildingStorey')[0]\n"
                 "model.createIfcRelAggregates(ifcopenshell.guid.new(), None, 'empty', None, storey, [])\n")
 
 
-@pytest.fixture
-def ifc_host(server, alice, tmp_path) -> Iterator[tuple[str, Path]]:
-    model_path = write_small_building(tmp_path / "model.ifc")
-    host = runtime.start_host_thread(str(model_path), server.url, alice.token)
-    try:
-        yield host.wait_connected(30), model_path
-    finally:
-        host.stop()
-
-
 def _spec(scripts_dir: Path) -> str:
-    path = scripts_dir / "break.json"
-    path.write_text(json.dumps({"turns": [
-        [{"tool_call": {"name": "execute_task_automation", "input": {"code": BREAK_SCHEMA}}}],
-        [{"text": "done"}]]}))
-    return f"scripted:{path}"
+    return write_script(scripts_dir / "break.json", [automate(BREAK_SCHEMA), say("done")])
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def test_the_session_route_stores_the_setting_and_refuses_bad_values(server, alice, ifc_host):
-    sid = alice.new_session(ifc_host[0])
+def test_the_session_route_stores_the_setting_and_refuses_bad_values(server, alice, building_host):
+    sid = alice.new_session(building_host[0])
     assert alice.call("GET", f"/api/sessions/{sid}").json()["validation"] == "warn"
     answer = alice.call("PUT", f"/api/sessions/{sid}/validation", json={"validation": "block"})
     assert answer.status_code == 200 and answer.json() == {"session_id": sid, "validation": "block"}
@@ -59,9 +39,10 @@ def test_the_session_route_stores_the_setting_and_refuses_bad_values(server, ali
     assert admin.call("PUT", "/api/admin/users/alice/validation", json={"validation": "x"}).status_code == 400
 
 
-def test_warn_reports_what_the_script_introduced_to_the_model_and_the_person(server, alice, ifc_host, scripts_dir):
-    host_id, model_path = ifc_host
-    before = _digest(model_path)
+def test_warn_reports_what_the_script_introduced_to_the_model_and_the_person(server, alice,
+                                                                             building_host, scripts_dir):
+    host_id, model_path = building_host
+    before = digest(model_path)
     sid = alice.new_session(host_id, _spec(scripts_dir))
     result = alice.run(sid, "add an aggregation").of("Metadata", "tool_result")[0]
     person = result["metadata"]
@@ -70,13 +51,13 @@ def test_warn_reports_what_the_script_introduced_to_the_model_and_the_person(ser
     assert "IfcRelAggregates.RelatedObjects" in person["failures"][0]["message"]
     assert person["change_details"]["counts"] == {"added": 0, "modified": 0, "deleted": 0}
     assert "validation: schema attribute type" in result["content"]  # the model's copy
-    assert _digest(model_path) != before
+    assert digest(model_path) != before
 
 
 @pytest.mark.parametrize("session_setting,user_setting", [("block", "warn"), ("warn", "block")])
-def test_the_stricter_of_session_and_user_setting_blocks(server, alice, ifc_host, scripts_dir, session_setting,
-                                                         user_setting):
-    host_id, model_path = ifc_host
+def test_the_stricter_of_session_and_user_setting_blocks(server, alice, building_host, scripts_dir,
+                                                         session_setting, user_setting):
+    host_id, model_path = building_host
     admin = Client(server.url, server.token("root", admin=True))
     assert admin.call("PUT", "/api/admin/users/alice/validation",
                       json={"validation": user_setting}).status_code == 200
@@ -91,8 +72,9 @@ def test_the_stricter_of_session_and_user_setting_blocks(server, alice, ifc_host
     assert model_path.read_bytes() == before
 
 
-def test_the_person_reviewing_a_held_change_sees_before_after_and_validation(server, alice, ifc_host, scripts_dir):
-    host_id, model_path = ifc_host
+def test_the_person_reviewing_a_held_change_sees_before_after_and_validation(server, alice,
+                                                                             building_host, scripts_dir):
+    host_id, model_path = building_host
     path = scripts_dir / "rename.json"
     path.write_text(json.dumps({"turns": [
         [{"tool_call": {"name": "execute_task_automation",

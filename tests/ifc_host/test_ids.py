@@ -3,14 +3,12 @@ under `warn` and roll the run back under `block`; failures that were there befor
 Real IfcOpenShell models, real keeper and script processes, a real ifctester."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
 from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem, parse_ids
-from tests.conformance.ifc_models import write_small_building
 
 FIRE_RATING_IDS = """<?xml version="1.0" encoding="UTF-8"?>
 <ids xmlns="http://standards.buildingsmart.org/IDS" xmlns:xs="http://www.w3.org/2001/XMLSchema"
@@ -49,18 +47,6 @@ ifcopenshell.api.pset.edit_pset(model, pset=pset, properties={{'FireRating': 'EI
 """
 RATE_ALL_DOORS = "for d in model.by_type('IfcDoor'):\n" + \
     "\n".join("    " + line for line in RATE.format(door="d").strip().splitlines())
-
-
-@pytest.fixture()
-def model_path(tmp_path: Path) -> Path:
-    return write_small_building(tmp_path / "model.ifc")
-
-
-@pytest.fixture()
-def executor(model_path: Path) -> Iterator[IsolatedExecutor]:
-    runner = IsolatedExecutor(model_path)
-    yield runner
-    runner.close()
 
 
 _counter = iter(range(1_000_000))

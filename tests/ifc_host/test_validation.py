@@ -2,30 +2,16 @@
 `block`. Real IfcOpenShell models in real keeper and script processes."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
-from tests.conformance.ifc_models import write_small_building
 
 NO_GUID_WALL = "wall = model.createIfcWall(Name='no id')\nprint(wall.id())"
 STOREY = "storey = [s for s in model.by_type('IfcBuildingStorey') if s.Name == 'Level 1'][0]\n"
 EMPTY_REL = STOREY + "rel = model.createIfcRelAggregates(ifcopenshell.guid.new(), None, 'empty', None, storey, [])\n" \
                      "print(rel.id())"
-
-
-@pytest.fixture()
-def model_path(tmp_path: Path) -> Path:
-    return write_small_building(tmp_path / "model.ifc")
-
-
-@pytest.fixture()
-def executor(model_path: Path) -> Iterator[IsolatedExecutor]:
-    runner = IsolatedExecutor(model_path)
-    yield runner
-    runner.close()
 
 
 _counter = iter(range(1_000_000))

@@ -60,6 +60,7 @@ class BatchSpec:
     created: float | None = None
     source: dict[str, Any] | None = None  # where the script came from (session, tool call, sha256)
     skill: dict[str, Any] | None = None  # a team skill (cloud/skills/batch.py): version, sha256, arguments
+    ids: str | None = None  # an IDS document (the text: it travels with the manifest to every worker)
 
     @property
     def kind(self) -> str:
@@ -85,14 +86,15 @@ class BatchSpec:
 
     def task_sha256(self, path: str) -> str:
         """What the task is, for one file: the same input with the same task is never redone."""
+        ids = f"\0ids\0{sha256_text(self.ids)}" if self.ids else ""
         if self.script is not None:
             skill = f"\0skill\0{self.skill['sha256']}" if self.skill else ""
-            return sha256_text(f"script\0{self.policy}\0{self.validation}\0{self.script}{skill}")
+            return sha256_text(f"script\0{self.policy}\0{self.validation}\0{self.script}{skill}{ids}")
         model = self.model_for(path) or ""
         played = ""
         if model.startswith(SCRIPTED) and Path(model[len(SCRIPTED):]).is_file():
             played = sha256_file(model[len(SCRIPTED):])
-        return sha256_text(f"prompt\0{self.policy}\0{self.validation}\0{self.prompt}\0{model}\0{played}")
+        return sha256_text(f"prompt\0{self.policy}\0{self.validation}\0{self.prompt}\0{model}\0{played}{ids}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -58,9 +58,17 @@ def _findings(result: dict[str, Any]) -> str:
 def _task(spec: BatchSpec) -> str:
     words = wording()
     if spec.script is not None:
-        return words["task_script"].format(name=spec.script_name or "script", sha=sha256_text(spec.script)[:12],
+        task = words["task_script"].format(name=spec.script_name or "script", sha=sha256_text(spec.script)[:12],
                                            policy=spec.policy)
-    return words["task_prompt"].format(model=spec.model, policy=spec.policy, prompt=spec.prompt)
+    else:
+        task = words["task_prompt"].format(model=spec.model, policy=spec.policy, prompt=spec.prompt)
+    if spec.ids:
+        from cloud.batch.ids import ids_summary
+
+        ids = ids_summary(spec.ids) or {}
+        task += " " + words["task_ids"].format(title=ids.get("title") or words["untitled"],
+                                               specifications=ids.get("specifications"), validation=spec.validation)
+    return task
 
 
 def _cells(spec: BatchSpec, result: dict[str, Any]) -> list[str]:

@@ -144,14 +144,14 @@ def resolve_out(roots: Roots, out: Any) -> str:
 
 def new_spec(roots: Roots, *, files: list[str], out: str | None, owner: str, script: str | None,
              script_name: str | None, prompt: str | None, model: str | None, policy: str, validation: str,
-             source: dict[str, Any] | None) -> BatchSpec:
+             source: dict[str, Any] | None, ids: str | None = None) -> BatchSpec:
     if out is not None and any(os.path.dirname(f) == out for f in files):
         raise BatchError("out: is the inputs' own folder; choose another folder")
     review = policy == "ask"
     spec = BatchSpec(files=files, root=os.path.commonpath([os.path.dirname(f) for f in files]), state_dir="",
                      out_dir=out, script=script, script_name=script_name, prompt=prompt, model=model,
                      policy="auto" if review else policy, validation=validation, owner=owner, review=review,
-                     created=time.time(), source=source)
+                     created=time.time(), source=source, ids=ids)
     spec.state_dir = roots.state_dir(spec.batch_id)
     return spec
 

@@ -117,7 +117,7 @@ def wait_for_hosts() -> None:
 
 def _drive(spec: BatchSpec, path: str, core: Any) -> dict[str, Any]:
     row = core.new_session(spec.model_for(path) or "batch:script", policy=spec.policy)
-    core.store.update_session(row["id"], validation=spec.validation)
+    core.store.update_session(row["id"], validation=spec.validation, ids=spec.ids)  # the host checks the IDS
     results: list[dict[str, Any]] = []
     if spec.script is not None:
         chunks = _script_chunks(spec, core, row)
@@ -194,7 +194,9 @@ def summarise(path: str, session_id: str, results: list[dict[str, Any]], error: 
         error = "validation blocked the change" if blocked.get("blocked") else "the change was not committed"
     if error is None and not results:
         error = "nothing was run on the model"
+    checked = [v["ids"] for r in automations if isinstance(v := r.get("validation"), dict) and isinstance(v.get("ids"), dict)]
     return {"file": path, "session_id": session_id, "ok": error is None, "committed": committed and error is None,
+            "ids": checked[-1] if checked else None,  # the IDS check of the last automation: specifications, introduced
             "changes": dict(counts), "change_kinds": dict(kinds), "change_details": details, "validation": findings, "error": error,
             "error_detail": error_detail, "stdout": "\n".join(r.get("stdout", "") for r in results if r.get("stdout"))[-4000:]}
 

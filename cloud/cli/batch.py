@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="readonly runs the script as a data collection: nothing is written")
     p.add_argument("--validation", choices=("warn", "block"), default="warn",
                    help="block: a file whose change introduces validation findings is not written")
+    p.add_argument("--ids", metavar="FILE", help="an IDS file (buildingSMART Information Delivery Specification) "
+                   "checked on every file: requirements the change makes fail are findings (block: not written)")
     p.add_argument("--redis", help="queue the jobs on this Redis (default: $NEXUS_REDIS_URL)")
     p.add_argument("--resume", metavar="DIR", help="finish the batch recorded in DIR")
     p.add_argument("--retry-failed", action="store_true", help="redo files whose earlier attempt failed")
@@ -71,11 +73,13 @@ def build_spec(args: argparse.Namespace) -> Any:
     from cloud.batch.jobs import BatchError, BatchSpec, load_manifest
 
     if args.resume:
-        if args.ifc or args.script or args.prompt or getattr(args, "skill", None):
-            raise BatchError("--resume takes the batch as recorded: leave out --ifc, --script, --prompt and --skill")
+        if args.ifc or args.script or args.prompt or getattr(args, "skill", None) or getattr(args, "ids", None):
+            raise BatchError("--resume takes the batch as recorded: leave out --ifc, --script, --prompt, --skill "
+                             "and --ids")
         return load_manifest(args.resume)
     if not args.ifc:
         raise BatchError("--ifc GLOB is required (or --resume DIR)")
+    ids = _ids_text(getattr(args, "ids", None))
     skill = _skill_task(args)
     if args.script is None and args.prompt is None and skill is None:
         raise BatchError("give --script FILE, --skill NAME or --prompt TEXT")
@@ -103,7 +107,23 @@ def build_spec(args: argparse.Namespace) -> Any:
     return BatchSpec(files=files, root=root, state_dir=state, out_dir=out, script=script,
                      script_name=skill["script_name"] if skill else os.path.basename(args.script) if args.script
                      else None, prompt=args.prompt, model=args.model, policy=args.policy,
-                     validation=args.validation, retry_failed=args.retry_failed, skill=skill["skill"] if skill else None)
+                     validation=args.validation, retry_failed=args.retry_failed, skill=skill["skill"] if skill else None,
+                     ids=ids)
+
+
+def _ids_text(path: str | None) -> str | None:
+    """--ids FILE read and checked exactly as `nexus run --ids` does, before any file of the batch is touched;
+    its text goes into the manifest, so a worker on another machine needs no copy of the file."""
+    if path is None:
+        return None
+    from cloud.batch.ids import read_ids_file
+    from cloud.batch.jobs import BatchError
+    from ifc_host.ids_check import IdsProblem
+
+    try:
+        return read_ids_file(path)
+    except IdsProblem as exc:
+        raise BatchError(str(exc)) from exc
 
 
 def _skill_task(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
@@ -31,10 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from cloud.batch.ids import read_ids_file
     from cloud.embedded import EmbeddedCore, HostStartFailed
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError, allow_on_command_line, create_model, default_model_spec
-    from ifc_host.ids_check import IdsProblem, parse_ids
+    from ifc_host.ids_check import IdsProblem
     from ifc_host.model_file import BadModelError, open_checked
 
     spec = args.model or default_model_spec()
@@ -44,7 +44,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         allow_on_command_line(spec)  # the person's own machine: an openai-compat URL typed here (never gets the key)
         model = create_model(spec)
         open_checked(args.ifc)
-        ids = _read_ids(args.ids, parse_ids) if args.ids else None
+        ids = read_ids_file(args.ids) if args.ids else None
     except (ModelSpecError, ModelError, BadModelError, IdsProblem) as exc:
         return fail(str(exc))
     try:
@@ -69,17 +69,3 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         core.close()
 
-
-def _read_ids(path: str, parse: Any) -> str:
-    """The IDS file's text, checked (IdsProblem names what is wrong with it, and the file)."""
-    from ifc_host.ids_check import IdsProblem
-
-    try:
-        raw = open(path, "rb").read()
-    except OSError as exc:
-        raise IdsProblem(f"--ids {path}: {exc.strerror}") from exc
-    try:
-        parse(raw)
-    except IdsProblem as exc:
-        raise IdsProblem(f"--ids {path}: {exc}") from exc
-    return raw.decode("utf-8")

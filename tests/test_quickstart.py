@@ -2,29 +2,13 @@
 from __future__ import annotations
 
 import os
-import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import requests
 
-
-def _read_until(process: subprocess.Popen, pattern: str, timeout: float) -> re.Match:
-    deadline, seen = time.monotonic() + timeout, []
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            if process.poll() is not None:
-                break
-            continue
-        seen.append(line)
-        found = re.search(pattern, line)
-        if found:
-            return found
-    raise AssertionError(f"no line matching {pattern!r} in the demo's output:\n{''.join(seen)}")
+from tests.support.processes import read_until, stop
 
 
 def test_the_demo_takes_the_next_free_port_and_prints_a_one_time_sign_in_link(tmp_path):
@@ -39,7 +23,7 @@ def test_the_demo_takes_the_next_free_port_and_prints_a_one_time_sign_in_link(tm
                              "--db", str(tmp_path / "demo.db")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env=env)
     try:
-        link = _read_until(demo, r"Open the chat:\s+(http://127\.0\.0\.1:(\d+)/\?signin=(\S+))", 180)
+        link = read_until(demo, r"Open the chat:\s+(http://127\.0\.0\.1:(\d+)/\?signin=(\S+))", 180)
         url, port = link.group(1), int(link.group(2))
         assert port > taken and "nx_" not in url
         signed_in = requests.get(url, allow_redirects=False, timeout=10)
@@ -48,9 +32,5 @@ def test_the_demo_takes_the_next_free_port_and_prints_a_one_time_sign_in_link(tm
         assert chat.status_code == 200 and 'id="prompt"' in chat.text
         assert requests.get(url, allow_redirects=False, timeout=10).status_code == 401  # used once already
     finally:
-        demo.send_signal(signal.SIGINT)
-        try:
-            demo.wait(30)
-        except subprocess.TimeoutExpired:
-            demo.kill()
+        stop(demo)
         busy.close()

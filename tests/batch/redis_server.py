@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import shutil
-import socket
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+
+from tests.support.processes import free_port
+from tests.support.processes import stop as stop_process
 
 REDIS_SERVER = "/usr/bin/redis-server"
 
@@ -23,23 +26,12 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        stop_process(self.process, signal.SIGTERM, 10)
 
 
 def start_redis(folder: Path) -> RedisServer:
     binary = shutil.which("redis-server") or REDIS_SERVER
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                 "--appendonly", "no", "--dir", str(folder)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -14,6 +14,7 @@ from tests.batch.support import SCRIPT, assert_exactly_the_change, make_models, 
 from tests.batch.test_batch_api import by_file, follow, start, wait_finished
 from tests.conftest import FAST
 from tests.support.client import Client
+from tests.support.processes import stop
 from tests.support.server import running_server
 
 
@@ -61,11 +62,6 @@ def test_the_api_on_the_real_queue_with_a_batch_worker(tmp_path, monkeypatch, re
             assert alice.call("POST", decide, json={"file": "models/gen_00.ifc", "decision": "discard"}).status_code == 200
             assert sorted(p.name for p in (root / "reviewed").glob("*")) == ["gen_01.ifc"]
         finally:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(60)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+            stop(worker, signal.SIGTERM, 60)
         assert [b["batch_id"] for b in alice.call("GET", "/api/batches").json()["batches"]] == [
             reviewed["batch_id"], started["batch_id"]]

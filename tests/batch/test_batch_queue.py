@@ -15,6 +15,7 @@ import redis
 
 from cloud.batch.queue import running_key
 from tests.batch.support import SCRIPT, assert_exactly_the_change, json_lines, make_models, sha
+from tests.support.processes import child_pids
 
 HEARTBEAT_S = "3"
 
@@ -24,18 +25,6 @@ def _worker(tmp_path: Path, url: str, name: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "cloud.cli", "batch-worker", "--redis", url, "--workers", "1",
                              "--db", str(tmp_path / f"{name}.db")], stdout=log, stderr=log,
                             env={**os.environ, "NEXUS_BATCH_HEARTBEAT_S": HEARTBEAT_S})
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def test_two_workers_one_killed_mid_batch(tmp_path, redis_server):
@@ -63,7 +52,7 @@ def test_two_workers_one_killed_mid_batch(tmp_path, redis_server):
             time.sleep(0.05)
         assert victim_file, "worker a never took a job"
         time.sleep(1.0)  # mid-job: its host is up and working
-        hosts = _children(workers["a"].pid)
+        hosts = child_pids(workers["a"].pid)
         workers["a"].send_signal(signal.SIGKILL)
         workers["a"].wait()
         for host in hosts:  # the lost machine's host processes go with it

@@ -21,6 +21,7 @@ from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import open_checked
 from ifc_host.script import STDOUT_CAP_BYTES
 from tests.conformance.ifc_models import write_small_building
+from tests.support.processes import child_pids
 
 REPORT = ("import json\n"
           "print(json.dumps({'changes': nexus_changes(), 'deleted': nexus_deleted_info(),"
@@ -304,7 +305,7 @@ def test_losing_the_keeper_keeps_what_was_committed_and_stops_its_script(tmp_pat
     script_pids: list[int] = []
 
     def kill_the_keeper(keeper: int) -> None:
-        script_pids.extend(_children(keeper))  # the script's process (and a warm spare, under spawn)
+        script_pids.extend(child_pids(keeper))  # the script's process (and a warm spare, under spawn)
         os.kill(keeper, signal.SIGKILL)
 
     try:
@@ -322,18 +323,6 @@ def test_losing_the_keeper_keeps_what_was_committed_and_stops_its_script(tmp_pat
         assert again["stdout"] == "survives\n"
     finally:
         runner.close()
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def _alive(pid: int) -> bool:

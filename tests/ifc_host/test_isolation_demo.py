@@ -3,9 +3,6 @@ process carries neither the orchestrator's API keys nor its own token in its com
 from __future__ import annotations
 
 import os
-import re
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,55 +10,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import child_pids, free_port, read_until, stop
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAKE_KEY = "fake-anthropic-key-for-the-demo-test"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _read_until(process: subprocess.Popen[str], pattern: str, timeout_s: float) -> re.Match[str]:
-    deadline, seen = time.monotonic() + timeout_s, []
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        found = re.search(pattern, line)
-        if found:
-            return found
-    raise AssertionError(f"no line matching {pattern!r} in the demo's output:\n{''.join(seen)}")
 
 
 @pytest.mark.parametrize("isolation", ["fork", "spawn"])
 def test_the_demo_runs_its_host_in_a_separate_process_without_keys_or_token(tmp_path: Path, isolation: str):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ANTHROPIC_API_KEY": FAKE_KEY,
            "XDG_DATA_HOME": str(tmp_path / "data")}
-    demo = subprocess.Popen([sys.executable, "-m", "cloud.cli", "demo", "--port", str(_free_port()), "--db",
+    demo = subprocess.Popen([sys.executable, "-m", "cloud.cli", "demo", "--port", str(free_port()), "--db",
                              str(tmp_path / "demo.db"), "--model", "scripted:" + str(REPO_ROOT / "cloud" / "demo" /
                                                                                      "renumber_doors.json"),
                              "--isolation", isolation],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     try:
-        _read_until(demo, r"Open the chat:", 180)
-        log = Path(_read_until(demo, r"IFC host log:\s+(\S+)", 10).group(1))
-        hosts = [pid for pid in _children(demo.pid)
+        read_until(demo, r"Open the chat:", 180)
+        log = Path(read_until(demo, r"IFC host log:\s+(\S+)", 10).group(1))
+        hosts = [pid for pid in child_pids(demo.pid)
                  if b"ifc_host.launcher" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         assert len(hosts) == 1, "the IFC host is not a child process of its own"
         host = hosts[0]
@@ -75,9 +42,4 @@ def test_the_demo_runs_its_host_in_a_separate_process_without_keys_or_token(tmp_
             time.sleep(0.2)
         assert f"scripts run in {isolation} processes" in log.read_text()
     finally:
-        demo.send_signal(signal.SIGINT)
-        try:
-            demo.wait(30)
-        except subprocess.TimeoutExpired:
-            demo.kill()
-            demo.wait()
+        stop(demo)

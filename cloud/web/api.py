@@ -158,6 +158,8 @@ def list_runs():
 @require_user()
 @own_session
 def get_session(row: dict[str, Any]):
+    from cloud.batch.ids import ids_summary
+
     session_id = row["id"]
     state = nexus()
     run = state.runs.get(session_id)
@@ -167,6 +169,7 @@ def get_session(row: dict[str, Any]):
         "policy": row["policy"], "validation": row.get("validation") or "warn", "messages": model_view(transcript), "history": person_view(transcript),
         "usage": state.store.session_usage(session_id), "running": run is not None,
         "run_chunks": run.chunk_count() if run else 0,
+        "ids": ids_summary(row.get("ids")),  # title, specifications, size: never the document
     })
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, make_response, render_template, request
 
 from cloud.batch import service
+from cloud.batch.ids import ids_summary
 from cloud.batch.jobs import BatchError, BatchSpec, read_result, sha256_text
 from cloud.policy import stricter
 from cloud.skills.library import SkillError
@@ -30,7 +31,7 @@ from cloud.web.state import nexus
 batches_api = Blueprint("batches_api", __name__)
 
 FIELDS = {"files", "out", "script", "script_name", "script_sha256", "session_id", "tool_call_id", "prompt",
-          "model", "policy", "validation"}
+          "model", "policy", "validation", "ids"}
 POLICIES = ("auto", "ask", "readonly")
 VALIDATIONS = ("warn", "block")
 MAX_SCRIPT = 256 * 1024
@@ -116,6 +117,29 @@ def _script_from_audit(body: dict[str, Any], user: str) -> tuple[str, dict[str, 
     raise BatchError(problem)
 
 
+def _ids_from(body: dict[str, Any], source: dict[str, Any] | None) -> str | None:
+    """The batch's IDS: `ids` (the document as a string, checked and refused with the session route's 400
+    messages), or `null` for none; without the field, a batch of a session's kept automation (the chat page's
+    "Apply to other models…") carries that session's IDS over."""
+    from cloud.batch.ids import check_ids_text
+    from ifc_host.ids_check import IdsProblem
+
+    if "ids" not in body:
+        if source is None:
+            return None
+        row = nexus().store.get_session(source["session_id"]) or {}
+        return (row.get("ids") or None) if row.get("user_name") == g.user.name else None
+    document = body["ids"]
+    if document is None:
+        return None
+    if not isinstance(document, str):
+        raise BatchError("ids: expected the IDS document as a string, or null for none")
+    try:
+        return check_ids_text(document)[0]
+    except IdsProblem as exc:
+        raise BatchError(f"ids: {exc}") from exc
+
+
 def _spec_from(body: Any) -> BatchSpec:
     if not isinstance(body, dict):
         raise BatchError("expected a JSON object body")
@@ -157,8 +181,10 @@ def _spec_from(body: Any) -> BatchSpec:
     effective = stricter(policy or session_policy or "auto", user.policy)
     if effective == "ask" and script is None:
         raise BatchError("policy ask: per-file review is for scripts (the agent's own runs decide per change)")
+    ids = _ids_from(body, source)
     return service.new_spec(roots, files=files, out=out, owner=user.name, script=script, script_name=name,
-                            prompt=prompt, model=model, policy=effective, validation=validation, source=source)
+                            prompt=prompt, model=model, policy=effective, validation=validation, source=source,
+                            ids=ids)
 
 
 def _visible(batch_id: str) -> BatchSpec:
@@ -184,6 +210,7 @@ def _summary(spec: BatchSpec) -> dict[str, Any]:
             "script_name": spec.script_name, "script_sha256": sha256_text(spec.script) if spec.script else None,
             "prompt": spec.prompt, "model": spec.model, "policy": "ask" if spec.review else spec.policy,
             "validation": spec.validation, "review": spec.review, "source": spec.source,
+            "ids": ids_summary(spec.ids),  # title, specifications, size: never the document
             "out": _shown(roots, spec.out_dir), "files": len(spec.files),
             "progress": service.progress(spec, runner().running(spec.batch_id)), "runner": runner().kind,
             "url": f"/batches/{spec.batch_id}"}
@@ -234,7 +261,8 @@ def start_batch():
     service.log_event(spec, "start", g.user.name, files=len(spec.files), runner=runner().kind,
                       script_sha256=sha256_text(spec.script) if spec.script else None)
     return jsonify({"batch_id": spec.batch_id, "files": len(spec.files), "url": f"/batches/{spec.batch_id}",
-                    "policy": "ask" if spec.review else spec.policy, "runner": runner().kind}), 202
+                    "policy": "ask" if spec.review else spec.policy, "runner": runner().kind,
+                    "ids": ids_summary(spec.ids)}), 202
 
 
 @batches_api.get("/api/batches")

@@ -6,7 +6,6 @@ import io
 import json
 import threading
 
-import anthropic
 import pytest
 from PIL import Image
 
@@ -16,6 +15,7 @@ from cloud.vendors.anthropic import AnthropicModel
 from cloud.vendors.base import ModelError, TurnRequest
 from cloud.vendors.pricing import estimate_cost
 from cloud.vendors.retry import RetryPolicy
+from tests.vendors.adapters import anthropic_model, replay_fixtures
 from tests.vendors.replay.anthropic import AnthropicReplay
 from tests.vendors.replay.base import Turn, drain, image_part
 
@@ -24,16 +24,7 @@ TOOLS = tool_definitions()
 COLLECT = "execute_data_collection"
 
 
-@pytest.fixture
-def server():
-    with AnthropicReplay() as replay:
-        yield replay
-
-
-@pytest.fixture
-def model(server):
-    client = anthropic.Anthropic(api_key="test-key", base_url=server.url, max_retries=0)
-    return AnthropicModel("claude-sonnet-4-6", client=client, retry=RetryPolicy.fast())
+server, model = replay_fixtures(AnthropicReplay, anthropic_model)
 
 
 def request(transcript, max_tokens=8192):
@@ -229,8 +220,7 @@ def test_a_refusal_ends_the_turn_without_tool_calls(server, model):
 
 
 def test_older_models_get_a_thinking_budget_that_fits_the_output_budget(server):
-    client = anthropic.Anthropic(api_key="test-key", base_url=server.url, max_retries=0)
-    older = AnthropicModel("claude-haiku-4-5", client=client, retry=RetryPolicy.fast())
+    older = anthropic_model(server.url, "claude-haiku-4-5")
     server.enqueue(Turn([{"text": "ok"}]), Turn([{"text": "ok"}]))
     run(older, [user_text("hi")], max_tokens=8192)
     assert server.requests[-1].json["thinking"] == {"type": "enabled", "budget_tokens": 4096}

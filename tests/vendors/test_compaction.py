@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import threading
 
-import anthropic
 import pytest
 
 from cloud.compaction import PROMPT_PATH, choose_cut, maybe_compact
@@ -12,8 +11,8 @@ from cloud.contract import tool_definitions
 from cloud.transcript import model_view, tool_result_part, tool_results, user_text
 from cloud.vendors.anthropic import AnthropicModel
 from cloud.vendors.base import ModelError, TurnRequest
-from cloud.vendors.retry import RetryPolicy
 from cloud.vendors.scripted import ScriptedModel
+from tests.vendors.adapters import anthropic_model, replay_fixtures
 from tests.vendors.replay.anthropic import AnthropicReplay
 from tests.vendors.replay.base import HttpError, Turn, drain
 
@@ -23,18 +22,13 @@ SUMMARY = ("## User goal and context\nRenumber doors.\n## Done\nListed 12 doors.
            "## Pending\nRenumber them.\n## Current script state\nNone.")
 
 
-@pytest.fixture
-def server():
-    with AnthropicReplay() as replay:
-        yield replay
-
-
-@pytest.fixture
-def model(server):
-    client = anthropic.Anthropic(api_key="test-key", base_url=server.url, max_retries=0)
-    adapter = AnthropicModel("claude-sonnet-4-6", client=client, retry=RetryPolicy.fast())
+def _small_window(url: str) -> AnthropicModel:
+    adapter = anthropic_model(url)
     adapter.context_window = 4000
     return adapter
+
+
+server, model = replay_fixtures(AnthropicReplay, _small_window)
 
 
 def conversation(spec: str, steps: int, output_chars: int = 600) -> list[dict]:

@@ -10,21 +10,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import anthropic
-import openai
 import pytest
-from google import genai
-from google.genai import types
 
 from cloud.contract import tool_definitions
 from cloud.transcript import user_text
-from cloud.vendors.anthropic import AnthropicModel
 from cloud.vendors.base import ModelAdapter, ModelError, TurnRequest
 from cloud.vendors.compat_endpoints import ENDPOINTS_ENV
-from cloud.vendors.gemini import GeminiModel
 from cloud.vendors.openai_compat import OpenAICompatModel
-from cloud.vendors.openai_responses import OpenAIResponsesModel
 from cloud.vendors.retry import RetryPolicy
+from tests.vendors.adapters import anthropic_model, gemini_model, responses_model
 from tests.vendors.replay.anthropic import AnthropicReplay
 from tests.vendors.replay.base import HttpError, ReplayServer, Turn, drain
 from tests.vendors.replay.chat_completions import ChatCompletionsReplay
@@ -36,18 +30,15 @@ CALL = {"name": "execute_data_collection", "input": {"code": "print(len(model.by
 
 
 def _anthropic(url: str) -> ModelAdapter:
-    return AnthropicModel("claude-sonnet-4-6", client=anthropic.Anthropic(api_key=KEY, base_url=url, max_retries=0),
-                          retry=RetryPolicy.fast())
+    return anthropic_model(url, key=KEY)
 
 
 def _openai(url: str) -> ModelAdapter:
-    client = openai.OpenAI(api_key=KEY, base_url=url + "/v1", max_retries=0)
-    return OpenAIResponsesModel("gpt-5.1", client=client, policy=RetryPolicy.fast())
+    return responses_model(url, key=KEY)
 
 
 def _gemini(url: str) -> ModelAdapter:
-    client = genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url, api_version="v1beta"))
-    return GeminiModel("gemini-2.5-pro", client=client, retry=RetryPolicy.fast())
+    return gemini_model(url, key=KEY)
 
 
 def _openai_compat(url: str) -> ModelAdapter:

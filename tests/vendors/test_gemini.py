@@ -7,8 +7,6 @@ import json
 import threading
 
 import pytest
-from google import genai
-from google.genai import types
 from PIL import Image
 
 from cloud.contract import tool_definitions
@@ -17,6 +15,7 @@ from cloud.vendors.base import ModelError, TurnRequest
 from cloud.vendors.gemini import GeminiModel, malformed_call_note
 from cloud.vendors.pricing import estimate_cost
 from cloud.vendors.retry import RetryPolicy
+from tests.vendors.adapters import gemini_model, replay_fixtures
 from tests.vendors.replay.base import Turn, drain, image_part
 from tests.vendors.replay.gemini import GeminiReplay
 
@@ -35,21 +34,7 @@ def field(obj: dict, camel: str):
     return obj[camel] if camel in obj else obj[snake]
 
 
-@pytest.fixture
-def server():
-    with GeminiReplay() as replay:
-        yield replay
-
-
-def make_model(server, name="gemini-2.5-pro"):
-    client = genai.Client(api_key="test-key",
-                          http_options=types.HttpOptions(base_url=server.url, api_version="v1beta"))
-    return GeminiModel(name, client=client, retry=RetryPolicy.fast())
-
-
-@pytest.fixture
-def model(server):
-    return make_model(server)
+server, model = replay_fixtures(GeminiReplay, gemini_model)
 
 
 def run(model, transcript, max_tokens=8192):
@@ -136,7 +121,7 @@ def _image_run(server, model):
 
 
 def test_gemini_3_gets_tool_images_inside_the_function_response(server):
-    contents = _image_run(server, make_model(server, "gemini-3-pro-preview"))
+    contents = _image_run(server, gemini_model(server.url, "gemini-3-pro-preview"))
     response = contents[2]["parts"][0]["functionResponse"]
     inline = field(response["parts"][0], "inlineData")
     assert field(inline, "mimeType") == "image/png" and _decoded_size(inline["data"]) == (3072, 1536)
@@ -172,7 +157,7 @@ def test_a_vendor_switch_drops_foreign_state(server, model):
 
 
 def test_gemini_3_marks_foreign_calls_of_the_current_tool_loop(server):
-    model = make_model(server, "gemini-3-pro-preview")
+    model = gemini_model(server.url, "gemini-3-pro-preview")
     transcript = [user_text("go"), {"role": "assistant", "model": "scripted:x", "content": [
         {"type": "tool_call", "id": "call_1", "name": COLLECT, "input": {"code": "1"}},
         {"type": "tool_call", "id": "call_2", "name": COLLECT, "input": {"code": "2"}}]},
@@ -241,7 +226,7 @@ def test_switching_vendors_back_and_forth_within_one_tool_loop(server):
     from cloud.vendors.anthropic import AnthropicModel
     from tests.vendors.replay.anthropic import AnthropicReplay
 
-    gemini = make_model(server)
+    gemini = gemini_model(server.url)
     with AnthropicReplay() as claude_server:
         claude = AnthropicModel("claude-sonnet-4-6", client=anthropic.Anthropic(
             api_key="k", base_url=claude_server.url, max_retries=0), retry=RetryPolicy.fast())

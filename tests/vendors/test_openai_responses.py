@@ -6,22 +6,17 @@ import io
 import json
 import threading
 
-import anthropic
 import openai
 import pytest
-from google import genai
-from google.genai import types as genai_types
 from PIL import Image
 
 from cloud.chunks import Chunk
 from cloud.contract import tool_definitions
 from cloud.transcript import tool_result_part, tool_results, user_text
 from cloud.vendors import pricing, registry
-from cloud.vendors.anthropic import AnthropicModel
 from cloud.vendors.base import ModelError, ModelTurn, TurnRequest
-from cloud.vendors.gemini import GeminiModel
 from cloud.vendors.openai_responses import OpenAIResponsesModel
-from cloud.vendors.retry import RetryPolicy
+from tests.vendors.adapters import anthropic_model, gemini_model, replay_fixtures, responses_model
 from tests.vendors.replay.anthropic import AnthropicReplay
 from tests.vendors.replay.base import Turn, drain, image_part, tokens_of
 from tests.vendors.replay.gemini import GeminiReplay
@@ -33,16 +28,7 @@ LOOK = {"name": "execute_data_collection", "input": {"code": "print(len(model.by
 CAPTURE = {"name": "capture_view", "input": {"view": "Level 1"}}
 
 
-@pytest.fixture
-def server():
-    with OpenAIResponsesReplay() as replay:
-        yield replay
-
-
-@pytest.fixture
-def model(server):
-    client = openai.OpenAI(api_key="sk-test-not-a-key", base_url=server.url + "/v1", max_retries=0)
-    return OpenAIResponsesModel("gpt-5.1", client=client, policy=RetryPolicy.fast())
+server, model = replay_fixtures(OpenAIResponsesReplay, responses_model)
 
 
 def run(model, transcript, max_tokens=2000, cancel=None) -> tuple[list[Chunk], ModelTurn]:
@@ -281,13 +267,7 @@ def test_switching_out_to_anthropic_and_gemini_leaves_openai_state_behind(server
                   tool_results([tool_result_part("call_from_openai", LOOK["name"], "12 doors")]),
                   user_text("Thanks. Summarise.")]
     with AnthropicReplay() as claude_server, GeminiReplay() as gemini_server:
-        gemini_client = genai.Client(api_key="k", http_options=genai_types.HttpOptions(
-            base_url=gemini_server.url, api_version="v1beta"))
-        others = [
-            AnthropicModel("claude-sonnet-4-6", client=anthropic.Anthropic(
-                api_key="k", base_url=claude_server.url, max_retries=0), retry=RetryPolicy.fast()),
-            GeminiModel("gemini-2.5-pro", client=gemini_client, retry=RetryPolicy.fast()),
-        ]
+        others = [anthropic_model(claude_server.url, key="k"), gemini_model(gemini_server.url, key="k")]
         for replay, other in zip((claude_server, gemini_server), others, strict=True):
             replay.enqueue(Turn([{"text": "Twelve doors."}]))
             _, answer = run(other, transcript)

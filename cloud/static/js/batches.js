@@ -54,16 +54,21 @@ function batchForm(sessionId, toolCallId, box) {
   const out = h("input", { type: "text", name: "batch-out", placeholder: "out/standardised", required: true, spellcheck: "false" });
   const status = h("div", { class: "apply-batch-status", role: "status" });
   const start = h("button", { type: "button", class: "primary", text: "Start batch" });
+  // The session's IDS (the chat page's indicator names it) is carried over unless the person unticks it.
+  const sessionIds = document.getElementById("ids-indicator");
+  const hasIds = sessionIds && !sessionIds.hidden && sessionIds.dataset.title;
+  const carryIds = hasIds ? h("input", { type: "checkbox", name: "batch-ids", checked: true }) : null;
   start.addEventListener("click", async () => {
     start.disabled = true;
     status.className = "apply-batch-status muted";
     status.textContent = "Starting…";
     try {
-      const started = await api("POST", "/api/batches", {
-        session_id: sessionId, tool_call_id: toolCallId, files: files.value.trim(), out: out.value.trim(),
-      });
+      const body = { session_id: sessionId, tool_call_id: toolCallId, files: files.value.trim(), out: out.value.trim() };
+      if (carryIds && !carryIds.checked) body.ids = null; // without the field, the session's IDS goes along
+      const started = await api("POST", "/api/batches", body);
       const line = h("span", { class: "batch-progress", text: `Batch ${started.batch_id}: ${started.files} file(s) queued` });
-      clear(status).append(line, " · ", h("a", { href: started.url, target: "_blank", rel: "noopener", class: "batch-link", text: "Open the batch" }));
+      clear(status).append(line, " · ", h("a", { href: started.url, target: "_blank", rel: "noopener", class: "batch-link", text: "Open the batch" }),
+        started.ids ? h("span", { class: "batch-ids", text: ` · ${idsText(started.ids)}` }) : null);
       status.className = "apply-batch-status note slim";
       status.dataset.batchId = started.batch_id;
       const end = await followBatch(started.batch_id, (p) => { line.textContent = `Batch ${started.batch_id}: ${progressText(p)}`; });
@@ -78,7 +83,20 @@ function batchForm(sessionId, toolCallId, box) {
     h("label", { class: "field" }, h("span", { text: "Models (glob under the batch root)" }), files),
     h("label", { class: "field" }, h("span", { text: "Out folder (under the batch root)" }), out),
     h("p", { class: "muted", text: "The same reviewed script runs on each model, each in its own transaction; inputs are never modified." }),
+    carryIds ? h("label", { class: "field checkbox-field apply-batch-ids" }, carryIds,
+      h("span", { text: ` Check the session's IDS “${sessionIds.dataset.title}” on every model` })) : null,
     status, start);
+}
+
+// A file's validation findings, each with its element and rule (IDS findings name their specification).
+const FINDINGS_SHOWN = 5;
+
+function findingsText(findings) {
+  if (!findings.length) return "none";
+  const one = (f) => `${f.entity_id ? `#${f.entity_id} ` : ""}${f.class || ""}${f.class || f.entity_id ? ": " : ""}` +
+    `${f.rule ? f.rule + ": " : ""}${f.message || ""}`;
+  const more = findings.length > FINDINGS_SHOWN ? ` (+${findings.length - FINDINGS_SHOWN} more)` : "";
+  return findings.slice(0, FINDINGS_SHOWN).map(one).join("; ") + more;
 }
 
 function fileRow(batch, file, onDecide) {
@@ -87,7 +105,7 @@ function fileRow(batch, file, onDecide) {
     h("td", {}, pill(file.state, STATE_PILL[file.state] || "muted")),
     h("td", { text: file.changes ? counts(file.changes) : "" }),
     h("td", { text: file.change_kinds ? counts(file.change_kinds) : "" }),
-    h("td", { text: file.validation ? (file.validation.length ? file.validation.map((f) => f.message || f.rule).join("; ") : "none") : "" }),
+    h("td", { class: "batch-validation", text: file.validation ? findingsText(file.validation) : "" }),
     h("td", {}, (file.images || []).map((id) => {
       const src = `/api/batches/${encodeURIComponent(batch.batch_id)}/images/${encodeURIComponent(id)}`;
       return h("a", { href: src, target: "_blank", rel: "noopener", class: "batch-image", title: `image ${id}` },
@@ -114,11 +132,20 @@ export function batchTable(batch, onDecide) {
     h("tbody", {}, batch.file_results.map((f) => fileRow(batch, f, onDecide)))));
 }
 
+// An IDS named as a person sees it: title, number of specifications, size (never the document).
+export function idsText(ids) {
+  const count = ids.specifications === null || ids.specifications === undefined ? "" :
+    `${ids.specifications} specification${ids.specifications === 1 ? "" : "s"}, `;
+  return `IDS “${ids.title || "untitled"}” (${count}${(ids.bytes / 1024).toFixed(1)} KB)`;
+}
+
 function batchHead(batch) {
   const task = batch.kind === "script" ? `script ${batch.script_name || ""} (sha256 ${(batch.script_sha256 || "").slice(0, 12)})` : `prompt on ${batch.model}`;
   return h("div", { class: "batch-head" },
     h("h2", {}, `Batch ${batch.batch_id} `, pill(batch.policy, batch.review ? "warn" : "info")),
     h("div", { class: "muted", text: `${task} · by ${batch.owner} · ${formatTime(batch.created)} · out ${batch.out} · ${batch.runner}` }),
+    batch.ids ? h("div", { class: "batch-ids", role: "note",
+      text: `Checked on every file against the ${idsText(batch.ids)}; validation ${batch.validation}` }) : null,
     h("div", { class: "batch-progress-line", text: progressText(batch.progress) }));
 }
 

@@ -25,6 +25,7 @@ class ChatPage {
     this.modelInput.addEventListener("input", () => this.updateScriptedNote());
     this.policySelect = $("policy");
     this.validationSelect = validationControl(this.policySelect);
+    this.idsIndicator = idsIndicator(this.validationSelect);
     this.notice = $("notice");
     this.sessionId = null;
     this.session = null;
@@ -217,6 +218,7 @@ class ChatPage {
     this.remember(null);
     this.policySelect.value = "auto";
     this.validationSelect.value = "warn";
+    showIds(this.idsIndicator, null);
     this.updatePolicyNote();
     this.showEmpty();
     this.toggleSessions(false);
@@ -252,6 +254,7 @@ class ChatPage {
     this.updateScriptedNote();
     this.policySelect.value = session.policy || "auto";
     this.validationSelect.value = session.validation || "warn";
+    showIds(this.idsIndicator, session.ids);
     this.updatePolicyNote();
     this.showCost(session.usage);
     clear(this.conversation);
@@ -490,4 +493,34 @@ function validationControl(policySelect) {
   policySelect.closest("label").after(h("label", { class: "field validation-field" },
     h("span", { text: "Validation" }), select));
   return select;
+}
+
+// Beside the validation setting: whether the session has an IDS (checked after each automation), named by
+// the title in its <info> and its number of specifications; nothing else of the document reaches the page.
+const IDS_SHOWN_CHARS = 40;
+
+function idsIndicator(validationSelect) {
+  const node = h("span", { id: "ids-indicator", class: "pill info ids-indicator", role: "note", tabindex: "0", hidden: true });
+  validationSelect.closest("label").after(node);
+  return node;
+}
+
+function showIds(node, ids) {
+  node.hidden = !ids;
+  if (!ids) {
+    node.textContent = "";
+    node.removeAttribute("title");
+    node.removeAttribute("aria-label");
+    delete node.dataset.title;
+    return;
+  }
+  const title = ids.title || "untitled IDS";
+  const count = ids.specifications === null || ids.specifications === undefined ? "" :
+    ` (${ids.specifications} specification${ids.specifications === 1 ? "" : "s"})`;
+  const full = `IDS checked after each automation: ${title}${count}`;
+  node.textContent = `IDS: ${title.length > IDS_SHOWN_CHARS ? title.slice(0, IDS_SHOWN_CHARS - 1) + "…" : title}`;
+  node.title = full;
+  node.setAttribute("aria-label", full);
+  node.dataset.title = title;
+  node.dataset.specifications = String(ids.specifications ?? "");
 }

@@ -78,6 +78,32 @@ def building_host(server, alice, tmp_path) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.fixture
+def raw_cloud():
+    """A bare websocket endpoint standing in for the cloud: a host's messages, byte for byte."""
+    from tests.conformance.raw_cloud import RawCloud
+
+    cloud = RawCloud().start()
+    yield cloud
+    cloud.stop()
+
+
+@pytest.fixture
+def scripted_requests(monkeypatch) -> list:
+    """Every TurnRequest the scripted model is streamed, in order: what the model was shown."""
+    from cloud.vendors import scripted
+
+    seen: list = []
+    original = scripted.ScriptedModel.stream
+
+    def recording(self, request, cancel):
+        seen.append(request)
+        return (yield from original(self, request, cancel))
+
+    monkeypatch.setattr(scripted.ScriptedModel, "stream", recording)
+    return seen
+
+
+@pytest.fixture
 def recording_vendor(monkeypatch):
     """Enable the `recording:PATH` vendor (a scripted model that records each request's max_tokens)."""
     from cloud.vendors import registry

@@ -9,7 +9,6 @@ import pytest
 
 from cloud.grounding.ifc_api import build_ifc_index
 from cloud.grounding.index import ApiEntry, ApiIndex
-from cloud.vendors import scripted
 from tests.support.client import write_script
 
 
@@ -142,16 +141,9 @@ def test_a_host_without_an_api_reference_gets_a_clear_tool_result(server, alice,
     assert not [m for m in host.received if m["type"] == "execute"]
 
 
-def test_context_block_leads_the_first_user_turn_and_stays_out_of_the_system_prompt(server, alice, host,
-                                                                                    scripts_dir, monkeypatch):
-    seen = []
-    original = scripted.ScriptedModel.stream
-
-    def recording(self, request, cancel):
-        seen.append(request)
-        return (yield from original(self, request, cancel))
-
-    monkeypatch.setattr(scripted.ScriptedModel, "stream", recording)
+def test_context_block_leads_the_first_user_turn_and_stays_out_of_the_system_prompt(
+        server, alice, host, scripts_dir, scripted_requests):
+    seen = scripted_requests
     spec = write_script(scripts_dir / "ctx.json", [[{"text": "one"}], [{"text": "two"}]])
     sid = alice.new_session(host.host_id, spec)
     alice.run(sid, "first request")
@@ -164,7 +156,8 @@ def test_context_block_leads_the_first_user_turn_and_stays_out_of_the_system_pro
     assert seen[0].system == seen[1].system and "Context from the host" not in seen[0].system
 
 
-def test_a_run_that_looks_up_inspects_and_acts_completes_on_the_ifc_host(tmp_path, scripts_dir, monkeypatch):
+def test_a_run_that_looks_up_inspects_and_acts_completes_on_the_ifc_host(tmp_path, scripts_dir,
+                                                                          scripted_requests):
     import ifcopenshell
 
     from ifc_host.runtime import start_host_thread
@@ -172,14 +165,7 @@ def test_a_run_that_looks_up_inspects_and_acts_completes_on_the_ifc_host(tmp_pat
     from tests.support.client import Client
     from tests.support.server import running_server
 
-    seen = []
-    original = scripted.ScriptedModel.stream
-
-    def recording(self, request, cancel):
-        seen.append(request)
-        return (yield from original(self, request, cancel))
-
-    monkeypatch.setattr(scripted.ScriptedModel, "stream", recording)
+    seen = scripted_requests
     model = tmp_path / "model.ifc"
     write_sample_model(model, storeys=2)
     act = "door = model.by_type('IfcDoor')[0]\nifcopenshell.api.attribute.edit_attributes(model, product=door, attributes={'Tag': 'LOOKED-UP'})"

@@ -151,17 +151,9 @@ def test_the_contract_package_ships_its_schemas_and_validation():
     assert (SCHEMA_DIR / "validate.py").exists()
 
 
-def test_a_host_added_by_one_module_reaches_the_model_and_the_person(server, alice, host, scripts_dir, monkeypatch):
-    from cloud.vendors import scripted
-
-    seen = []
-    original = scripted.ScriptedModel.stream
-
-    def recording(self, request, cancel):
-        seen.append(request)
-        return (yield from original(self, request, cancel))
-
-    monkeypatch.setattr(scripted.ScriptedModel, "stream", recording)
+def test_a_host_added_by_one_module_reaches_the_model_and_the_person(server, alice, host, scripts_dir,
+                                                                     scripted_requests):
+    seen = scripted_requests
     spec = write_script(scripts_dir / "views.json", [
         [{"tool_call": {"name": "capture_view", "input": {"view": "Level 2"}}}], [{"text": "seen"}]])
     stream = alice.run(alice.new_session(host.host_id, spec), "show me level 2")

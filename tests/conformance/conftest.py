@@ -8,7 +8,6 @@ import pytest
 
 from cloud.contract import validate_host_message
 from tests.conformance.hosts import LAUNCHERS, HostLauncher, LaunchedHost
-from tests.conformance.raw_cloud import RawCloud
 from tests.support.server import RunningServer
 
 
@@ -27,13 +26,6 @@ def host(launcher: HostLauncher, server: RunningServer, token: str, tmp_path) ->
     launched = launcher.launch(tmp_path / "host", server.url, token)
     yield launched
     launched.stop()
-
-
-@pytest.fixture
-def raw_cloud() -> Iterator[RawCloud]:
-    cloud = RawCloud().start()
-    yield cloud
-    cloud.stop()
 
 
 class Commander:

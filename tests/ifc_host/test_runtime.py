@@ -187,13 +187,6 @@ def test_a_result_finished_while_disconnected_is_delivered_after_reconnecting(ra
         launched.stop()
 
 
-@pytest.fixture
-def raw_cloud() -> Iterator[RawCloud]:
-    cloud = RawCloud().start()
-    yield cloud
-    cloud.stop()
-
-
 def test_websocket_url_is_derived_from_the_server_url():
     assert websocket_url("http://127.0.0.1:8765") == "ws://127.0.0.1:8765/ws/host"
     assert websocket_url("https://nexus.example/app/") == "wss://nexus.example/app/ws/host"

@@ -93,9 +93,12 @@ class RevitHost:
 
 
 def start_revit_host(server_url: str, token: str, connect: bool = True, transport: str = "clientwebsocket",
-                     version: int = 2026, **settings: Any) -> RevitHost:
-    """A fake Revit session whose main thread ran the runtime's startup, configured for `server_url`."""
-    session = install(FakeRevit(version=version))
+                     version: int = 2026, proxy_required: bool = False, **settings: Any) -> RevitHost:
+    """A fake Revit session whose main thread ran the runtime's startup, configured for `server_url`.
+    proxy_required: a network where only the system proxy with the user's credentials gets out."""
+    revit = FakeRevit(version=version)
+    revit.proxy_required = proxy_required
+    session = install(revit)
     session.start()
     try:
         section = session.user_config.add_section("NexusAI")

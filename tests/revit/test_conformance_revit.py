@@ -10,7 +10,7 @@ import pytest
 conformance = pytest.importorskip("tests.conformance.test_host_conformance",
                                   reason="the host conformance suite (tests/conformance/) is not present")
 
-from tests.conformance.conftest import cloud, host, raw_cloud, token  # noqa: E402,F401  (fixtures)
+from tests.conformance.conftest import cloud, host, token  # noqa: E402,F401  (fixtures)
 from tests.conformance.test_host_conformance import *  # noqa: E402,F401,F403  (the suite's tests)
 from tests.revit.harness import RevitHostLauncher  # noqa: E402
 

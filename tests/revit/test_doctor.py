@@ -65,18 +65,7 @@ def test_the_admin_runs_the_doctor_on_a_host_and_the_console_lists_it(server, re
 
 
 def test_the_doctor_button_report_reaches_the_server_behind_a_proxy(server):
-    from tests.revit.fake_revit import FakeRevit
-    original = FakeRevit.__init__
-
-    def with_proxy(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        self.proxy_required = True
-
-    FakeRevit.__init__ = with_proxy
-    try:
-        host = start_revit_host(server.url, server.token("alice"))
-    finally:
-        FakeRevit.__init__ = original
+    host = start_revit_host(server.url, server.token("alice"), proxy_required=True)
     try:
         host.session.run_on_main(host.runtime.run_doctor_for_person)
         window = doctor_window(host.session)

@@ -283,18 +283,7 @@ def test_a_half_open_link_is_noticed_and_replaced(server, launch):
 
 def test_the_connection_goes_through_the_system_proxy(server):
     """Item 9: a network where only the system proxy with the user's credentials gets out."""
-    from tests.revit.fake_revit import FakeRevit
-    original = FakeRevit.__init__
-
-    def with_proxy(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        self.proxy_required = True
-
-    FakeRevit.__init__ = with_proxy
-    try:
-        host = start_revit_host(server.url, server.token("alice"))
-    finally:
-        FakeRevit.__init__ = original
+    host = start_revit_host(server.url, server.token("alice"), proxy_required=True)
     try:
         assert host.session.proxy_required is True
         assert run(server, host, REVIT_SCRIPTS["count_elements"])["stdout"] == "12\n"

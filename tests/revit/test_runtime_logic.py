@@ -487,9 +487,8 @@ def _connection(factory, settings_provider, backoff=None):
                           backoff=backoff or Backoff(0.01, 0.02, jitter=0.0))
 
 
-@pytest.mark.parametrize("code,state,words", [(4401, "refused", "revoked this token"),
-                                              (4409, "replaced", "took host id h_1 over")])
-def test_a_revoked_token_or_a_taken_over_id_ends_the_reconnects_until_connect(code, state, words):
+def _started_on_closing_transports():
+    """A started connection whose every attempt gets a new ClosingTransport (listed in `made`)."""
     made: list[ClosingTransport] = []
 
     def factory():
@@ -499,6 +498,13 @@ def test_a_revoked_token_or_a_taken_over_id_ends_the_reconnects_until_connect(co
     settings = Settings(server_url="http://127.0.0.1:1", token="tok")
     connection = _connection(factory, lambda: settings)
     connection.start()
+    return made, connection
+
+
+@pytest.mark.parametrize("code,state,words", [(4401, "refused", "revoked this token"),
+                                              (4409, "replaced", "took host id h_1 over")])
+def test_a_revoked_token_or_a_taken_over_id_ends_the_reconnects_until_connect(code, state, words):
+    made, connection = _started_on_closing_transports()
     try:
         wait_until(lambda: connection.state == "connected")
         made[0].close_with(code)
@@ -516,15 +522,7 @@ def test_a_revoked_token_or_a_taken_over_id_ends_the_reconnects_until_connect(co
 
 @pytest.mark.parametrize("code", [None, 1000, 1001, 1011, 4000])
 def test_other_closes_reconnect_with_backoff(code):
-    made: list[ClosingTransport] = []
-
-    def factory():
-        made.append(ClosingTransport())
-        return made[-1]
-
-    settings = Settings(server_url="http://127.0.0.1:1", token="tok")
-    connection = _connection(factory, lambda: settings)
-    connection.start()
+    made, connection = _started_on_closing_transports()
     try:
         wait_until(lambda: connection.state == "connected")
         made[0].close_with(code)

@@ -127,27 +127,19 @@ def test_a_host_cannot_say_who_decided(server, alice, scripts_dir):
         host.stop()
 
 
-def test_the_system_prompt_never_describes_another_users_host(server, alice, scripts_dir, monkeypatch):
-    from cloud.vendors.scripted import ScriptedModel
-
-    systems: list[str] = []
-    original = ScriptedModel.stream
-
-    def recording(self, request, cancel):
-        systems.append(request.system)
-        return (yield from original(self, request, cancel))
-
-    monkeypatch.setattr(ScriptedModel, "stream", recording)
+def test_the_system_prompt_never_describes_another_users_host(server, alice, scripts_dir,
+                                                              scripted_requests):
     ws, alices_host = _raw(server, alice.token, title="Alice's private tower")
     try:
         bob = Client(server.url, server.token("bob"))
         session_id = bob.new_session(None, write_script(scripts_dir / "p.json", [say("hello")]))
         server.state.store.update_session(session_id, host_id=alices_host)  # a row pointing at a foreign host
         assert bob.run(session_id, "hi").last["type"] == "Complete"
+        systems = [request.system for request in scripted_requests]
         assert systems and not any("Alice's private tower" in s for s in systems)
         own = alice.new_session(alices_host, write_script(scripts_dir / "q.json", [say("hello")]))
         alice.run(own, "hi")
-        assert "Alice's private tower" in systems[-1]  # the owner's own runs do describe it
+        assert "Alice's private tower" in scripted_requests[-1].system  # the owner's own runs do describe it
     finally:
         ws.close()
 

@@ -30,6 +30,11 @@ def read_ids_file(path: str) -> str:
 
 def check_ids_text(document: str | bytes) -> tuple[str, int]:
     """The document as text and its number of specifications (IdsProblem: not XML, not an IDS, too large)."""
+    if isinstance(document, str):
+        try:
+            document.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate from a JSON string
+            raise IdsProblem(f"not XML: the IDS is not valid Unicode text ({exc.reason} at character {exc.start})") from exc
     specifications = len(parse_ids(document).specifications)
     return (document.decode("utf-8") if isinstance(document, bytes) else document), specifications
 

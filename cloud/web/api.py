@@ -305,7 +305,8 @@ def _put_choice(row: dict[str, Any], name: str, allowed: Iterable[str]):
 def put_ids(row: dict[str, Any]):
     """The session's IDS: the XML document as the body (application/xml), or JSON {"ids": xml | null}; null
     or an empty body clears it. Checked here, so a document that is not XML or not an IDS is refused at once."""
-    from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem, parse_ids
+    from cloud.batch.ids import check_ids_text
+    from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem
 
     session_id = row["id"]
     if (request.content_length or 0) > MAX_IDS_BYTES:
@@ -319,11 +320,10 @@ def put_ids(row: dict[str, Any]):
             raise ContractError("ids: expected the IDS document as a string, or null to clear it")
     specifications, text = None, None
     if document:
-        try:
-            specifications = len(parse_ids(document).specifications)
+        try:  # the batch route checks with the same function (one set of messages)
+            text, specifications = check_ids_text(document)
         except IdsProblem as exc:
             raise ContractError(f"ids: {exc}") from exc
-        text = document.decode("utf-8") if isinstance(document, bytes) else document
     nexus().store.update_session(session_id, ids=text or None)
     return jsonify({"session_id": session_id, "ids": None if not text else {
         "bytes": len(text.encode("utf-8")), "specifications": specifications}})

@@ -100,6 +100,9 @@ def test_an_invalid_ids_is_refused_with_the_session_routes_messages(server, alic
     for document, message in cases:
         response = alice.call("POST", "/api/batches", json={**base, "ids": document})
         assert response.status_code == 400 and message in response.json()["error"], response.text[:500]
+    lone_surrogate = '{"files": "models/*.ifc", "out": "o", "script": "x = 1", "ids": "<ids>\\ud800</ids>"}'
+    response = alice.call("POST", "/api/batches", data=lone_surrogate, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and "ids: not XML: " in response.json()["error"], response.text[:500]
     assert not (ids_root / "o").exists() and not (ids_root / ".nexus-batches").exists()
     none = _start(alice, **base, ids=None)  # null: no IDS
     assert none["ids"] is None
@@ -108,6 +111,9 @@ def test_an_invalid_ids_is_refused_with_the_session_routes_messages(server, alic
 def test_the_session_says_whether_it_has_an_ids_to_its_owner_only(server, alice):
     sid = alice.new_session()
     assert alice.call("GET", f"/api/sessions/{sid}").json()["ids"] is None
+    lone_surrogate = alice.call("PUT", f"/api/sessions/{sid}/ids", data='{"ids": "<ids>\\ud800</ids>"}',
+                                headers={"Content-Type": "application/json"})
+    assert lone_surrogate.status_code == 400 and "ids: not XML: " in lone_surrogate.json()["error"]
     assert alice.call("PUT", f"/api/sessions/{sid}/ids", json={"ids": FIRE_RATING_IDS}).status_code == 200
     response = alice.call("GET", f"/api/sessions/{sid}")
     assert response.json()["ids"] == SUMMARY and "<specification" not in response.text

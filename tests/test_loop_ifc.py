@@ -13,10 +13,10 @@ import pytest
 
 from cloud.assembly import run_session
 from cloud.hostlink import session_link
-from ifc_host.runtime import start_host_thread
 from ifc_host.sample import write_sample_model
 from ifc_host.script import STDOUT_CAP_BYTES
 from tests.support.memory_model import MemoryModel
+from tests.support.real_ifc import connected_host
 from tests.support.server import running_server
 from tests.support.spine import assert_transcript_valid, automate, collect, edit, say
 
@@ -52,12 +52,9 @@ class Stack:
 def stack(tmp_path, sample):
     model = tmp_path / "model.ifc"
     shutil.copy(sample, model)
-    with running_server(tmp_path, keepalive_s=0.5, tool_timeout_s=120, script_timeout_s=60) as server:
-        host = start_host_thread(str(model), server.url, server.token("alice"))
-        try:
-            yield Stack(server, host.wait_connected(60), model)
-        finally:
-            host.stop()
+    with (running_server(tmp_path, keepalive_s=0.5, tool_timeout_s=120, script_timeout_s=60) as server,
+          connected_host(model, server.url, server.token("alice"), timeout_s=60) as (_, host_id)):
+        yield Stack(server, host_id, model)
 
 
 def _results(produced: list[Any]) -> list[dict[str, Any]]:

@@ -32,15 +32,21 @@ FIRE_RATING_IDS = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 STOREY = "storey = [s for s in model.by_type('IfcBuildingStorey') if s.Name == 'Level 1'][0]\n"
-HOSTED_DOOR = STOREY + """
+
+
+def hosted_door(name: str) -> str:
+    """A script that adds a door named `name` on Level 1, in a new opening of wall W104 (as a valid door is)."""
+    return STOREY + f"""
 wall = [w for w in model.by_type('IfcWall') if w.Name == 'W104'][0]
 opening = ifcopenshell.api.root.create_entity(model, ifc_class='IfcOpeningElement')
 ifcopenshell.api.feature.add_feature(model, feature=opening, element=wall)
-door = ifcopenshell.api.root.create_entity(model, ifc_class='IfcDoor', name='new door')
+door = ifcopenshell.api.root.create_entity(model, ifc_class='IfcDoor', name={name!r})
 ifcopenshell.api.spatial.assign_container(model, relating_structure=storey, products=[door])
 ifcopenshell.api.feature.add_filling(model, opening=opening, element=door)
-print(door.id())
 """
+
+
+HOSTED_DOOR = hosted_door("new door") + "print(door.id())\n"
 RATE = """
 pset = ifcopenshell.api.pset.add_pset(model, product={door}, name='Pset_DoorCommon')
 ifcopenshell.api.pset.edit_pset(model, pset=pset, properties={{'FireRating': 'EI30'}})

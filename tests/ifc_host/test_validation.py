@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from tests.ifc_host.test_ids import hosted_door
 
 NO_GUID_WALL = "wall = model.createIfcWall(Name='no id')\nprint(wall.id())"
 STOREY = "storey = [s for s in model.by_type('IfcBuildingStorey') if s.Name == 'Level 1'][0]\n"
@@ -97,14 +98,7 @@ print(door.id())
 
 
 def test_a_door_in_an_opening_and_edits_of_existing_doors_pass(executor: IsolatedExecutor):
-    code = STOREY + """
-wall = [w for w in model.by_type('IfcWall') if w.Name == 'W104'][0]
-opening = ifcopenshell.api.root.create_entity(model, ifc_class='IfcOpeningElement')
-ifcopenshell.api.feature.add_feature(model, feature=opening, element=wall)
-door = ifcopenshell.api.root.create_entity(model, ifc_class='IfcDoor', name='hosted door')
-ifcopenshell.api.spatial.assign_container(model, relating_structure=storey, products=[door])
-ifcopenshell.api.feature.add_filling(model, opening=opening, element=door)
-for d in model.by_type('IfcDoor'):
+    code = hosted_door("hosted door") + """for d in model.by_type('IfcDoor'):
     d.Name = (d.Name or '') + '!'
 """
     result = automate(executor, code, validation="block")

@@ -20,10 +20,10 @@ from cloud.assembly import run_session
 from cloud.hostlink import session_link
 from cloud.hosts.registry import stamped_epilogue
 from ifc_host.render import HIGHLIGHT
-from ifc_host.runtime import start_host_thread
 from ifc_host.sample import write_sample_model
 from shared_contract.validate import validate_host_message
 from tests.support.memory_model import MemoryModel
+from tests.support.real_ifc import connected_host
 from tests.support.server import RunningServer, running_server
 from tests.support.spine import say
 
@@ -50,12 +50,9 @@ class RealHost:
 def real_host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealHost]:
     model = tmp_path / "model.ifc"
     request.param(model)
-    with running_server(tmp_path, keepalive_s=0.5, tool_timeout_s=120, script_timeout_s=60) as server:
-        host = start_host_thread(str(model), server.url, server.token("alice"))
-        try:
-            yield RealHost(server, host.wait_connected(60), model)
-        finally:
-            host.stop()
+    with (running_server(tmp_path, keepalive_s=0.5, tool_timeout_s=120, script_timeout_s=60) as server,
+          connected_host(model, server.url, server.token("alice"), timeout_s=60) as (_, host_id)):
+        yield RealHost(server, host_id, model)
 
 
 def _two_storeys_named_upper(path: Path) -> None:

@@ -11,11 +11,12 @@ from ifc_host.runtime import HostHandle
 
 
 @contextmanager
-def connected_host(model_path: Path, server_url: str, token: str) -> Iterator[tuple[HostHandle, str]]:
+def connected_host(model_path: Path, server_url: str, token: str,
+                   timeout_s: float = 30) -> Iterator[tuple[HostHandle, str]]:
     """Serve an existing IFC file: yields the running host and its host id; the host stops on exit."""
     host = runtime.start_host_thread(str(model_path), server_url, token)
     try:
-        yield host, host.wait_connected(30)
+        yield host, host.wait_connected(timeout_s)
     finally:
         host.stop()
 

@@ -53,12 +53,21 @@ class BrowserPage:
         # Generous: the first page of a cold browser on a loaded machine can take well over 10 s.
         self.page.wait_for_selector("body[data-ready='1']", timeout=60_000)
 
-    def send(self, prompt: str, model: str | None = None) -> None:
-        """Ask on the chat page (with this model spec, if given) and wait until the assistant's turn completes."""
+    def enter_chat(self, url: str, token: str, query: str = "") -> None:
+        """Sign in, then wait until the chat page is ready."""
+        self.sign_in(url, token, query=query)
+        self.ready()
+
+    def ask(self, prompt: str, model: str | None = None) -> None:
+        """Type a request on the chat page (with this model spec, if given) and send it."""
         if model is not None:
             self.page.fill("#model", model)
         self.page.fill("#prompt", prompt)
         self.page.click("#send")
+
+    def send(self, prompt: str, model: str | None = None) -> None:
+        """Ask, then wait until the assistant's turn completes."""
+        self.ask(prompt, model)
         self.page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=60_000)
 
     def screenshot(self, name: str) -> Path:
@@ -75,8 +84,7 @@ def open_chat(browser_factory: Any, server_url: str, client: Client, host_id: st
     # the page's readiness budget, which is about the page, not about imports.
     assert client.call("GET", "/api/models", timeout=warm_timeout_s).status_code == 200
     browser = browser_factory(width=width, height=height)
-    browser.sign_in(server_url, client.token or "", query=f"&host={host_id}")
-    browser.ready()
+    browser.enter_chat(server_url, client.token or "", query=f"&host={host_id}")
     return browser
 
 

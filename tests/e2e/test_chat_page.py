@@ -24,11 +24,6 @@ def _session_id(page) -> str:
     return page.evaluate("() => (location.hash.match(/session=([0-9a-f]+)/) || [])[1] || null")
 
 
-def _send(page, text: str) -> None:
-    page.fill("#prompt", text)
-    page.click("#send")
-
-
 def test_full_conversation_streams_the_script_then_shows_change_report_and_image(server, alice, host, scripts_dir,
                                                                                    browser):
     model = write_script(scripts_dir / "doors.json", [
@@ -38,12 +33,11 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
         [{"text": "Done: two doors were added on Level 2, so there are now **8 doors**."}],
     ])
     page = browser.page
-    browser.sign_in(server.url, alice.token)
-    browser.ready()
+    browser.enter_chat(server.url, alice.token)
     page.wait_for_function(f"() => [...document.querySelectorAll('#host option')].some(o => o.value === {host.host_id!r})")
     page.fill("#model", model)
     host.undrawn = 2  # the view image comes with a count of elements the host could not draw
-    _send(page, "Add two doors on Level 2")
+    browser.ask("Add two doors on Level 2")
 
     card = page.locator(".tool-card[data-tool='execute_task_automation']")
     card.wait_for()
@@ -93,8 +87,7 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
 
     # Switch model between messages: the next run uses (and the session remembers) the new one.
     other = write_script(scripts_dir / "other.json", [[{"text": "A different model answers."}]])
-    page.fill("#model", other)
-    _send(page, "Who is answering?")
+    browser.ask("Who is answering?", model=other)
     page.wait_for_selector(".turn.assistant[data-state='complete'] >> text=A different model answers.")
     assert page.locator(".turn.assistant .model-label").last.text_content() == "scripted:other.json"
     assert alice.call("GET", f"/api/sessions/{session_id}").json()["model"] == other
@@ -120,10 +113,8 @@ def test_cancel_stops_a_run_waiting_for_a_slow_host(server, alice, scripts_dir, 
             [{"text": "Never reached."}],
         ])
         page = browser.page
-        browser.sign_in(server.url, alice.token)
-        browser.ready()
-        page.fill("#model", model)
-        _send(page, "Count something slowly")
+        browser.enter_chat(server.url, alice.token)
+        browser.ask("Count something slowly", model=model)
         page.wait_for_selector(".tool-card[data-state='running'] .tool-wait .wait-text")
         assert "Waiting for the test host" in page.locator(".wait-text").text_content()
         page.click("#cancel")
@@ -145,10 +136,8 @@ def test_reload_mid_run_shows_the_conversation_and_reattaches_to_the_live_run(se
             [{"text": "The wall is in."}],
         ])
         page = browser.page
-        browser.sign_in(server.url, alice.token)
-        browser.ready()
-        page.fill("#model", model)
-        _send(page, "Add a wall")
+        browser.enter_chat(server.url, alice.token)
+        browser.ask("Add a wall", model=model)
         page.wait_for_selector(".tool-card[data-state='running']")
         session_id = _session_id(page)
 
@@ -187,10 +176,8 @@ def test_hostile_model_and_host_output_stays_inert_text(server, alice, host, scr
         [{"text": "Finished. " + HOSTILE}],
     ])
     page = browser.page
-    browser.sign_in(server.url, alice.token)
-    browser.ready()
-    page.fill("#model", model)
-    _send(page, HOSTILE)
+    browser.enter_chat(server.url, alice.token)
+    browser.ask(HOSTILE, model=model)
     page.wait_for_selector(".turn.assistant[data-state='complete']")
     page.wait_for_timeout(300)  # give any injected handler a chance to fire
 
@@ -224,11 +211,10 @@ def test_sixty_thousand_lines_of_output_render_fast_and_scroll_to_the_end(server
         [{"text": "That was long."}],
     ])
     page = browser.page
-    browser.sign_in(server.url, alice.token)
-    browser.ready()
+    browser.enter_chat(server.url, alice.token)
     page.fill("#model", model)
     started = time.monotonic()
-    _send(page, "Print a lot")
+    browser.ask("Print a lot")
     page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=30_000)
     elapsed = time.monotonic() - started
     viewer = page.locator(".output-lines.virtual")
@@ -250,11 +236,9 @@ def test_narrow_dockable_pane_has_no_horizontal_overflow(server, alice, host, sc
     ])
     narrow = browser_factory(width=400, height=800)
     page = narrow.page
-    narrow.sign_in(server.url, alice.token, query=f"&host={host.host_id}")
-    narrow.ready()
+    narrow.enter_chat(server.url, alice.token, query=f"&host={host.host_id}")
     assert page.locator("#host").input_value() == host.host_id  # ?host= preselects the pane's host
-    page.fill("#model", model)
-    _send(page, "Add a door")
+    narrow.ask("Add a door", model=model)
     page.wait_for_selector(".turn.assistant[data-state='complete']")
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 400
     narrow.screenshot("chat-page-narrow.png")
@@ -276,10 +260,8 @@ def test_reset_turn_discards_the_half_streamed_turn_and_budget_notes_show(tmp_pa
                 [{"text": "Stopping here."}],
             ])
             page = browser.page
-            browser.sign_in(srv.url, token)
-            browser.ready()
-            page.fill("#model", model)
-            _send(page, "Add a door and check")
+            browser.enter_chat(srv.url, token)
+            browser.ask("Add a door and check", model=model)
             page.wait_for_selector(".turn.assistant[data-state='complete']")
             assert page.locator(".marker.retry").count() == 1
             assert page.locator(".message", has_text="Verifying once more.").count() == 1
@@ -301,11 +283,10 @@ def test_policy_ask_holds_each_change_until_the_person_keeps_or_discards_it(serv
         [{"text": "One kept, one discarded."}],
     ])
     page = browser.page
-    browser.sign_in(server.url, alice.token)
-    browser.ready()
+    browser.enter_chat(server.url, alice.token)
     page.fill("#model", model)
     page.select_option("#policy", "ask")
-    _send(page, "Add two doors, asking me each time")
+    browser.ask("Add two doors, asking me each time")
 
     first = page.locator(".tool-card").nth(0)
     first.locator(".approval").wait_for()
@@ -337,10 +318,8 @@ def test_a_failed_run_rolls_back_and_the_fix_arrives_as_edits(server, alice, hos
         [{"text": "All doors are prefixed now."}],
     ])
     page = browser.page
-    browser.sign_in(server.url, alice.token)
-    browser.ready()
-    page.fill("#model", model)
-    _send(page, "Prefix every door name with X-")
+    browser.enter_chat(server.url, alice.token)
+    browser.ask("Prefix every door name with X-", model=model)
     page.wait_for_selector(".turn.assistant[data-state='complete']")
     failed, fixed = page.locator(".tool-card").nth(0), page.locator(".tool-card").nth(1)
     assert failed.get_attribute("data-state") == "rolled-back"
@@ -366,10 +345,8 @@ def test_a_dropped_stream_reattaches_and_continues_where_it_left_off(server, ali
         page = browser.page
         reattached = []
         page.on("request", lambda r: reattached.append(r.url) if "/stream?after=" in r.url else None)
-        browser.sign_in(proxy.url, alice.token)
-        browser.ready()
-        page.fill("#model", model)
-        _send(page, "Add a wall")
+        browser.enter_chat(proxy.url, alice.token)
+        browser.ask("Add a wall", model=model)
         page.wait_for_selector(".tool-card[data-state='running']")
         assert proxy.cut() >= 1
         page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=20_000)
@@ -401,10 +378,8 @@ def test_compaction_marker_vendor_error_and_cost_render_from_their_chunks(server
     page = browser.page
     page.route("**/api/sessions/*/messages", lambda route: route.fulfill(
         status=200, headers={"Content-Type": "text/event-stream"}, body=": stream open\n\n" + body))
-    browser.sign_in(server.url, alice.token)
-    browser.ready()
-    page.fill("#model", "anthropic:claude-sonnet-4-5")
-    _send(page, "Check again")
+    browser.enter_chat(server.url, alice.token)
+    browser.ask("Check again", model="anthropic:claude-sonnet-4-5")
     page.wait_for_selector(".turn.assistant[data-state='error']")
     assert "summarised" in page.locator(".marker.compaction").text_content()
     assert page.locator(".model-label").last.text_content() == "anthropic:claude-sonnet-4-5"

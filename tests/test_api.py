@@ -8,11 +8,11 @@ from PIL import Image
 from tests.support.client import Client, parse_sse, write_script
 from tests.support.server import running_server
 from tests.support.spine import (
-    BackgroundRun,
     assert_transcript_valid,
     automate,
     collect,
     edit,
+    run_to_tool_call,
     say,
     session,
     tool_result_texts,
@@ -78,9 +78,7 @@ def test_a_second_message_while_a_run_is_in_progress_is_refused_with_409(server,
     host = TestHost(server.ws_url, alice.token, delay_s=1.0).start()
     try:
         spec = write_script(scripts_dir / "busy.json", [collect("print(1)"), say("done")])
-        session_id = alice.new_session(host.host_id, spec)
-        run = BackgroundRun(alice, session_id, "first")
-        run.wait_for("ToolCall")
+        session_id, run, _ = run_to_tool_call(alice, host.host_id, spec, "first")
         other = write_script(scripts_dir / "other.json", [say("other")])
         busy = alice.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "second", "model": other})
         assert busy.status_code == 409
@@ -96,9 +94,7 @@ def test_a_reloaded_page_reattaches_to_the_run_and_misses_nothing(server, alice,
     host = TestHost(server.ws_url, alice.token, delay_s=0.8).start()
     try:
         spec = write_script(scripts_dir / "reattach.json", [collect("print('slow')"), say("finished")])
-        session_id = alice.new_session(host.host_id, spec)
-        run = BackgroundRun(alice, session_id, "go")
-        run.wait_for("ToolCall")
+        session_id, run, _ = run_to_tool_call(alice, host.host_id, spec)
         seen = session(alice, session_id)["run_chunks"]
         assert seen >= 2
         again = alice.call("GET", f"/api/sessions/{session_id}/stream", params={"after": seen}, stream=True)

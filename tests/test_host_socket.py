@@ -8,7 +8,7 @@ import pytest
 import websocket
 
 from tests.support.client import write_script
-from tests.support.spine import BackgroundRun, collect, say, wait_until
+from tests.support.spine import collect, received_execute, run_to_tool_call, say, wait_until
 from tests.support.test_host import TestHost
 
 HELLO = {"type": "hello", "host_app": "test", "host_version": "t", "runtime_version": "1",
@@ -93,11 +93,8 @@ def test_a_host_that_reconnects_with_its_id_still_receives_its_pending_result(se
     first = TestHost(server.ws_url, alice.token, silent=True).start()
     spec = write_script(scripts_dir / "reconnect.json", [collect("print(len(doc.by_class('Door')))"),
                                                         say("Answered after a reconnect.")])
-    session_id = alice.new_session(first.host_id, spec)
-    run = BackgroundRun(alice, session_id, "go")
-    run.wait_for("ToolCall")
-    wait_until(lambda: any(m["type"] == "execute" for m in first.received))
-    (execute,) = [m for m in first.received if m["type"] == "execute"]
+    session_id, run, _ = run_to_tool_call(alice, first.host_id, spec)
+    execute = received_execute(first)
     first.stop()
 
     second = TestHost(server.ws_url, alice.token, host_id=first.host_id).start()
@@ -115,11 +112,8 @@ def test_an_error_message_from_the_host_ends_the_pending_call_with_its_message(s
     host = TestHost(server.ws_url, alice.token, silent=True).start()
     try:
         spec = write_script(scripts_dir / "refuse.json", [collect("print(1)"), say("The host was busy.")])
-        session_id = alice.new_session(host.host_id, spec)
-        run = BackgroundRun(alice, session_id, "go")
-        run.wait_for("ToolCall")
-        wait_until(lambda: any(m["type"] == "execute" for m in host.received))
-        (execute,) = [m for m in host.received if m["type"] == "execute"]
+        session_id, run, _ = run_to_tool_call(alice, host.host_id, spec)
+        execute = received_execute(host)
         host.send({"type": "error", "request_id": execute["request_id"], "message": "busy: a dialog is open"})
         stream = run.join(10)
     finally:

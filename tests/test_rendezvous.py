@@ -13,6 +13,8 @@ from tests.support.spine import (
     BackgroundRun,
     assert_transcript_valid,
     collect,
+    received_execute,
+    run_to_tool_call,
     say,
     session,
     start_and_hang_up,
@@ -72,9 +74,7 @@ def test_timeout_tells_the_model_no_result_in_a_normal_tool_result(tmp_path, scr
 def test_cancel_while_suspended_ends_with_a_cancelled_error_and_a_valid_transcript(server, alice, silent_host,
                                                                                    scripts_dir):
     spec = write_script(scripts_dir / "c.json", [collect("print(1)"), say("never reached")])
-    session_id = alice.new_session(silent_host.host_id, spec)
-    run = BackgroundRun(alice, session_id, "go")
-    run.wait_for("ToolCall")
+    session_id, run, _ = run_to_tool_call(alice, silent_host.host_id, spec)
     wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
     assert alice.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 202
     stream = run.join(10)
@@ -112,9 +112,7 @@ def test_a_client_that_goes_away_does_not_cancel_the_run_and_a_later_reattach_se
 def test_a_result_relayed_by_the_browser_is_accepted_once_and_used_by_the_loop(server, alice, silent_host,
                                                                                scripts_dir):
     spec = write_script(scripts_dir / "r.json", [collect("print(1)"), say("Used the relayed result.")])
-    session_id = alice.new_session(silent_host.host_id, spec)
-    run = BackgroundRun(alice, session_id, "go")
-    call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
+    session_id, run, call_id = run_to_tool_call(alice, silent_host.host_id, spec)
     wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
 
     unknown = _post_result(alice, session_id, "call_unknown", _result("x"))
@@ -135,9 +133,7 @@ def test_tool_results_for_unknown_sessions_and_foreign_sessions_are_refused(serv
                                                                            scripts_dir):
     bob = Client(server.url, server.token("bob"))
     spec = write_script(scripts_dir / "f.json", [collect("print(1)"), say("done")])
-    session_id = alice.new_session(silent_host.host_id, spec)
-    run = BackgroundRun(alice, session_id, "go")
-    call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
+    session_id, run, call_id = run_to_tool_call(alice, silent_host.host_id, spec)
 
     assert _post_result(alice, "no-such-session", call_id, _result(call_id)).status_code == 404
     foreign = _post_result(bob, session_id, call_id, _result(call_id, "bob was here\n"))
@@ -155,11 +151,8 @@ def test_tool_results_for_unknown_sessions_and_foreign_sessions_are_refused(serv
 def test_host_socket_results_that_are_not_pending_get_an_error_reply_and_the_loop_is_unaffected(
         server, alice, silent_host, scripts_dir):
     spec = write_script(scripts_dir / "w.json", [collect("print(1)"), say("done")])
-    session_id = alice.new_session(silent_host.host_id, spec)
-    run = BackgroundRun(alice, session_id, "go")
-    run.wait_for("ToolCall")
-    wait_until(lambda: any(m["type"] == "execute" for m in silent_host.received))
-    (execute,) = [m for m in silent_host.received if m["type"] == "execute"]
+    session_id, run, _ = run_to_tool_call(alice, silent_host.host_id, spec)
+    execute = received_execute(silent_host)
 
     def reply_to(message: dict) -> dict:
         count = len(silent_host.received)

@@ -9,7 +9,7 @@ import requests
 import websocket
 
 from tests.support.client import Client, write_script
-from tests.support.spine import BackgroundRun, collect, say
+from tests.support.spine import collect, run_to_tool_call, say
 from tests.support.test_host import TestHost
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "cloud" / "static"
@@ -141,9 +141,7 @@ def test_another_user_cannot_cancel_or_answer_a_running_session(server, alice, b
     silent = TestHost(server.ws_url, alice.token, silent=True).start()
     try:
         spec = write_script(scripts_dir / "run.json", [collect("print(1)"), say("done")])
-        session_id = alice.new_session(silent.host_id, spec)
-        run = BackgroundRun(alice, session_id, "go")
-        run.wait_for("ToolCall")
+        session_id, run, _ = run_to_tool_call(alice, silent.host_id, spec)
         assert bob.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 404
         assert bob.call("GET", f"/api/sessions/{session_id}/stream").status_code == 404
         assert alice.call("POST", f"/api/sessions/{session_id}/cancel").status_code == 202

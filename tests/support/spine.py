@@ -56,6 +56,22 @@ def wait_until(predicate: Any, timeout: float = 5) -> None:
         time.sleep(0.02)
 
 
+def run_to_tool_call(client: Client, host_id: str | None, spec: str,
+                     text: str = "go") -> tuple[str, BackgroundRun, str]:
+    """A new session whose run, streamed on a thread, has reached its first tool call:
+    (session id, the run, that call's id)."""
+    session_id = client.new_session(host_id, spec)
+    run = BackgroundRun(client, session_id, text)
+    return session_id, run, run.wait_for("ToolCall")["metadata"]["tool_call_id"]
+
+
+def received_execute(host: Any) -> dict[str, Any]:
+    """The one `execute` command a test host has received, once it has arrived."""
+    wait_until(lambda: any(m["type"] == "execute" for m in host.received))
+    (execute,) = [m for m in host.received if m["type"] == "execute"]
+    return execute
+
+
 def start_and_hang_up(client: Client, session_id: str, text: str = "go") -> None:
     """Start a run and stop listening once its first tool call has streamed: the run goes on unwatched."""
     response = client.call("POST", f"/api/sessions/{session_id}/messages", json={"text": text}, stream=True)

@@ -72,9 +72,7 @@ def wait_until(condition, timeout: float = 10.0) -> None:
 def test_keep_and_discard_from_the_chat_page(stack, scripts_dir, decision):
     client, host = stack()
     before, walls_before = host.document_bytes(), wall_ids(host)
-    session_id = ask_session(client, host, scripts_dir, [automate(ADD_WALL), say("Done.")])
-    run = BackgroundRun(client, session_id, "add a wall on level 1")
-    meta = _approval_request(run)["metadata"]
+    session_id, run, meta = held_wall(client, host, scripts_dir)
     assert "Walls | Basic Wall : Generic - 200mm | Level: Level 1" in meta["change_report"]
     assert meta["image"] and meta["image"]["view"] == "Level 1"  # exported while the change was held
     assert len(wall_ids(host)) == len(walls_before) + 1 and host.runtime.services.holds.waiting()
@@ -103,14 +101,25 @@ def _approval_request(run: BackgroundRun) -> dict:
     raise TimeoutError("no approval_request")
 
 
+def held_wall(client: Client, host, scripts_dir) -> tuple[str, BackgroundRun, dict]:
+    """A session under `ask` whose run added a wall on Level 1 and holds it for a decision:
+    (session id, the run, the approval request's metadata)."""
+    session_id = ask_session(client, host, scripts_dir, [automate(ADD_WALL), say("Done.")])
+    run = BackgroundRun(client, session_id, "add a wall on level 1")
+    return session_id, run, _approval_request(run)["metadata"]
+
+
+def review_window(host):
+    """The window Revit shows for the held change, once it is open."""
+    wait_until(lambda: host.session.windows and not host.session.windows[-1]._closed)
+    return host.session.windows[-1]
+
+
 def test_a_decision_taken_in_revit_wins_over_a_later_one_in_the_chat(stack, scripts_dir):
     client, host = stack()
     walls_before = wall_ids(host)
-    session_id = ask_session(client, host, scripts_dir, [automate(ADD_WALL), say("Done.")])
-    run = BackgroundRun(client, session_id, "add a wall on level 1")
-    request = _approval_request(run)["metadata"]
-    wait_until(lambda: host.session.windows and not host.session.windows[-1]._closed)
-    window = host.session.windows[-1]
+    session_id, run, request = held_wall(client, host, scripts_dir)
+    window = review_window(host)
     assert window.Title.startswith("NexusAI: keep this change? (1 added")
     host.session.run_on_main(window.keep_button.click)  # the person decides in Revit
     wait_until(lambda: not host.runtime.services.holds.waiting())
@@ -237,10 +246,8 @@ def test_a_person_s_keep_in_revit_is_not_undone_by_the_link_dropping(stack, scri
     final result for the cloud's decide, and the change stays."""
     client, host = stack()
     walls_before = wall_ids(host)
-    session_id = ask_session(client, host, scripts_dir, [automate(ADD_WALL), say("Done.")])
-    run = BackgroundRun(client, session_id, "add a wall on level 1")
-    request = _approval_request(run)["metadata"]
-    wait_until(lambda: host.session.windows and not host.session.windows[-1]._closed)
+    session_id, run, request = held_wall(client, host, scripts_dir)
+    review_window(host)
     host.runtime.connection.reconnect_now()
     host.session.run_on_main(host.session.windows[-1].keep_button.click)
     wait_until(lambda: host.runtime.status()["state"] == "connected")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from cloud.tools.dispatch import HANDLERS, execute_tool
 from tests.support.local_host import local_link
 from tests.support.memory_model import MemoryModel
 from tests.support.spine import assert_transcript_valid, automate, collect, edit, say
+from tests.vendors.replay.base import drain
 
 SETTINGS = Settings(tool_timeout_s=5.0, approval_timeout_s=5.0)
 RENAME = "for n, i in enumerate(doc.by_class('Door')):\n    doc.elements[i]['name'] = 'N' + str(n)\nprint('ok')\n"
@@ -77,15 +77,6 @@ def _ctx(store: Store, link, state: SessionState | None = None) -> ToolContext:
                        lambda: store.update_session(row["id"], state=session.state.to_json()))
 
 
-def _drain(output: Generator) -> tuple[list[Any], dict[str, Any]]:
-    produced = []
-    try:
-        while True:
-            produced.append(next(output))
-    except StopIteration as stop:
-        return produced, stop.value
-
-
 def test_every_tool_has_one_handler_in_the_table():
     from cloud.contract import tool_definitions
 
@@ -95,7 +86,7 @@ def test_every_tool_has_one_handler_in_the_table():
 def test_capture_view_called_directly_saves_the_image_and_gives_the_model_its_pixels(store):
     link, host = local_link()
     ctx = _ctx(store, link)
-    chunks, part = _drain(execute_tool(ctx, {"id": "c1", "name": "capture_view", "input": {"view": "Level 1"}}))
+    chunks, part = drain(execute_tool(ctx, {"id": "c1", "name": "capture_view", "input": {"view": "Level 1"}}))
     (person,) = chunks
     meta = person.metadata
     assert meta["ok"] is True and meta["image"]["width"] == 800 and meta["image"]["height"] == 600
@@ -111,7 +102,7 @@ def test_a_missed_anchor_costs_no_budget_and_leaves_the_phase_alone(store):
                          last_completed_tool="execute_task_automation", iteration_count=1)
     ctx = _ctx(store, link, state)
     before = SessionState(**state.to_json())
-    _, part = _drain(execute_tool(ctx, {"id": "c1", "name": "execute_task_automation",
+    _, part = drain(execute_tool(ctx, {"id": "c1", "name": "execute_task_automation",
                                         "input": {"edits": [{"old": "'Nope'", "new": "'Y'"}]}}))
     assert part["is_error"] and "not found" in part["content"][0]["text"]
     assert ctx.session.state == before and resolve_phase(ctx.session.state) is Phase.VERIFY
@@ -123,7 +114,7 @@ def test_a_host_that_disconnects_mid_call_fails_the_call_at_once(store):
     ctx = _ctx(store, link)
     threading.Timer(0.3, link.close).start()
     started = time.monotonic()
-    _, part = _drain(execute_tool(ctx, {"id": "c1", "name": "execute_data_collection", "input": {"code": "x=1"}}))
+    _, part = drain(execute_tool(ctx, {"id": "c1", "name": "execute_data_collection", "input": {"code": "x=1"}}))
     assert time.monotonic() - started < 2  # not the 5 s tool timeout
     assert part["is_error"] and "disconnected" in part["content"][0]["text"]
     host.release.set()
@@ -133,7 +124,7 @@ def test_a_cancel_while_the_host_works_ends_the_call_and_says_the_outcome_is_unk
     link, host = local_link(silent=True)
     ctx = _ctx(store, link)
     threading.Timer(0.2, ctx.cancel.set).start()
-    _, part = _drain(execute_tool(ctx, {"id": "c1", "name": "execute_data_collection", "input": {"code": "x=1"}}))
+    _, part = drain(execute_tool(ctx, {"id": "c1", "name": "execute_data_collection", "input": {"code": "x=1"}}))
     assert "outcome is unknown" in part["content"][0]["text"]
     host.release.set()
 
@@ -174,7 +165,7 @@ def test_the_image_size_the_model_is_told_is_the_size_its_vendor_scaling_produce
     model = MemoryModel([])
     ctx = _ctx(store, link)
     ctx.image_max_px, ctx.image_fit = 1568, image_fit(model)  # the host renders 1568 x 1176: over 1.15 MP
-    _, part = _drain(execute_tool(ctx, {"id": "c1", "name": "capture_view", "input": {}}))
+    _, part = drain(execute_tool(ctx, {"id": "c1", "name": "capture_view", "input": {}}))
     sent = part["content"][1]
     assert (sent["width"], sent["height"]) == (1568, 1176)
     received = scale_for(model.vendor, "memory", sent)
@@ -185,7 +176,7 @@ def test_the_image_size_the_model_is_told_is_the_size_its_vendor_scaling_produce
 def test_lookup_api_called_directly_answers_from_the_hosts_index_without_a_host_round_trip(store):
     link, host = local_link()
     ctx = _ctx(store, link)
-    chunks, part = _drain(execute_tool(ctx, {"id": "c1", "name": "lookup_api", "input": {"query": "add a door"}}))
+    chunks, part = drain(execute_tool(ctx, {"id": "c1", "name": "lookup_api", "input": {"query": "add a door"}}))
     text = part["content"][0]["text"]
     assert part["is_error"] is False and "Document.add(" in text
     assert chunks[0].metadata["summary"] == text and host.received == []
@@ -196,7 +187,7 @@ def test_execute_data_collection_called_directly_reports_the_output_and_changes_
     link, host = local_link()
     ctx = _ctx(store, link)
     before = dict(host.document.elements)
-    chunks, part = _drain(execute_tool(ctx, {"id": "c1", "name": "execute_data_collection",
+    chunks, part = drain(execute_tool(ctx, {"id": "c1", "name": "execute_data_collection",
                                              "input": {"code": "doc.add('Wall', 'tmp')\nprint(len(doc.elements))"}}))
     assert "Output:\n9" in part["content"][0]["text"] and host.document.elements == before
     (person,) = chunks

@@ -12,6 +12,7 @@ from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, creat
 from cloud.vendors.scripted import ScriptedModel
 from tests.support.client import write_script
 from tests.support.spine import collect, say
+from tests.vendors.replay.base import drain
 
 DESIGN_EXAMPLE = {"turns": [
     [{"thinking": "Let me look at the doors first."},
@@ -22,13 +23,7 @@ DESIGN_EXAMPLE = {"turns": [
 
 
 def _play(model: ScriptedModel, transcript: list, max_tokens: int = 32_000):
-    stream = model.stream(TurnRequest("sys", transcript, (), max_tokens, "s1"), threading.Event())
-    chunks = []
-    try:
-        while True:
-            chunks.append(next(stream))
-    except StopIteration as stop:
-        return chunks, stop.value
+    return drain(model.stream(TurnRequest("sys", transcript, (), max_tokens, "s1"), threading.Event()))
 
 
 def test_the_design_example_streams_in_several_pieces_and_resumes_from_the_transcript(tmp_path):

@@ -95,3 +95,12 @@ def test_the_ids_indicator_and_the_ids_carried_to_a_batch(server, alice, scripts
     assert "FireRating" in batch_page.page.locator("#batch tr[data-file='models/broken_00.ifc']").text_content()
     assert "IFCLABEL" not in batch_page.page.content() and "standards.buildingsmart.org" not in batch_page.page.content()
     assert batch_page.errors == []
+
+    console = browser_factory(width=1400, height=1000)  # the admin console's Batches tab names it too
+    console.sign_in(server.url, server.token("root", admin=True), path="/admin#tab=batches")
+    row = console.page.locator(f"#batches-table tr[data-batch='{batch_id}']")
+    row.wait_for(state="visible", timeout=60_000)
+    assert f"IDS “{IDS_TITLE}” (1 specification," in row.text_content()
+    row.click()
+    console.page.wait_for_selector("#batch-detail .batch-ids", timeout=30_000)
+    assert console.errors == []

@@ -192,7 +192,8 @@ export async function batchesTab(panel) {
   const rows = data.batches.map((b) => {
     const row = h("tr", { class: "clickable", dataset: { batch: b.batch_id } },
       h("td", { text: b.batch_id }), h("td", { text: b.owner }), h("td", { text: formatTime(b.created) }),
-      h("td", { text: b.kind === "script" ? b.script_name || "script" : b.model }), h("td", { text: b.policy }),
+      h("td", { text: (b.kind === "script" ? b.script_name || "script" : b.model) + (b.ids ? ` · ${idsText(b.ids)}` : "") }),
+      h("td", { text: b.policy }),
       h("td", { text: String(b.files) }), h("td", { text: progressText(b.progress) }),
       h("td", {}, h("a", { href: b.url, target: "_blank", rel: "noopener", text: "open" })));
     row.addEventListener("click", async () => {

@@ -176,3 +176,23 @@ def test_a_skill_batch_checks_the_ids_on_every_file(tmp_path):
     for path in models["plain"]:
         assert_exactly_the_change(path, out / path.name)
     assert load_manifest(str(out)).skill is not None and load_manifest(str(out)).ids == FIRE_RATING_IDS
+
+
+def test_a_prompt_batch_checks_the_ids_on_every_files_session(tmp_path):
+    from tests.support.client import write_script
+
+    models, _, ids = _setup(tmp_path)
+    play = write_script(tmp_path / "play.json", [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": IDS_SCRIPT}}}], [{"text": "Done."}]])
+    out = tmp_path / "out"
+    done = run_batch("--ifc", str(tmp_path / "in" / "*.ifc"), "--prompt", "Mark the walls", "--model", play,
+                     "--ids", str(ids), "--validation", "block", "--out", str(out), "--json",
+                     "--db", str(tmp_path / "db"))
+    assert done.returncode == 1, done.stderr[-3000:]
+    per_file, summary = json_lines(done.stdout)
+    assert summary["committed"] == 2 and summary["failed"] == 1, done.stdout
+    (broken,) = models["broken"]
+    assert not per_file[broken.name]["ok"] and not (out / broken.name).exists()
+    assert _ids_findings(_result(out, broken.name)["validation"])
+    for path in models["plain"]:
+        assert_exactly_the_change(path, out / path.name)

@@ -43,8 +43,8 @@ def main() -> None:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
+    from cloud.child_host import start_ifc_host
     from cloud.config import Settings
-    from cloud.embedded import start_ifc_host
     from cloud.hostlink import session_link
     from cloud.mcp.http import start_mcp_http
     from cloud.server import start_server

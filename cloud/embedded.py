@@ -14,9 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from cloud.assembly import run_session
+from cloud.child_host import ChildHost, host_connect_timeout, start_ifc_host, wait_for_host
 from cloud.chunks import Chunk
 from cloud.config import Settings
 from cloud.hostlink import WebSocketHostLink, session_link
@@ -25,28 +26,16 @@ from cloud.vendors.base import ModelAdapter
 
 log = logging.getLogger(__name__)
 
-HOST_CONNECT_TIMEOUT_S = 60.0
 THREADS_STOP_TIMEOUT_S = 15.0  # close() waits this long, in all, for the core's threads to end
 READERS_STOP_TIMEOUT_S = 2.0  # and this long for websocket reader threads (maybe another core's: see _readers)
 
-
-class HostStartFailed(RuntimeError):
-    pass
-
-
-class ChildHost(Protocol):
-    def alive(self) -> bool: ...
-
-    def log_tail(self, lines: int = 20) -> str: ...
-
-    def stop(self) -> None: ...
 
 
 class EmbeddedCore:
     """Start with `EmbeddedCore(store, model_path, out_path)`; then `new_session`, `run`, and `close`."""
 
     def __init__(self, store: Store, model_path: str, out_path: str | None, settings: Settings | None = None,
-                 user: str = "cli", connect_timeout_s: float = HOST_CONNECT_TIMEOUT_S,
+                 user: str = "cli", connect_timeout_s: float | None = None,
                  isolation: str | None = None) -> None:
         from cloud.server import start_server
         from cloud.web.app import create_app
@@ -67,7 +56,8 @@ class EmbeddedCore:
         self._token_id = found.token_id if found else None
         try:
             self.host = start_ifc_host(model_path, self.server.url, token, out_path, isolation)
-            self.host_id = self._wait_for_host(connect_timeout_s)
+            timeout_s = connect_timeout_s if connect_timeout_s is not None else host_connect_timeout(model_path)
+            self.host_id = wait_for_host(self.state.hosts, self.user, self.host, timeout_s)
         except BaseException:
             self.close()
             raise
@@ -91,18 +81,6 @@ class EmbeddedCore:
         """Websocket reader threads (simple_websocket) started since this core began: they end with their
         sockets. They cannot be told apart from another core's started meanwhile, hence a short wait."""
         return [t for t in threading.enumerate() if t not in self._threads_before and "simple_websocket" in t.name]
-
-    def _wait_for_host(self, timeout_s: float) -> str:
-        assert self.host is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            connected = self.state.hosts.for_user(self.user)
-            if connected:
-                return connected[-1].host_id
-            if not self.host.alive():
-                raise HostStartFailed(f"the IFC host stopped before it connected:\n{self.host.log_tail()}")
-            time.sleep(0.05)
-        raise HostStartFailed(f"the IFC host did not connect within {timeout_s:g} s:\n{self.host.log_tail()}")
 
     def new_session(self, model_spec: str, policy: str | None = None) -> dict[str, Any]:
         session_id = self.store.create_session(self.user, self.host_id, model_spec, {})
@@ -160,12 +138,3 @@ def _join_by(thread: threading.Thread, deadline: float) -> None:
             if time.monotonic() >= deadline:
                 return
             time.sleep(0.005)
-
-
-def start_ifc_host(model_path: str, server_url: str, token: str, out_path: str | None,
-                   isolation: str | None = None) -> ChildHost:
-    """The IFC host as a child process: scrubbed environment, token kept off its command line; `isolation`
-    ("fork" | "spawn", None: the platform's default) is how it gives each script its own process."""
-    from ifc_host.launcher import start_host_process
-
-    return start_host_process(model_path, server_url, token, out_path, isolation=isolation)

@@ -55,7 +55,8 @@ def _finish(spec: BatchSpec, path: str, result: dict[str, Any], started: float, 
 
 
 def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
-    from cloud.embedded import EmbeddedCore, HostStartFailed
+    from cloud.child_host import HostStartFailed
+    from cloud.embedded import EmbeddedCore
     from ifc_host.model_file import BadModelError, open_checked
 
     if spec.skill is not None:  # its sha256, host app and arguments, before the file is touched

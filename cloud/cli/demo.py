@@ -8,8 +8,9 @@ from pathlib import Path
 
 import platformdirs
 
+from cloud.child_host import HostStartFailed
 from cloud.cli.common import fail, open_store, with_db
-from cloud.cli.local_stack import HostDidNotConnect, LocalStack
+from cloud.cli.local_stack import LocalStack
 from cloud.server import first_free_port
 from ifc_host.launcher import add_isolation_argument
 
@@ -47,7 +48,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         stack = LocalStack(store, str(model_path), None, port=port, bind=args.bind, default_model=spec,
                            user="demo", admin=True, isolation=args.isolation)
-    except HostDidNotConnect as exc:
+    except HostStartFailed as exc:
         return fail(str(exc))
     print("[4/4] Ready.\n", flush=True)
     if scripted:

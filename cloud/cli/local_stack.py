@@ -4,19 +4,13 @@ so no script shares the orchestrator's process, keys or database. `nexus run` us
 (the same host process, runs driven in-process)."""
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import requests
 
+from cloud.child_host import host_connect_timeout, start_ifc_host, wait_for_host
 from cloud.config import Settings
 from cloud.store import Store
-
-HOST_CONNECT_TIMEOUT_S = 60.0
-
-
-class HostDidNotConnect(RuntimeError):
-    pass
 
 
 class LocalStack:
@@ -25,7 +19,6 @@ class LocalStack:
                  isolation: str | None = None):
         from cloud.server import start_server
         from cloud.web.app import create_app
-        from ifc_host.launcher import start_host_process
 
         self.store = store
         self.token = store.create_token(user, admin=admin)
@@ -33,27 +26,16 @@ class LocalStack:
         self.hosts = app.extensions["nexus"].hosts
         self.server = start_server(app, bind, port)
         try:
-            self.host = start_host_process(model_path, self.server.url, store.create_token(user, scope="host"),
-                                           out_path, isolation=isolation)
+            self.host = start_ifc_host(model_path, self.server.url, store.create_token(user, scope="host"),
+                                       out_path, isolation=isolation)
         except Exception:
             self.server.shutdown()
             raise
         try:
-            self.host_id = self._wait_for_host(user, HOST_CONNECT_TIMEOUT_S)
+            self.host_id = wait_for_host(self.hosts, user, self.host, host_connect_timeout(model_path))
         except Exception:
             self.close()
             raise
-
-    def _wait_for_host(self, user: str, timeout_s: float) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            connected = self.hosts.for_user(user)
-            if connected:
-                return connected[-1].host_id
-            if not self.host.alive():
-                raise HostDidNotConnect(f"the IFC host stopped before it connected:\n{self.host.log_tail()}")
-            time.sleep(0.05)
-        raise HostDidNotConnect(f"the IFC host did not connect within {timeout_s:g} s:\n{self.host.log_tail()}")
 
     @property
     def url(self) -> str:

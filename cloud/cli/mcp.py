@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--ifc: how long a held automation waits for Keep/Discard (then: discard)")
     p.add_argument("--image-max-px", type=int, default=None, help="longest side of images sent to the client")
     p.add_argument("--host-start-timeout", type=float, default=None, metavar="SECONDS",
-                   help="--ifc: how long the IFC host may take to open the model and connect (default 60)")
+                   help="--ifc: how long the IFC host may take to open the model and connect "
+                        "(default 120 s + 3 s per MB of model)")
     p.add_argument("--token-file", help="--server: file holding the token (else NEXUS_TOKEN)")
     add_isolation_argument(p)
     p.set_defaults(func=cmd_mcp)
@@ -51,8 +52,9 @@ def serve_ifc(args: argparse.Namespace) -> int:
     """Answers the client at once; the embedded core and its IFC host start meanwhile (a big model takes a
     while to open), and tool calls wait for them (cloud/mcp/starting.py). Only what is quick is checked here
     (a STEP file, whole): the host parses the model, and says why if it cannot."""
+    from cloud.child_host import host_connect_timeout
     from cloud.config import Settings
-    from cloud.embedded import HOST_CONNECT_TIMEOUT_S, EmbeddedCore
+    from cloud.embedded import EmbeddedCore
     from cloud.mcp.calls import Backend
     from cloud.mcp.server import NexusMcp
     from cloud.mcp.starting import Starting, step_file_problem
@@ -66,7 +68,7 @@ def serve_ifc(args: argparse.Namespace) -> int:
     token = store.create_token(MCP_USER)  # the chat page's, for reviews; revoked with the server
     found = store.user_for_token(token)
     cores: list[EmbeddedCore] = []
-    host_start_timeout = args.host_start_timeout or HOST_CONNECT_TIMEOUT_S
+    host_start_timeout = args.host_start_timeout or host_connect_timeout(args.ifc)
 
     def start() -> Backend:
         try:

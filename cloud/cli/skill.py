@@ -51,7 +51,8 @@ def parse_args(pairs: list[str]) -> dict[str, str]:
 def cmd_run(args: argparse.Namespace) -> int:
     import sys
 
-    from cloud.embedded import EmbeddedCore, HostStartFailed
+    from cloud.child_host import HostStartFailed
+    from cloud.embedded import EmbeddedCore
     from cloud.skills.direct import run_skill_directly
     from cloud.skills.library import SkillLibrary
     from ifc_host.model_file import BadModelError, open_checked

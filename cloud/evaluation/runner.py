@@ -114,8 +114,9 @@ def run_task(task: Task, spec: str, repeat: int = 1, isolation: str | None = Non
     cancels the run (it ends as an ERROR: it says nothing about the model)."""
     import ifcopenshell
 
+    from cloud.child_host import HostStartFailed
     from cloud.config import Settings
-    from cloud.embedded import EmbeddedCore, HostStartFailed
+    from cloud.embedded import EmbeddedCore
     from cloud.store import Store
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError

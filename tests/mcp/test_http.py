@@ -17,7 +17,7 @@ import mcp_types as types
 import pytest
 import requests
 
-from cloud.embedded import start_ifc_host
+from cloud.child_host import start_ifc_host
 from cloud.mcp.http import start_mcp_http
 from tests.mcp.support import http_session, stdio_session, text_of
 from tests.support.server import RunningServer, running_server

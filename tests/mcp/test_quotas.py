@@ -13,7 +13,7 @@ import anyio
 import pytest
 import requests
 
-from cloud.embedded import start_ifc_host
+from cloud.child_host import start_ifc_host
 from cloud.mcp.http import start_mcp_http
 from tests.mcp.support import http_session, text_of
 from tests.support.server import RunningServer, running_server

@@ -11,8 +11,8 @@ import anyio
 import ifcopenshell
 import pytest
 
+from cloud.child_host import start_ifc_host
 from cloud.distributed.hosts import RedisHostDirectory
-from cloud.embedded import start_ifc_host
 from cloud.mcp.http import start_mcp_http
 from tests.mcp.support import http_session, text_of
 from tests.scale.servers import fresh_database, postgres_server, redis_server

@@ -63,7 +63,7 @@ def _task(spec: BatchSpec) -> str:
     else:
         task = words["task_prompt"].format(model=spec.model, policy=spec.policy, prompt=spec.prompt)
     if spec.ids:
-        from cloud.batch.ids import ids_summary
+        from cloud.ids_document import ids_summary
 
         ids = ids_summary(spec.ids) or {}
         task += " " + words["task_ids"].format(title=ids.get("title") or words["untitled"],

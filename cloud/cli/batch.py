@@ -116,8 +116,8 @@ def _ids_text(path: str | None) -> str | None:
     its text goes into the manifest, so a worker on another machine needs no copy of the file."""
     if path is None:
         return None
-    from cloud.batch.ids import read_ids_file
     from cloud.batch.jobs import BatchError
+    from cloud.ids_document import read_ids_file
     from ifc_host.ids_check import IdsProblem
 
     try:

@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from cloud.batch.ids import read_ids_file
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
+    from cloud.ids_document import read_ids_file
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError, allow_on_command_line, create_model, default_model_spec
     from ifc_host.ids_check import IdsProblem

@@ -158,7 +158,7 @@ def list_runs():
 @require_user()
 @own_session
 def get_session(row: dict[str, Any]):
-    from cloud.batch.ids import ids_summary
+    from cloud.ids_document import ids_summary
 
     session_id = row["id"]
     state = nexus()
@@ -305,7 +305,7 @@ def _put_choice(row: dict[str, Any], name: str, allowed: Iterable[str]):
 def put_ids(row: dict[str, Any]):
     """The session's IDS: the XML document as the body (application/xml), or JSON {"ids": xml | null}; null
     or an empty body clears it. Checked here, so a document that is not XML or not an IDS is refused at once."""
-    from cloud.batch.ids import check_ids_text
+    from cloud.ids_document import check_ids_text
     from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem
 
     session_id = row["id"]

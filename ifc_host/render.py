@@ -26,7 +26,8 @@ Isolation
     element costs that element, not the view: the child journals each element it builds, and a crashed
     render is run again with the offender sent to the OpenCascade kernel, or left out if that crashes too
     (render_bodies.py). What was learnt is remembered per model content, so the next render of the same
-    model goes straight to the working recipe. Elements no kernel could build are counted on the image
+    model goes straight to the working recipe, and the elements' meshes are kept for the next view of the
+    same content (render_mesh_cache.py). Elements no kernel could build are counted on the image
     ("N elements could not be drawn") and listed in ``RenderedView.undrawn``. A timeout, a crash that no
     element explains, or any other failure raises ``RenderError``; the caller is never taken down.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing
@@ -34,9 +35,11 @@ Isolation
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,6 +59,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 600
 MAX_RECOVERIES = 16  # crashed attempts of one render before giving up
 _REMEMBERED_MODELS = 32
+_MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most render_mesh_cache.MAX_FOLDER_BYTES)
 
 __all__ = ["HIGHLIGHT", "RenderError", "RenderedView", "render_view", "render_view_from_bytes"]
 
@@ -79,6 +83,37 @@ class _Recipe:
 
 _recipes: OrderedDict[str, _Recipe] = OrderedDict()
 _recipes_lock = threading.Lock()
+
+
+class _MeshFolders:
+    """A folder of kept meshes for each of the last few model contents rendered by this process (under one
+    temporary folder, removed at exit by the process that made it; a forked child leaves it alone)."""
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._root: Path | None = None
+        self._owner = 0
+        self._folders: OrderedDict[str, Path] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def folder(self, key: str) -> Path:
+        with self._lock:
+            if self._root is None or self._owner != os.getpid():
+                self._root, self._owner, self._folders = Path(tempfile.mkdtemp(prefix="nexus-meshes-")), os.getpid(), OrderedDict()
+                atexit.register(self._remove, self._root, self._owner)
+            folder = self._folders.setdefault(key, self._root / key)
+            self._folders.move_to_end(key)
+            while len(self._folders) > self._keep:
+                shutil.rmtree(self._folders.popitem(last=False)[1], ignore_errors=True)
+            return folder
+
+    @staticmethod
+    def _remove(root: Path, owner: int) -> None:
+        if os.getpid() == owner:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+_mesh_folders = _MeshFolders(keep=_MESH_MODELS)
 
 
 class RenderError(RuntimeError):
@@ -115,6 +150,7 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
     with _recipes_lock:
         known = _recipes.get(key)
         recipe = _Recipe(known.careful, set(known.exact), set(known.skip)) if known is not None else _Recipe()
+    meshes = _mesh_folders.folder(key)
     what = f"view {view!r}" if view is not None else "the default view"
     deadline = time.monotonic() + timeout_s
     for attempt in range(MAX_RECOVERIES + 1):
@@ -122,7 +158,7 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
         request = {"model_path": model_path, "view": view, "element_ids": [int(i) for i in element_ids],
                    "max_px": max_px, "png_path": str(work / "view.png"), "result_path": str(work / "result.json"),
                    "careful": recipe.careful, "exact": sorted(recipe.exact), "skip": sorted(recipe.skip),
-                   "journal_path": str(journal)}
+                   "journal_path": str(journal), "cache_dir": str(meshes)}
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break

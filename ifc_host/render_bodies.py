@@ -26,6 +26,7 @@ import ifcopenshell
 import ifcopenshell.geom
 import numpy as np
 
+from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
@@ -43,6 +44,7 @@ class BodyOptions:
     exact: frozenset[int] = frozenset()  # elements to build with OpenCascade (the manifold kernel crashed)
     skip: frozenset[int] = frozenset()  # elements no kernel could build without crashing
     journal_path: str | None = None
+    cache_dir: str | None = None  # meshes kept for this model content (render_mesh_cache.py)
 
 
 FIRST_ATTEMPT = BodyOptions()
@@ -76,6 +78,10 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     bodies = Bodies()
     candidates = [e for e in elements if e.id() not in options.skip and has_body(e)]
     bodies.undrawn.extend(e.id() for e in elements if e.id() in options.skip and has_body(e))
+    cache = MeshCache(options.cache_dir) if options.cache_dir else None
+    if cache is not None:
+        bodies.meshes.update(cache.load({e.id() for e in candidates}))
+        candidates = [e for e in candidates if e.id() not in bodies.meshes]
     if not candidates:
         return bodies
     exact_ids = set(options.exact) | _kin_of_offenders(candidates, options.exact)
@@ -105,6 +111,8 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     finally:
         journal.close()
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
+    if cache is not None:
+        cache.store([bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes])
     return bodies
 
 

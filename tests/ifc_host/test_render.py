@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import ifcopenshell
+import ifcopenshell.api
 import ifcopenshell.util.placement
 import numpy as np
 import pytest
@@ -421,3 +422,95 @@ def test_a_crash_inside_the_one_pass_iterator_is_retried_element_by_element(tmp_
     view = render_view(str(path), "Level 1", [], 300)
     assert view.undrawn == () and count.read_text() == "xx"
     assert render._recipes[render._content_key(str(path))].careful
+
+
+# The real child with IfcOpenShell's geometry kernel switched off: it can draw only meshes it finds kept.
+_NO_KERNEL_CHILD = """
+import sys
+import ifcopenshell.geom
+def refuse(*args, **kwargs):
+    raise RuntimeError("the geometry kernel was called")
+ifcopenshell.geom.iterator = refuse
+ifcopenshell.geom.create_shape = refuse
+from ifc_host.render_child import main
+sys.exit(main())
+"""
+
+
+@pytest.fixture
+def fresh_meshes(monkeypatch):
+    """No meshes kept from other tests' renders."""
+    monkeypatch.setattr(render, "_mesh_folders", render._MeshFolders(keep=4))
+
+
+def test_a_second_view_of_the_same_model_is_drawn_from_its_kept_meshes(tmp_path, monkeypatch, fresh_meshes):
+    path = tmp_path / "one.ifc"
+    write_sample_model(path, storeys=1)
+    wall = ifcopenshell.open(str(path)).by_type("IfcWall")[0].id()
+    first = render_view(str(path), "Level 1", [wall], 500)
+    assert list(render._mesh_folders.folder(render._content_key(str(path))).glob("*.npz"))
+
+    monkeypatch.setattr(render, "CHILD_COMMAND", (sys.executable, "-c", _NO_KERNEL_CHILD))
+    again = render_view(str(path), "Level 1", [wall], 500)
+    assert again.png == first.png and again.undrawn == ()
+    axonometric = render_view(str(path), "3D: Level 1", [wall], 500)  # the plan's elements serve the 3D view
+    assert axonometric.undrawn == () and orange(pixels(axonometric.png)).sum() > 50
+
+
+def test_a_changed_model_is_not_drawn_from_the_meshes_of_its_earlier_content(tmp_path, monkeypatch,
+                                                                             fresh_meshes):
+    path = tmp_path / "one.ifc"
+    write_sample_model(path, storeys=1)
+    before = render_view(str(path), "Level 1", [], 500)
+    model = ifcopenshell.open(str(path))
+    wall = model.by_type("IfcWall")[0]
+    matrix = ifcopenshell.util.placement.get_local_placement(wall.ObjectPlacement)
+    matrix[0][3] += 2.0
+    ifcopenshell.api.run("geometry.edit_object_placement", model, product=wall, matrix=matrix, is_si=True)
+    model.write(str(path))
+
+    after = render_view(str(path), "Level 1", [], 500)
+    monkeypatch.setattr(render, "_mesh_folders", render._MeshFolders(keep=4))
+    assert after.png == render_view(str(path), "Level 1", [], 500).png  # what a render with nothing kept draws
+    assert after.png != before.png
+
+    monkeypatch.setattr(render, "CHILD_COMMAND", (sys.executable, "-c", _NO_KERNEL_CHILD))
+    model.by_type("IfcDoor")[0].Tag = "CHANGED"  # no geometry changed, but the content did: nothing is kept for it
+    model.write(str(path))
+    with pytest.raises(RenderError, match="the geometry kernel was called"):
+        render_view(str(path), "Level 1", [], 500)
+
+
+def test_an_unreadable_kept_mesh_file_is_ignored(tmp_path, fresh_meshes):
+    path = tmp_path / "one.ifc"
+    write_sample_model(path, storeys=1)
+    first = render_view(str(path), "Level 1", [], 400)
+    folder = render._mesh_folders.folder(render._content_key(str(path)))
+    for kept in folder.glob("*.npz"):
+        kept.write_bytes(kept.read_bytes()[:100])  # truncated
+    (folder / "0-garbage.npz").write_bytes(b"not a zip file")
+    assert render_view(str(path), "Level 1", [], 400).png == first.png
+
+
+def test_kept_meshes_round_trip_and_a_full_folder_keeps_no_more(tmp_path, monkeypatch):
+    from ifc_host import render_mesh_cache
+    from ifc_host.render_mesh_cache import MeshCache
+    from ifc_host.render_scene import Mesh
+
+    square = Mesh(7, "IfcSlab", np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=float),
+                  np.array([[0, 1, 2], [0, 2, 3]]), np.array([5, 5], dtype=np.int32))
+    post = Mesh(9, "IfcColumn", np.array([[0, 0, 0], [0, 0, 3], [0.2, 0, 0]]), np.array([[0, 1, 2]]),
+                np.array([6], dtype=np.int32))
+    cache = MeshCache(tmp_path / "kept")
+    cache.store([square, post])
+    found = cache.load({9, 7, 11})
+    assert set(found) == {7, 9}
+    for mesh in (square, post):
+        again = found[mesh.element_id]
+        assert again.ifc_class == mesh.ifc_class
+        assert np.array_equal(again.verts, mesh.verts) and np.array_equal(again.faces, mesh.faces)
+        assert np.array_equal(again.items, mesh.items)
+
+    monkeypatch.setattr(render_mesh_cache, "MAX_FOLDER_BYTES", 1)
+    cache.store([Mesh(11, "IfcWall", post.verts, post.faces, post.items)])
+    assert set(cache.load({11})) == set() and len(list((tmp_path / "kept").glob("*.npz"))) == 1

@@ -20,7 +20,7 @@ import numpy as np
 
 from ifc_host.render_scene import Mesh
 
-MAX_FOLDER_BYTES = 512 * 1024 * 1024  # past this, new meshes of the model are not kept
+MAX_FOLDER_BYTES = 256 * 1024 * 1024  # past this, no more meshes of the model are kept (Revit samples: 25-68 MB)
 
 
 class MeshCache:

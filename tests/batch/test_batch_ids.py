@@ -36,6 +36,21 @@ def _ids_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [f for f in findings if f.get("kind") == "ids"]
 
 
+def _assert_blocked_only_the_broken_file(models: dict[str, list[Path]], out: Path, returncode: int,
+                                         stdout: str, stderr: str) -> None:
+    """Under block: the broken file failed with its IDS findings and has no output; the others have exactly the
+    change."""
+    assert returncode == 1, stderr[-3000:]
+    per_file, summary = json_lines(stdout)
+    assert summary["committed"] == 2 and summary["failed"] == 1, stdout
+    (broken,) = models["broken"]
+    assert not per_file[broken.name]["ok"] and not (out / broken.name).exists()
+    assert _ids_findings(_result(out, broken.name)["validation"])
+    for path in models["plain"]:
+        assert per_file[path.name]["committed"]
+        assert_exactly_the_change(path, out / path.name)
+
+
 def test_warn_reports_ids_findings_only_on_the_files_the_change_broke(tmp_path):
     models, script, ids = _setup(tmp_path)
     inputs = {p: sha(p) for p in models["plain"] + models["broken"]}
@@ -143,14 +158,9 @@ def test_the_ids_travels_with_the_batch_to_queue_workers(tmp_path, redis_server)
         if worker is not None:
             worker.terminate()
             worker.wait(timeout=60)
-    assert batch.returncode == 1, stderr[-3000:]
-    per_file, summary = json_lines(stdout)
-    assert summary["committed"] == 2 and summary["failed"] == 1, stdout
-    (broken,) = models["broken"]
-    assert _ids_findings(_result(out, broken.name)["validation"]) and not (out / broken.name).exists()
+    _assert_blocked_only_the_broken_file(models, out, batch.returncode, stdout, stderr)
     for path in models["plain"]:
-        assert per_file[path.name]["committed"] and _result(out, path.name)["validation"] == []
-        assert _result(out, path.name)["worker"] != "embedded"
+        assert _result(out, path.name)["validation"] == [] and _result(out, path.name)["worker"] != "embedded"
 
 
 def test_a_skill_batch_checks_the_ids_on_every_file(tmp_path):
@@ -167,14 +177,7 @@ def test_a_skill_batch_checks_the_ids_on_every_file(tmp_path):
     out = tmp_path / "out"
     done = run_batch("--ifc", str(tmp_path / "in" / "*.ifc"), "--skill", "Mark walls", "--user", "alice",
                      "--ids", str(ids), "--validation", "block", "--out", str(out), "--json", "--db", str(db))
-    assert done.returncode == 1, done.stderr[-3000:]
-    per_file, summary = json_lines(done.stdout)
-    assert summary["committed"] == 2 and summary["failed"] == 1, done.stdout
-    (broken,) = models["broken"]
-    assert not per_file[broken.name]["ok"] and not (out / broken.name).exists()
-    assert _ids_findings(_result(out, broken.name)["validation"])
-    for path in models["plain"]:
-        assert_exactly_the_change(path, out / path.name)
+    _assert_blocked_only_the_broken_file(models, out, done.returncode, done.stdout, done.stderr)
     assert load_manifest(str(out)).skill is not None and load_manifest(str(out)).ids == FIRE_RATING_IDS
 
 
@@ -188,11 +191,4 @@ def test_a_prompt_batch_checks_the_ids_on_every_files_session(tmp_path):
     done = run_batch("--ifc", str(tmp_path / "in" / "*.ifc"), "--prompt", "Mark the walls", "--model", play,
                      "--ids", str(ids), "--validation", "block", "--out", str(out), "--json",
                      "--db", str(tmp_path / "db"))
-    assert done.returncode == 1, done.stderr[-3000:]
-    per_file, summary = json_lines(done.stdout)
-    assert summary["committed"] == 2 and summary["failed"] == 1, done.stdout
-    (broken,) = models["broken"]
-    assert not per_file[broken.name]["ok"] and not (out / broken.name).exists()
-    assert _ids_findings(_result(out, broken.name)["validation"])
-    for path in models["plain"]:
-        assert_exactly_the_change(path, out / path.name)
+    _assert_blocked_only_the_broken_file(models, out, done.returncode, done.stdout, done.stderr)

@@ -9,7 +9,7 @@ import anyio
 import ifcopenshell
 import pytest
 
-from tests.corpus.corpus_files import corpus_dir
+from tests.corpus.corpus_files import manifest
 from tests.mcp.support import ROOT, decoded_png, stdio_session, text_of
 
 LOOP_TOOLS = {"execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
@@ -109,17 +109,23 @@ def test_capture_lookup_hosts_context_and_prompts(sample_ifc, tmp_path):
                                  "--image-max-px", "640") as session:
             capture = await session.call_tool("capture_view", {"view": "3D"})
             lookup = await session.call_tool("lookup_api", {"query": "by_type"})
+            rows = await session.call_tool("execute_data_collection",
+                                           {"code": "print('\\n'.join('row %06d' % i for i in range(6000)))"})
             hosts = await session.call_tool("list_hosts", {})
             context = await session.read_resource("nexus://context")
             prompts = await session.list_prompts()
             audit = await session.get_prompt("audit", {"focus": "doors"})
-            return capture, lookup, hosts, context, prompts, audit
+            return capture, lookup, rows, hosts, context, prompts, audit
 
-    capture, lookup, hosts, context, prompts, audit = anyio.run(scenario)
+    capture, lookup, rows, hosts, context, prompts, audit = anyio.run(scenario)
     assert not capture.is_error, text_of(capture)
     image = decoded_png(capture)
     assert max(image.size) <= 640 and capture.structured_content["image"]["view"]
     assert not lookup.is_error and "by_type" in text_of(lookup)
+    # two audiences: the structured content keeps every row, the model's text copy is capped
+    assert rows.structured_content["stdout"].splitlines() == [f"row {i:06d}" for i in range(6000)]
+    assert len(text_of(rows)) < 25_000 and "row 000000" in text_of(rows) and "row 005999" in text_of(rows)
+    assert "capped for AI processing" in text_of(rows)
     listed = hosts.structured_content["hosts"]
     assert len(listed) == 1 and listed[0]["host_app"] == "ifc"
     block = context.contents[0].text
@@ -176,12 +182,15 @@ def test_run_task_with_a_scripted_model(sample_ifc, tmp_path):
     assert "MCP-D1" in names
 
 
-FZK_HAUS = corpus_dir() / "AC20-FZK-Haus.ifc"  # ArchiCAD's export (corpus/manifest.json)
+# A real export: Revit's basic_demo.ifc, which a PyPI package ships (scripts/corpus.sh installs it, CI requires
+# it: tests/corpus), else ArchiCAD's AC20-FZK-Haus.ifc where it has been placed by hand (corpus/SOURCES.md).
+CORPUS_MODEL = next((entry for name in ("basic_demo.ifc", "AC20-FZK-Haus.ifc") for entry in manifest()
+                     if entry.file == name and entry.present()), None)
 
-# The corpus is not in the repository (corpus/SOURCES.md): where it has been placed, this test runs on it.
-if FZK_HAUS.is_file():
+if CORPUS_MODEL is not None:
     def test_a_real_corpus_file(tmp_path):
-        corpus = FZK_HAUS
+        assert CORPUS_MODEL is not None
+        corpus = CORPUS_MODEL.location
 
         async def scenario():
             async with stdio_session("--ifc", str(corpus), "--out", str(tmp_path / "out.ifc"),

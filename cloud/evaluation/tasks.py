@@ -1,4 +1,4 @@
-"""A suite on disk: a folder with `tasks/*.json` (the format is fixed, DESIGN.md section 3).
+"""A suite on disk: a folder with `tasks/*.json` (the format is fixed; docs/evaluation.md, "Writing a suite").
 
 A task: {"id": str, "prompt": str, "model": IFC path relative to the suite, "check": checker .py relative to
 the suite, "tags": [str], "policy": "auto" | "readonly" (default "auto"), "max_turns": int (optional)}.

@@ -1,4 +1,4 @@
-"""The JSON API of DESIGN.md: sessions, messages (SSE), tool results, approval, policy, cancel, hosts."""
+"""The JSON API: sessions, messages (SSE), tool results, approval, policy, cancel, hosts."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-conformance = pytest.importorskip("tests.conformance.test_host_conformance",
-                                  reason="the host conformance suite (tests/conformance/) is not present")
-
-from tests.conformance.conftest import cloud, host, token  # noqa: E402,F401  (fixtures)
-from tests.conformance.test_host_conformance import *  # noqa: E402,F401,F403  (the suite's tests)
-from tests.revit.harness import RevitHostLauncher  # noqa: E402
+from tests.conformance.conftest import cloud, host, token  # noqa: F401  (fixtures)
+from tests.conformance.test_host_conformance import *  # noqa: F401,F403  (the suite's tests)
+from tests.revit.harness import RevitHostLauncher
 
 
 @pytest.fixture(params=["clientwebsocket"])

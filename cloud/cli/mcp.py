@@ -41,7 +41,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if args.server:
         from cloud.mcp.remote import serve_remote, token_from
 
-        token = token_from(args.token_file)
+        try:
+            token = token_from(args.token_file)
+        except (OSError, UnicodeDecodeError) as exc:
+            return fail(f"cannot read the token file {args.token_file}: {exc}")
         if not token:
             return fail("no token: set NEXUS_TOKEN or pass --token-file PATH")
         return serve_remote(args.server, token)

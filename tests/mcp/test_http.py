@@ -189,6 +189,14 @@ def test_nexus_mcp_server_bridges_stdio_to_the_endpoint(deployment, tmp_path, mo
     assert [h["host_id"] for h in hosts.structured_content["hosts"]] == [host_ids["bob"]]
     assert collected.structured_content["stdout"].strip() == "via bridge"
 
+    async def from_environment():  # no --token-file: NEXUS_TOKEN
+        async with stdio_session("--server", url.removesuffix("/mcp")) as session:
+            return await session.call_tool("list_hosts", {})
+
+    monkeypatch.setenv("NEXUS_TOKEN", server.token("alice"))
+    listed = anyio.run(from_environment)
+    assert [h["host_id"] for h in listed.structured_content["hosts"]] == [host_ids["alice"]]
+
 
 def test_nexus_mcp_server_without_a_token_says_so(tmp_path, monkeypatch):
     import subprocess
@@ -198,6 +206,10 @@ def test_nexus_mcp_server_without_a_token_says_so(tmp_path, monkeypatch):
     done = subprocess.run([sys.executable, "-m", "cloud.cli", "mcp", "--server", "http://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "NEXUS_TOKEN" in done.stderr
+    missing = tmp_path / "no-such-token"
+    done = subprocess.run([sys.executable, "-m", "cloud.cli", "mcp", "--server", "http://127.0.0.1:9",
+                           "--token-file", str(missing)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and str(missing) in done.stderr and "Traceback" not in done.stderr
 
 
 def test_run_task_over_http_takes_scripted_models_only_from_the_allowed_folders(deployment, tmp_path, monkeypatch):

@@ -11,7 +11,8 @@ from tests.batch.support import make_models
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, list[Path]]:
-    """20 generated models, 2 corpus files, a truncated file and one the script fails on."""
+    """20 generated models, corpus files (2 from packages, hand-placed ones where present), a truncated file and
+    one the script fails on."""
     return make_models(tmp_path_factory.mktemp("models") / "in", generated=20)
 
 

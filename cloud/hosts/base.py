@@ -63,6 +63,7 @@ class HostCapabilityProvider(Protocol):
     capability_version: str  # versioned independently of any desktop binary
     display_name: str  # short, for lists and labels: "Revit", "IFC"
     referred_to_as: str  # inside a sentence: "Waiting for Revit", "Waiting for the IFC host"
+    busy_hint: str | None  # what a person waiting long on a busy host can do about it (None: nothing to say)
 
     def script_dialect(self, hello: Hello) -> ScriptDialect:
         """The language this host's scripts are written in (decides, e.g., whether edits are syntax-checked)."""

@@ -28,6 +28,7 @@ class IfcProvider:
     capability_version = "ifc-1.0.0"
     display_name = "IFC"
     referred_to_as = "the IFC host"
+    busy_hint = None  # a script runs in its own process: nothing in a window holds it up
 
     def script_dialect(self, hello: Hello) -> ScriptDialect:
         return PYTHON3  # the host runs scripts in its own CPython 3

@@ -69,13 +69,15 @@ def known_providers() -> list[HostCapabilityProvider]:
     return list(_registered.values())
 
 
-def host_labels(host_app: str) -> dict[str, str]:
-    """How people are shown a host app: {"display_name", "referred_to_as"} (the id itself when unknown)."""
+def host_labels(host_app: str) -> dict[str, str | None]:
+    """How people are shown a host app: {"display_name", "referred_to_as", "busy_hint"} (the id itself and no
+    hint when unknown)."""
     try:
         provider = get_provider(host_app)
     except UnknownHostApp:
-        return {"display_name": host_app, "referred_to_as": host_app}
-    return {"display_name": provider.display_name, "referred_to_as": provider.referred_to_as}
+        return {"display_name": host_app, "referred_to_as": host_app, "busy_hint": None}
+    return {"display_name": provider.display_name, "referred_to_as": provider.referred_to_as,
+            "busy_hint": provider.busy_hint}
 
 
 def script_dialect(hello: Mapping[str, Any]) -> ScriptDialect | None:

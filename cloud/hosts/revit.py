@@ -49,6 +49,7 @@ class RevitProvider:
     capability_version = "1.0.0"
     display_name = "Revit"
     referred_to_as = "Revit"
+    busy_hint = "If Revit stays busy, press Esc in Revit (a dialog or edit mode may be open)."
 
     def script_dialect(self, hello: Hello) -> ScriptDialect:
         hello = Hello.parse(hello)  # a plain hello dict is accepted too

@@ -8,7 +8,7 @@ from tests.conftest import FAST
 from tests.e2e.cutting_proxy import CuttingProxy
 from tests.support.client import write_script
 from tests.support.server import running_server
-from tests.support.test_host import TestHost
+from tests.support.test_host import TestHost, TestProvider
 
 ADD_DOORS = '''# Add two doors on Level 2 and report the total
 for n in range(2):
@@ -151,7 +151,7 @@ def test_reload_mid_run_shows_the_conversation_and_reattaches_to_the_live_run(se
         assert page.locator("#cancel").is_visible()
         hint = page.locator(".tool-wait .hint")
         hint.wait_for(state="visible", timeout=15_000)
-        assert "press Esc in Revit" in hint.text_content()
+        assert hint.text_content() == TestProvider.busy_hint  # the host's own hint, from its provider
         browser.screenshot("chat-page-waiting.png")
         page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=20_000)
         assert page.locator(".tool-card").get_attribute("data-state") == "committed"

@@ -261,6 +261,7 @@ class TestProvider:
     capability_version = "test-1.0"
     display_name = "Test host"
     referred_to_as = "the test host"
+    busy_hint = "If the test host stays busy, stop its delay (a test host has no dialogs)."
 
     def script_dialect(self, hello: Hello) -> ScriptDialect:
         return PYTHON3

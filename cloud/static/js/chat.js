@@ -142,6 +142,11 @@ class ChatPage {
     return host ? host.referred_to_as || host.host_app : "the host";
   }
 
+  busyHint() {
+    const host = this.hosts.find((x) => x.host_id === (this.session && this.session.host_id));
+    return host ? host.busy_hint : null;
+  }
+
   async hostChanged() {
     this.updateHostState();
     if (!this.sessionId || !this.hostSelect.value) return;
@@ -260,7 +265,7 @@ class ChatPage {
     clear(this.conversation);
     const history = session.history || session.messages; // the whole history, compaction markers in place
     const entries = session.running ? beforeRunInProgress(history) : history;
-    await renderTranscript(this.conversation, entries, { sessionId: id, hostLabel: this.hostLabel() });
+    await renderTranscript(this.conversation, entries, { sessionId: id, hostLabel: this.hostLabel(), busyHint: this.busyHint() });
     this.scrollToBottom(true);
     if (session.running) this.reattach(this.newRun(), 0); // runs on; the page is usable meanwhile
   }
@@ -320,7 +325,7 @@ class ChatPage {
 
   // ---- runs ----
   newRun() {
-    const run = new RunView({ sessionId: this.sessionId, hostLabel: this.hostLabel() });
+    const run = new RunView({ sessionId: this.sessionId, hostLabel: this.hostLabel(), busyHint: this.busyHint() });
     this.conversation.append(run.el);
     return run;
   }

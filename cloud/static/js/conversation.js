@@ -64,9 +64,10 @@ class MessageBlock {
 
 // The assistant's side of one run. Live chunks go to `handle`; past entries to `addEntry`.
 export class RunView {
-  constructor({ sessionId, hostLabel, onApproval } = {}) {
+  constructor({ sessionId, hostLabel, busyHint, onApproval } = {}) {
     this.sessionId = sessionId;
     this.hostLabel = hostLabel;
+    this.busyHint = busyHint;
     this.onApproval = onApproval;
     this.body = h("div", { class: "run-body" });
     this.footer = h("div", { class: "run-footer" });
@@ -99,7 +100,7 @@ export class RunView {
     let card = this.cards.get(id);
     if (!card) {
       if (this.current && this.current.kind === "thinking") this.current.block.close();
-      card = new ToolCard({ sessionId: this.sessionId, toolCallId: id, name, hostLabel: this.hostLabel });
+      card = new ToolCard({ sessionId: this.sessionId, toolCallId: id, name, hostLabel: this.hostLabel, busyHint: this.busyHint });
       this.cards.set(id, card);
       this.add(card.el);
       this.current = null;
@@ -259,7 +260,7 @@ export class RunView {
 }
 
 // Render the neutral transcript into `container`. Returns the RunViews created (one per run).
-export async function renderTranscript(container, entries, { sessionId, fetchResults = true, hostLabel } = {}) {
+export async function renderTranscript(container, entries, { sessionId, fetchResults = true, hostLabel, busyHint } = {}) {
   let run = null;
   const loads = [];
   for (const entry of entries) {
@@ -278,7 +279,7 @@ export async function renderTranscript(container, entries, { sessionId, fetchRes
       container.append(compactionMarker(`Earlier conversation summarised (${entry.replaced || "?"} entries replaced)`, entry.summary));
     } else if (entry.role === "assistant" || entry.role === "tool") {
       if (!run) {
-        run = new RunView({ sessionId, hostLabel });
+        run = new RunView({ sessionId, hostLabel, busyHint });
         run.finish("done");
         container.append(run.el);
       }

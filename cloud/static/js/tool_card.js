@@ -16,14 +16,14 @@ const TOOL_LABELS = {
 };
 
 export const ESC_HINT_AFTER_S = 10;
-export const ESC_HINT = "If Revit stays busy, press Esc in Revit (a dialog or edit mode may be open).";
 
 export class ToolCard {
-  constructor({ sessionId, toolCallId, name, hostLabel }) {
+  constructor({ sessionId, toolCallId, name, hostLabel, busyHint }) {
     this.sessionId = sessionId;
     this.toolCallId = toolCallId;
     this.name = name || "tool";
     this.hostLabel = hostLabel || "the host";
+    this.busyHint = busyHint || ""; // the host's provider says what helps when it stays busy (none: no hint)
     this.raw = "";
     this.input = undefined;
     this.timer = null;
@@ -90,12 +90,12 @@ export class ToolCard {
     const started = performance.now();
     this.wait.hidden = false;
     const text = h("span", { class: "wait-text" });
-    const hint = h("div", { class: "hint", hidden: true, text: ESC_HINT });
+    const hint = h("div", { class: "hint", hidden: true, text: this.busyHint });
     clear(this.wait).append(h("span", { class: "spinner", "aria-hidden": "true" }), text, hint);
     const tick = () => {
       const seconds = Math.floor((performance.now() - started) / 1000);
       text.textContent = `${label || "Waiting for " + this.hostLabel} · ${seconds} s`;
-      hint.hidden = seconds < ESC_HINT_AFTER_S;
+      hint.hidden = !this.busyHint || seconds < ESC_HINT_AFTER_S;
     };
     tick();
     this.timer = setInterval(tick, 1000);

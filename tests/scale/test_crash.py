@@ -88,6 +88,45 @@ def test_kill_9_of_the_driving_instance_while_the_host_executes(instance_a, inst
         host.stop()
 
 
+def test_kill_9_with_a_real_ifc_host_leaves_the_file_unchanged_and_the_host_free(instance_a, instance_b, scripts_dir,
+                                                                                tmp_path):
+    """The same crash on a real IFC host (its own process, on a real file): the held change is discarded,
+    the file is byte-identical, and the host takes the next run at once instead of holding the change."""
+    from cloud.child_host import start_ifc_host
+    from ifc_host.sample import write_sample_model
+
+    a = instance_a
+    b_url, b_process = instance_b
+    model, out = tmp_path / "crash.ifc", tmp_path / "crash-out.ifc"
+    write_sample_model(str(model), storeys=1)
+    before = model.read_bytes()
+    token = a.token("alice")
+    ifc = start_ifc_host(str(model), a.url, a.state.store.create_token("alice", scope="host"), str(out))
+    try:
+        host_id = a.wait_for_host("alice", timeout=60)
+        on_a, on_b = Client(a.url, token), Client(b_url, token)
+        spec = write_script(scripts_dir / "ifc-crash.json", [
+            automate("import time\ntime.sleep(2)\nmodel.by_type('IfcDoor')[0].Name = 'Crash door'"), say("done")])
+        session_id = on_b.new_session(host_id, spec)
+        run = BackgroundRun(on_b, session_id, "rename a door")
+        run.wait_for("ToolCall")
+        time.sleep(0.5)  # the script is running in the host
+        os.kill(b_process.pid, signal.SIGKILL)
+        b_process.wait(10)
+        wait_until(lambda: session(on_a, session_id)["status"] != "running", timeout=LEASE_S * 6 + 10)
+        assert_transcript_valid(session(on_a, session_id)["messages"])
+        count = write_script(scripts_dir / "ifc-after.json", [collect("print(len(model.by_type('IfcDoor')))"),
+                                                              say("counted")])
+        after = on_a.run(on_a.new_session(host_id, count), "count the doors")
+        assert after.last == {"type": "Complete", "content": "counted"}
+        (result,) = after.of("Metadata", "tool_result")
+        assert result["metadata"]["ok"] is True, result
+        assert model.read_bytes() == before
+        assert not out.exists() or out.read_bytes() == before
+    finally:
+        ifc.stop()
+
+
 def test_a_run_driven_by_an_instance_in_another_process_completes_with_its_approval_posted_to_a(
         instance_a, instance_b, scripts_dir):
     """Not only two instances in one process: B is its own process; the host, the tool result and the

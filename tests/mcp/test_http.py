@@ -227,3 +227,12 @@ def test_run_task_over_http_takes_scripted_models_only_from_the_allowed_folders(
     monkeypatch.setenv("NEXUS_SCRIPTED_DIRS", str(tmp_path))
     done = anyio.run(scenario)
     assert done.structured_content["status"] == "complete" and done.structured_content["answer"] == "done"
+    handle = done.structured_content["handle"]
+
+    async def look(user: str):
+        async with http_session(url, server.token(user)) as session:
+            return await session.call_tool("get_run", {"handle": handle})
+
+    assert anyio.run(look, "alice").structured_content["status"] == "complete"
+    theirs = anyio.run(look, "bob")  # another user's handle is unknown to bob, not a leak of alice's run
+    assert theirs.is_error and "done" not in text_of(theirs) and theirs.structured_content.get("answer") is None

@@ -17,6 +17,7 @@ share this process (and its GIL), so the added time is conservative.
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import tempfile
 import threading
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--storeys", type=int, default=1)
     args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would bury the figures
 
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client

@@ -78,7 +78,7 @@ class KillsItsHost:
         if self.model.place(request.transcript) == 1:
             (host,) = [pid for pid, cmd in _children(os.getpid()).items() if "ifc_host.launcher" in cmd]
             os.kill(host, signal.SIGKILL)
-            wait_until(lambda: host not in _children(os.getpid()) or _zombie(host), timeout=10)
+            wait_until(lambda: _dead(host), timeout=10)
         return self.model.stream(request, cancel)
 
 
@@ -93,11 +93,18 @@ def _children(pid: int) -> dict[int, str]:
     return found
 
 
-def _zombie(pid: int) -> bool:
+def _dead(pid: int) -> bool:
+    """All of the process's threads have ended: a zombie whose other threads are gone too, which its parent can
+    reap. SIGKILL is asynchronous: the main thread can be a zombie while another thread still exits, and until
+    that one ends, waitpid (Popen.poll) says the process runs."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # reaped
         return True
+    except OSError:  # a process mid-exit may refuse the read: not known to be dead yet
+        return False
+    state, threads = fields[0], int(fields[17])
+    return state == "Z" and threads <= 1
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="finds the host among this process's children in /proc")

@@ -38,6 +38,19 @@ def doors_renumbered(level, mark):
     return check
 
 
+# --- renaming ------------------------------------------------------------------------------------
+
+def storey_renamed(old, new):
+    """check(): every storey named `old` is named `new`; only their Name changes."""
+    def check(before, after, answer):
+        targets = [s.id() for s in before.by_type("IfcBuildingStorey") if s.Name == old]
+        if not targets or any(after.by_id(i).Name != new for i in targets):
+            return False, "the storey is not renamed"
+        return checks.only_changed(before, after, lambda b, a: b.id() in targets
+                                   and set(checks.attribute_changes((b, a))) == {"Name"})
+    return check
+
+
 # --- containment ---------------------------------------------------------------------------------
 
 def orphans_contained_in(level):

@@ -111,6 +111,10 @@ Table("skill_runs", metadata, Column("id", Integer, primary_key=True, autoincrem
 Table("deliveries", metadata, _text("session_id", primary_key=True), _text("pending_id", primary_key=True),
       _text("tool_call_id", nullable=False), _text("kind", nullable=False), _text("result", nullable=False),
       _real("created", nullable=False), Index("deliveries_created", "created"))
+# Project folders under the batch root shared with teams (cloud/batch/folders.py): one row per folder and team.
+Table("folder_grants", metadata, _text("folder", primary_key=True), _text("team", primary_key=True),
+      _text("access", nullable=False), _text("granted_by", nullable=False), _real("granted", nullable=False))
+FOLDER_ACCESS = ("read", "read-write")
 
 DELIVERY_KEEP_S = 86400.0  # how long a delivery row is kept (its request closed long before)
 MAX_IDLE_CONNECTIONS = 8
@@ -373,6 +377,34 @@ class Store:
         """The user's record; is_admin says whether they hold any active admin token."""
         rows = self._read("SELECT name, policy FROM users WHERE name = ?", (user_name,))
         return User(rows[0]["name"], user_name in self.admin_users(), rows[0]["policy"]) if rows else None
+
+    # project folders shared with teams: read or read-write (cloud/batch/folders.py enforces them)
+    def grant_folder(self, folder: str, team: str, access: str, by: str) -> None:
+        if access not in FOLDER_ACCESS:
+            raise ValueError(f"access: one of {FOLDER_ACCESS}")
+        with self._write() as db:
+            db.execute("INSERT INTO folder_grants (folder, team, access, granted_by, granted) VALUES (?, ?, ?, ?, ?) "
+                       "ON CONFLICT (folder, team) DO UPDATE SET access = excluded.access, "
+                       "granted_by = excluded.granted_by, granted = excluded.granted",
+                       (folder, team, access, by, time.time()))
+
+    def revoke_folder(self, folder: str, team: str) -> bool:
+        with self._write() as db:
+            return db.execute("DELETE FROM folder_grants WHERE folder = ? AND team = ?",
+                              (folder, team)).rowcount > 0
+
+    def folder_grants(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._read(
+            "SELECT folder, team, access, granted_by, granted FROM folder_grants ORDER BY folder, team")]
+
+    def folder_access(self, teams: Sequence[str]) -> dict[str, str]:
+        """Project folder -> "read" | "read-write": the strongest grant to any of `teams`."""
+        found: dict[str, str] = {}
+        for team in teams:
+            for row in self._read("SELECT folder, access FROM folder_grants WHERE team = ?", (team,)):
+                if found.get(row["folder"]) != "read-write":
+                    found[row["folder"]] = row["access"]
+        return found
 
     # sessions and transcripts
     def create_session(self, user_name: str, host_id: str | None, model: str | None, state: dict[str, Any]) -> str:

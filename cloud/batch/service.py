@@ -1,5 +1,7 @@
-"""Batches started through the product (the API, the chat page): files chosen under the batch root an admin
-configures (NEXUS_BATCH_ROOT), never an arbitrary server path; one state folder per batch under the state
+"""Batches started through the product (the API, the chat page): files chosen in the person's folders under
+the batch root an admin configures (NEXUS_BATCH_ROOT: their own `<root>/<user>/` and the project folders
+shared with their team, checked by cloud.batch.folders), never an arbitrary server path; one state folder
+per batch under the state
 root (NEXUS_BATCH_STATE, default `<root>/.nexus-batches`); run on the Dramatiq queue when NEXUS_REDIS_URL is
 set (by `nexus batch-worker`s), else on an embedded pool of this process. The same jobs, results and reports
 as `nexus batch` (cloud.batch.jobs, worker, queue, pool).
@@ -11,7 +13,6 @@ the batch's event log (`.nexus-batch/events.jsonl`, with who started and who can
 from __future__ import annotations
 
 import fcntl
-import glob
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cloud.batch.folders import Access, FolderError
 from cloud.batch.jobs import (
     CANCELLED,
     MANIFEST,
@@ -47,7 +49,6 @@ DEFAULT_STATE = ".nexus-batches"
 DEFAULT_WORKERS = 2
 EVENTS = "events.jsonl"
 MAX_FILES = 10_000
-MAX_PATTERN = 1_000
 BATCH_ID = re.compile(r"^[0-9a-f]{12}$")
 IFC_SUFFIXES = (".ifc",)
 
@@ -81,70 +82,51 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or os.path.commonpath([path, folder]) == folder
 
 
-def check_relative(value: Any, field: str) -> str:
-    """A path relative to the batch root: no absolute path, no `..`, nothing hidden, no NUL."""
-    if not isinstance(value, str) or not value.strip():
-        raise BatchError(f"{field}: expected a path relative to the batch root")
-    if len(value) > MAX_PATTERN:
-        raise BatchError(f"{field}: at most {MAX_PATTERN} characters")
-    if "\0" in value or "\\" in value:
-        raise BatchError(f"{field}: NUL and backslashes are not allowed")
-    if value.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", value):
-        raise BatchError(f"{field}: {value!r} is not relative to the batch root (absolute paths are refused)")
-    parts = [p for p in value.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise BatchError(f"{field}: {value!r} leaves the batch root ('..' is refused)")
-    if any(p.startswith(".") for p in parts):
-        raise BatchError(f"{field}: {value!r} names a hidden folder or file (refused)")
-    return "/".join(parts)
-
-
-def resolve_files(roots: Roots, files: Any, out: str | None) -> list[str]:
-    """The input files a request names (a glob or a list of globs/names, relative to the root)."""
+def resolve_files(roots: Roots, access: Access, files: Any, out: str | None) -> list[str]:
+    """The input files a request names (a glob or a list of globs/names, relative to the person's folder or
+    `projects/<name>/...`), each one the person may read (cloud.batch.folders)."""
     patterns = [files] if isinstance(files, str) else files
     if not isinstance(patterns, list) or not patterns or len(patterns) > MAX_FILES:
-        raise BatchError(f"files: expected a glob or a list of 1 to {MAX_FILES} paths relative to the batch root")
+        raise BatchError(f"files: expected a glob or a list of 1 to {MAX_FILES} paths relative to your folder")
     found: set[str] = set()
     for i, pattern in enumerate(patterns):
-        clean = check_relative(pattern, f"files[{i}]" if isinstance(files, list) else "files")
-        for match in glob.glob(os.path.join(roots.root, clean), recursive=True):
-            real = os.path.realpath(match)
-            if not _under(real, roots.root):
-                raise BatchError(f"files: {os.path.relpath(match, roots.root)} links outside the batch root (refused)")
+        for named, real in access.expand(pattern, f"files[{i}]" if isinstance(files, list) else "files"):
             if out is not None and os.path.dirname(real) == out and real.lower().endswith(IFC_SUFFIXES):
-                raise BatchError("out: is the inputs' own folder; choose another folder")
+                raise BatchError(f"out: is the inputs' own folder ({named}); choose another folder")
             if _under(real, roots.state) or (out is not None and _under(real, out)):
                 continue  # batch state and earlier outputs are never inputs
             if os.path.isfile(real) and real.lower().endswith(IFC_SUFFIXES):
                 found.add(real)
     if not found:
-        raise BatchError(f"files: nothing matches {files!r} under the batch root (IFC files only)")
+        raise BatchError(f"files: nothing matches {files!r} in your folders (IFC files only)")
     if len(found) > MAX_FILES:
         raise BatchError(f"files: {len(found)} files match; at most {MAX_FILES} per batch")
     return sorted(found)
 
 
-def resolve_out(roots: Roots, out: Any) -> str:
-    clean = check_relative(out, "out")
-    target = os.path.join(roots.root, clean)
-    existing = target
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    real = os.path.join(os.path.realpath(existing), os.path.relpath(target, existing))
-    if not _under(os.path.realpath(existing), roots.root) or not _under(real, roots.root):
-        raise BatchError("out: links outside the batch root (refused)")
-    if real == roots.root:
-        raise BatchError("out: choose a folder under the batch root, not the root itself")
+def resolve_out(roots: Roots, access: Access, out: Any) -> str:
+    """The out folder: one the person may write to (their own folder, or a project folder shared read-write)."""
+    real = access.resolve(out, "write", "out")
     if _under(real, roots.state):
         raise BatchError("out: cannot be inside the batches' state folder")
     if os.path.exists(real) and not os.path.isdir(real):
-        raise BatchError("out: exists and is not a folder")
+        raise BatchError(f"out: {out!r} exists and is not a folder")
     return os.path.normpath(real)
+
+
+def check_outputs(access: Access, files: list[str], out: str, spec: BatchSpec) -> None:
+    """No file's output may be an input or land outside `out` (a link inside `out` pointing elsewhere)."""
+    inputs = set(files)
+    for path in files:
+        target = os.path.realpath(spec.output_for(path))
+        if target in inputs or not _under(target, out) or not access.allows(target, "write"):
+            raise FolderError(f"out: the output of {access.shown(path)} would be written to "
+                              f"{access.shown(target)}, outside the out folder or over an input: refused")
 
 
 def new_spec(roots: Roots, *, files: list[str], out: str | None, owner: str, script: str | None,
              script_name: str | None, prompt: str | None, model: str | None, policy: str, validation: str,
-             source: dict[str, Any] | None, ids: str | None = None) -> BatchSpec:
+             source: dict[str, Any] | None, ids: str | None = None, access: Access | None = None) -> BatchSpec:
     if out is not None and any(os.path.dirname(f) == out for f in files):
         raise BatchError("out: is the inputs' own folder; choose another folder")
     review = policy == "ask"
@@ -153,6 +135,8 @@ def new_spec(roots: Roots, *, files: list[str], out: str | None, owner: str, scr
                      policy="auto" if review else policy, validation=validation, owner=owner, review=review,
                      created=time.time(), source=source, ids=ids)
     spec.state_dir = roots.state_dir(spec.batch_id)
+    if access is not None and out is not None:
+        check_outputs(access, files, out, spec)
     return spec
 
 

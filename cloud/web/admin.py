@@ -1,20 +1,32 @@
 """Admin API (admin tokens only): sessions with transcripts and images, audit log, hosts, providers, usage,
-tokens. Admin is a property of a token: creating an admin token never changes what a user's other tokens
+tokens, project folders shared with teams. Admin is a property of a token: creating an admin token never changes what a user's other tokens
 may do, and a token is demoted (PUT) or revoked (DELETE, which also closes hosts connected with it).
 """
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, g, jsonify, request
 
+from cloud.batch.folders import (
+    ACCESS_LEVELS,
+    FOLDER_MODE,
+    PROJECT_NAME,
+    PROJECTS,
+    FolderError,
+    check_project_name,
+    project_folder,
+)
+from cloud.batch.service import ROOT_ENV
 from cloud.contract import ContractError
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import known_providers
 from cloud.policy import POLICY_STRICTNESS
+from cloud.skills.library import TEAM_NAME
 from cloud.store import USER_NAME
 from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.web.auth import api_error, require_user
@@ -218,3 +230,67 @@ def _put_user_choice(user_name: str, name: str, allowed: Iterable[str], setter: 
     if not setter(user_name, value):
         return api_error(404, f"no user {user_name}")
     return jsonify({"user": user_name, name: value})
+
+
+# project folders under the batch root, shared with teams (cloud/batch/folders.py enforces them)
+@admin_api.errorhandler(FolderError)
+def _bad_folder(exc: FolderError):
+    return api_error(exc.status, str(exc))
+
+
+def _batch_root() -> str | None:
+    from cloud.batch.service import NotConfigured, Roots
+
+    try:
+        return Roots.from_env().root
+    except NotConfigured:
+        return None
+
+
+@admin_api.get("/folders")
+@require_user(admin=True)
+def folders():
+    """Every project folder (on disk under <root>/projects/, or granted), with its grants."""
+    root = _batch_root()
+    grants: dict[str, list[dict[str, Any]]] = {}
+    for row in nexus().store.folder_grants():
+        grants.setdefault(row["folder"], []).append({"team": row["team"], "access": row["access"],
+                                                     "granted_by": row["granted_by"], "granted": row["granted"]})
+    on_disk: set[str] = set()
+    if root is not None and os.path.isdir(os.path.join(root, PROJECTS)):
+        on_disk = {e.name for e in os.scandir(os.path.join(root, PROJECTS))
+                   if e.is_dir() and PROJECT_NAME.fullmatch(e.name)}
+    return jsonify({"configured": root is not None, "setting": ROOT_ENV,
+                    "folders": [{"name": name, "path": f"{PROJECTS}/{name}", "exists": name in on_disk,
+                                 "grants": grants.get(name, [])} for name in sorted(on_disk | set(grants))]})
+
+
+@admin_api.put("/folders/<name>")
+@require_user(admin=True)
+def grant_folder(name: str):
+    """{team, access: "read" | "read-write"}: share projects/<name> with a team (the folder is made if missing)."""
+    check_project_name(name)
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or set(body) != {"team", "access"}:
+        raise ContractError('expected {"team": TEAM, "access": "read" | "read-write"}')
+    team, access = body["team"], body["access"]
+    if not isinstance(team, str) or not TEAM_NAME.fullmatch(team):
+        raise ContractError("team: 1-64 letters, digits or . _ @ + - (starting with a letter or digit)")
+    if access not in ACCESS_LEVELS:
+        raise ContractError(f"access: expected one of {', '.join(ACCESS_LEVELS)}")
+    root = _batch_root()
+    if root is not None:
+        os.makedirs(project_folder(root, name), mode=FOLDER_MODE, exist_ok=True)
+    nexus().store.grant_folder(name, team, access, g.user.name)
+    return jsonify({"folder": name, "path": f"{PROJECTS}/{name}", "team": team, "access": access,
+                    "exists": root is not None})
+
+
+@admin_api.delete("/folders/<name>/teams/<team>")
+@require_user(admin=True)
+def revoke_folder(name: str, team: str):
+    """Withdraw one team's grant on projects/<name> (the folder and its files stay)."""
+    check_project_name(name)
+    if not nexus().store.revoke_folder(name, team):
+        return api_error(404, f"team {team} has no grant on {PROJECTS}/{name}")
+    return jsonify({"folder": name, "team": team, "revoked": True})

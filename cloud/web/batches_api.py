@@ -8,7 +8,6 @@ sees all of them.
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, make_response, render_template, request
 
 from cloud.batch import service
+from cloud.batch.folders import FolderError, Namer, access_for, check_relative
 from cloud.batch.jobs import BatchError, BatchSpec, read_result, sha256_text
 from cloud.ids_document import ids_summary
 from cloud.policy import stricter
@@ -56,6 +56,11 @@ def _conflict(exc: service.DecisionConflict):
 @batches_api.errorhandler(BatchError)
 def _refused(exc: BatchError):
     return api_error(400, str(exc))
+
+
+@batches_api.errorhandler(FolderError)
+def _folder_refused(exc: FolderError):
+    return api_error(exc.status, str(exc))
 
 
 @batches_api.errorhandler(ModelSpecError)
@@ -149,11 +154,12 @@ def _spec_from(body: Any) -> BatchSpec:
     user = g.user
     roots = service.Roots.from_env()
     if "out" not in body:
-        raise BatchError("out: required, a folder relative to the batch root (inputs are never modified)")
-    out = service.resolve_out(roots, body["out"])
+        raise BatchError("out: required, a folder relative to your folder (inputs are never modified)")
     if "files" not in body:
-        raise BatchError("files: required, a glob or a list of paths relative to the batch root")
-    files = service.resolve_files(roots, body["files"], out)
+        raise BatchError("files: required, a glob or a list of paths relative to your folder")
+    access = access_for(nexus().store, roots.root, user.name)
+    out = service.resolve_out(roots, access, body["out"])
+    files = service.resolve_files(roots, access, body["files"], out)
     policy = body.get("policy")
     if policy is not None and policy not in POLICIES:
         raise BatchError(f"policy: expected one of {', '.join(POLICIES)}")
@@ -184,7 +190,7 @@ def _spec_from(body: Any) -> BatchSpec:
     ids = _ids_from(body, source)
     return service.new_spec(roots, files=files, out=out, owner=user.name, script=script, script_name=name,
                             prompt=prompt, model=model, policy=effective, validation=validation, source=source,
-                            ids=ids)
+                            ids=ids, access=access)
 
 
 def _visible(batch_id: str) -> BatchSpec:
@@ -205,32 +211,40 @@ def _missing(exc: _Missing):
 
 
 def _summary(spec: BatchSpec) -> dict[str, Any]:
-    roots = service.Roots.from_env()
+    shown = _namer(spec)
     return {"batch_id": spec.batch_id, "owner": spec.owner, "created": spec.created, "kind": spec.kind,
             "script_name": spec.script_name, "script_sha256": sha256_text(spec.script) if spec.script else None,
             "prompt": spec.prompt, "model": spec.model, "policy": "ask" if spec.review else spec.policy,
             "validation": spec.validation, "review": spec.review, "source": spec.source,
             "ids": ids_summary(spec.ids),  # title, specifications, size: never the document
-            "out": _shown(roots, spec.out_dir), "files": len(spec.files),
+            "out": _shown(shown, spec.out_dir), "files": len(spec.files),
             "progress": service.progress(spec, runner().running(spec.batch_id)), "runner": runner().kind,
             "url": f"/batches/{spec.batch_id}"}
 
 
-def _shown(roots: service.Roots, path: str | None) -> str | None:
-    """A server path as the person named it: relative to the batch root."""
-    return os.path.relpath(path, roots.root) if path else None
+def _namer(spec: BatchSpec) -> Namer:
+    """Server paths as the batch's owner names them: relative to their folder, or projects/<name>/..."""
+    cache = g.setdefault("batch_namers", {})
+    owner = spec.owner or ""
+    if owner not in cache:
+        cache[owner] = Namer(service.Roots.from_env().root, owner)
+    return cache[owner]
 
 
-def _relative_text(roots: service.Roots, text: str | None) -> str | None:
-    """Messages name files relative to the batch root, as the person named them (no server paths)."""
-    return text.replace(roots.root + os.sep, "") if text else text
+def _shown(shown: Namer, path: str | None) -> str | None:
+    return shown(path) if path else None
+
+
+def _relative_text(spec: BatchSpec, text: str | None) -> str | None:
+    """Messages name files as the person named them (no server paths)."""
+    return _namer(spec).text(text) if text else text
 
 
 def _file_row(spec: BatchSpec, path: str, running: set[str]) -> dict[str, Any]:
-    store, roots = nexus().store, service.Roots.from_env()
+    store, shown = nexus().store, _namer(spec)
     result = read_result(spec, path)
     state = service.file_state(spec, result, path in running)
-    row: dict[str, Any] = {"file": _shown(roots, path), "state": state}
+    row: dict[str, Any] = {"file": _shown(shown, path), "state": state}
     if result is None or state in ("queued", "running"):
         return row
     session_id = result.get("session_id")
@@ -239,14 +253,14 @@ def _file_row(spec: BatchSpec, path: str, running: set[str]) -> dict[str, Any]:
         "ok": bool(result.get("ok")), "committed": bool(result.get("committed")),
         "changes": result.get("changes", {}), "change_kinds": result.get("change_kinds", {}),
         "change_details": result.get("change_details", []), "validation": result.get("validation", []),
-        "error": _relative_text(roots, result.get("error")), "seconds": result.get("seconds"), "worker": result.get("worker"),
-        "session_id": session_id, "output": _shown(roots, result.get("output")) if state != "staged" else None,
+        "error": _relative_text(spec, result.get("error")), "seconds": result.get("seconds"), "worker": result.get("worker"),
+        "session_id": session_id, "output": _shown(shown, result.get("output")) if state != "staged" else None,
         "review": {k: v for k, v in (result.get("review") or {}).items() if k != "staged"} or None,
         "images": [i["image_id"] for i in store.list_images(session_id)] if session_id else [],
         "decisions": [e for e in service.events(spec) if e.get("file") == spec.relative(path)],
         "audit": [{k: r[k] for k in ("id", "ts", "user_name", "tool_call_id", "kind", "sha256", "bytes")}
                   for r in audit],
-        "stdout": _relative_text(roots, result.get("stdout")) or ""})
+        "stdout": _relative_text(spec, result.get("stdout")) or ""})
     return row
 
 
@@ -337,14 +351,14 @@ def review_file(batch_id: str):
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or set(body) - {"file", "decision"}:
         raise BatchError("expected {\"file\": RELATIVE_PATH, \"decision\": \"keep\"|\"discard\"}")
-    relative = service.check_relative(body.get("file"), "file")
-    roots = service.Roots.from_env()
-    match = next((p for p in spec.files if _shown(roots, p) == relative), None)
+    relative = check_relative(body.get("file"), "file")
+    shown = _namer(spec)
+    match = next((p for p in spec.files if shown(p) == relative), None)
     if match is None:
         raise BatchError(f"file: {relative!r} is not a file of this batch")
     result = service.decide(spec, spec.relative(match), body.get("decision"), g.user.name)
     return jsonify({"file": relative, "decision": result["review"]["decision"], "by": g.user.name,
-                    "output": _shown(roots, result.get("output"))})
+                    "output": _shown(shown, result.get("output"))})
 
 
 @batches_api.get("/api/batches/<batch_id>/images/<image_id>")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,13 +25,14 @@ WAIT_S = 600
 
 @pytest.fixture
 def batch_root(tmp_path, monkeypatch) -> Iterator[Path]:
-    root = tmp_path / "root"
-    make_models(root / "models", generated=2, corpus=False)
+    root = tmp_path / "root"  # alice's models in her own folder, bob's in his (cloud/batch/folders.py)
+    make_models(root / "alice" / "models", generated=2, corpus=False)
+    shutil.copytree(root / "alice" / "models", root / "bob" / "models")
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root))
     monkeypatch.delenv("NEXUS_BATCH_STATE", raising=False)
     monkeypatch.delenv("NEXUS_REDIS_URL", raising=False)
     monkeypatch.setenv("NEXUS_BATCH_WORKERS", "2")
-    yield root
+    yield root / "alice"
     wait_for_hosts()  # the files' hosts, stopped in the background once each file was done
 
 
@@ -141,7 +143,7 @@ def test_review_per_file_under_ask_keeps_or_discards_and_records_who(server, ali
     assert alice.call("POST", review, json={"file": "../x.ifc", "decision": "keep"}).status_code == 400
     assert_exactly_the_change(batch_root / "models" / "gen_00.ifc", batch_root / "reviewed" / "gen_00.ifc")
     assert sorted(p.name for p in (batch_root / "reviewed").glob("*")) == ["gen_00.ifc"]  # discarded: nothing
-    staged = list((batch_root / ".nexus-batches").rglob("staged/**/*.ifc"))
+    staged = list((batch_root.parent / ".nexus-batches").rglob("staged/**/*.ifc"))
     assert staged == []
     detail = alice.call("GET", f"/api/batches/{started['batch_id']}").json()
     files = by_file(detail)
@@ -175,8 +177,8 @@ def _escapes(root: Path, outside: Path) -> list[tuple[dict[str, Any], int, str]]
         ({"files": "models/../../outside/a.ifc", "out": "o", **script}, 400, "'..' is refused"),
         ({"files": str(outside / "a.ifc"), "out": "o", **script}, 400, "absolute paths are refused"),
         ({"files": "~/a.ifc", "out": "o", **script}, 400, "absolute paths are refused"),
-        ({"files": "models/link/*.ifc", "out": "o", **script}, 400, "links outside the batch root"),
-        ({"files": "models/*.ifc", "out": "out-link/x", **script}, 400, "links outside the batch root"),
+        ({"files": "models/link/*.ifc", "out": "o", **script}, 403, "leads outside your folders"),
+        ({"files": "models/*.ifc", "out": "out-link/x", **script}, 403, "leads outside your folders"),
         ({"files": "models/*.ifc", "out": "../elsewhere", **script}, 400, "'..' is refused"),
         ({"files": "models/*.ifc", "out": "/tmp/elsewhere", **script}, 400, "absolute paths are refused"),
         ({"files": "models/*.ifc", "out": ".nexus-batches/x", **script}, 400, "hidden"),
@@ -209,7 +211,8 @@ def test_every_field_is_validated_and_paths_never_leave_the_batch_root(server, a
         response = alice.call("POST", "/api/batches", json=body)
         assert response.status_code == status and message in response.json()["error"], (body, response.text)
     assert alice.call("POST", "/api/batches", data="nope", headers={"Content-Type": "text/plain"}).status_code == 400
-    assert not list((batch_root / ".nexus-batches").glob("*")) if (batch_root / ".nexus-batches").exists() else True
+    state = batch_root.parent / ".nexus-batches"
+    assert not list(state.glob("*")) if state.exists() else True
     assert {p.name: p.stat().st_mtime_ns for p in outside.iterdir()} == before
     # no token, a host token, an unknown batch, and a server with no batch root
     assert Client(server.url, None).call("POST", "/api/batches", json={}).status_code == 401

@@ -27,9 +27,9 @@ SUMMARY = {"title": IDS_TITLE, "specifications": 1, "bytes": len(FIRE_RATING_IDS
 
 @pytest.fixture
 def ids_root(tmp_path, monkeypatch) -> Iterator[Path]:
-    root = tmp_path / "root"
+    root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/batch/folders.py)
     make_ids_models(root / "models")
-    monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root))
+    monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root.parent))
     monkeypatch.delenv("NEXUS_BATCH_STATE", raising=False)
     monkeypatch.delenv("NEXUS_REDIS_URL", raising=False)
     monkeypatch.setenv("NEXUS_BATCH_WORKERS", "2")
@@ -103,7 +103,7 @@ def test_an_invalid_ids_is_refused_with_the_session_routes_messages(server, alic
     lone_surrogate = '{"files": "models/*.ifc", "out": "o", "script": "x = 1", "ids": "<ids>\\ud800</ids>"}'
     response = alice.call("POST", "/api/batches", data=lone_surrogate, headers={"Content-Type": "application/json"})
     assert response.status_code == 400 and "ids: not XML: " in response.json()["error"], response.text[:500]
-    assert not (ids_root / "o").exists() and not (ids_root / ".nexus-batches").exists()
+    assert not (ids_root / "o").exists() and not (ids_root.parent / ".nexus-batches").exists()
     none = _start(alice, **base, ids=None)  # null: no IDS
     assert none["ids"] is None
 

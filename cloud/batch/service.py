@@ -119,9 +119,12 @@ def check_outputs(access: Access, files: list[str], out: str, spec: BatchSpec) -
     inputs = set(files)
     for path in files:
         target = os.path.realpath(spec.output_for(path))
-        if target in inputs or not _under(target, out) or not access.allows(target, "write"):
-            raise FolderError(f"out: the output of {access.shown(path)} would be written to "
-                              f"{access.shown(target)}, outside the out folder or over an input: refused")
+        if target in inputs:
+            raise FolderError(f"out: the output of {access.shown(path)} would overwrite the input "
+                              f"{access.shown(target)} (through a symbolic link in the out folder): refused")
+        if not _under(target, out) or not access.allows(target, "write"):
+            raise FolderError(f"out: the output of {access.shown(path)} would be written outside the out folder "
+                              "(through a symbolic link in it): refused")
 
 
 def new_spec(roots: Roots, *, files: list[str], out: str | None, owner: str, script: str | None,

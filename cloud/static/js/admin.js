@@ -6,10 +6,11 @@ import { clear, codeBlock, copyButton, formatCost, formatNumber, formatTime, h, 
 import { renderTranscript, shortModel } from "./conversation.js";
 import { stackedBars } from "./charts.js";
 import { batchesTab } from "./batches.js";
+import { foldersTab } from "./folders.js";
 import { skillsTab } from "./skills.js";
 
 const $ = (id) => document.getElementById(id);
-const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations", "skills", "batches"];
+const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations", "skills", "batches", "folders"];
 const POLICIES = ["auto", "ask", "readonly"];
 const STATUS_KIND = { running: "info", error: "bad", cancelled: "warn", idle: "muted" };
 
@@ -80,7 +81,8 @@ class AdminConsole {
     try {
       await { sessions: () => this.loadSessions(), audit: () => this.loadAudit(), hosts: () => this.loadHosts(),
         usage: () => this.loadUsage(), tokens: () => this.loadTokens(), evaluations: () => this.loadEvaluations(),
-        skills: () => skillsTab($("skills-panel")), batches: () => batchesTab($("batches-panel")) }[tab]();
+        skills: () => skillsTab($("skills-panel")), batches: () => batchesTab($("batches-panel")),
+        folders: () => foldersTab($("folders-panel")) }[tab]();
       $("admin-notice").hidden = true;
     } catch (error) {
       this.loaded.delete(tab);

@@ -356,6 +356,12 @@ def review_file(batch_id: str):
     match = next((p for p in spec.files if shown(p) == relative), None)
     if match is None:
         raise BatchError(f"file: {relative!r} is not a file of this batch")
+    if body.get("decision") == "keep" and spec.out_dir and spec.owner:
+        # the out folder was writable when the batch started; a grant withdrawn since keeps nothing there
+        owner = access_for(nexus().store, service.Roots.from_env().root, spec.owner)
+        if not owner.allows(spec.out_dir, "write"):
+            raise FolderError(f"out: {shown(spec.out_dir)!r} is no longer a folder {spec.owner} may write to "
+                              "(a project folder's grant was withdrawn or made read-only): nothing kept")
     result = service.decide(spec, spec.relative(match), body.get("decision"), g.user.name)
     return jsonify({"file": relative, "decision": result["review"]["decision"], "by": g.user.name,
                     "output": _shown(shown, result.get("output"))})

@@ -236,3 +236,19 @@ def test_folder_grants_are_for_admins_and_checked(server, admin, alice, root):
     assert admin.call("PUT", "/api/admin/folders/new-site", json=body).status_code == 200
     made = root / "projects" / "new-site"
     assert made.is_dir() and stat.S_IMODE(made.stat().st_mode) == 0o700
+
+
+def test_a_staged_result_is_not_kept_in_a_project_folder_whose_grant_was_lowered(server, admin, alice, root, teams):
+    started = start(alice, files="projects/std/s1.ifc", out="projects/std/reviewed", policy="ask")
+    detail = finished(alice, started["batch_id"])
+    assert [f["state"] for f in detail["file_results"]] == ["staged"], detail["file_results"]
+    review = f"/api/batches/{started['batch_id']}/review"
+    assert admin.call("PUT", "/api/admin/folders/std", json={"team": "design", "access": "read"}).status_code == 200
+    kept = alice.call("POST", review, json={"file": "projects/std/s1.ifc", "decision": "keep"})
+    assert kept.status_code == 403 and "'projects/std/reviewed' is no longer a folder alice may write to" in \
+        kept.json()["error"], kept.text
+    assert not (root / "projects" / "std" / "reviewed").exists()
+    assert admin.call("PUT", "/api/admin/folders/std", json={"team": "design", "access": "read-write"}).status_code == 200
+    kept = alice.call("POST", review, json={"file": "projects/std/s1.ifc", "decision": "keep"})
+    assert kept.status_code == 200 and kept.json()["output"] == "projects/std/reviewed/s1.ifc", kept.text
+    assert_exactly_the_change(root / "projects" / "std" / "s1.ifc", root / "projects" / "std" / "reviewed" / "s1.ifc")

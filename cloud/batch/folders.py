@@ -59,7 +59,11 @@ def user_folder(root: str, user: str, create: bool = True) -> str:
     """`<root>/<user folder>`: where a user's own models live (made on first use, mode 0700)."""
     path = os.path.join(root, user_folder_name(user))
     if create and not os.path.isdir(path):
-        os.makedirs(path, mode=FOLDER_MODE, exist_ok=True)
+        try:
+            os.makedirs(path, mode=FOLDER_MODE, exist_ok=True)
+        except OSError as exc:
+            raise FolderError(f"your folder ({user_folder_name(user)}) cannot be made under the batch root: "
+                              f"{exc.strerror}; an admin must fix it", status=409) from None
     return path
 
 

@@ -280,7 +280,11 @@ def grant_folder(name: str):
         raise ContractError(f"access: expected one of {', '.join(ACCESS_LEVELS)}")
     root = _batch_root()
     if root is not None:
-        os.makedirs(project_folder(root, name), mode=FOLDER_MODE, exist_ok=True)
+        try:
+            os.makedirs(project_folder(root, name), mode=FOLDER_MODE, exist_ok=True)
+        except OSError as exc:
+            return api_error(409, f"{PROJECTS}/{name} cannot be made under the batch root ({exc.strerror}): "
+                                  "nothing was granted")
     nexus().store.grant_folder(name, team, access, g.user.name)
     return jsonify({"folder": name, "path": f"{PROJECTS}/{name}", "team": team, "access": access,
                     "exists": root is not None})

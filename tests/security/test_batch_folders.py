@@ -252,3 +252,13 @@ def test_a_staged_result_is_not_kept_in_a_project_folder_whose_grant_was_lowered
     kept = alice.call("POST", review, json={"file": "projects/std/s1.ifc", "decision": "keep"})
     assert kept.status_code == 200 and kept.json()["output"] == "projects/std/reviewed/s1.ifc", kept.text
     assert_exactly_the_change(root / "projects" / "std" / "s1.ifc", root / "projects" / "std" / "reviewed" / "s1.ifc")
+
+
+def test_a_folder_that_cannot_be_made_is_a_clear_refusal(server, admin, root):
+    (root / "eve").write_text("a file where eve's folder would be")
+    error = refused(Client(server.url, server.token("eve")), 409, files="*.ifc", out="o")
+    assert "your folder (eve) cannot be made under the batch root" in error and str(root) not in error
+    (root / "projects" / "site").write_text("a file where the project folder would be")
+    response = admin.call("PUT", "/api/admin/folders/site", json={"team": "design", "access": "read"})
+    assert response.status_code == 409 and "nothing was granted" in response.json()["error"], response.text
+    assert server.state.store.folder_grants() == []

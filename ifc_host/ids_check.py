@@ -44,11 +44,18 @@ def parse_ids(text: str | bytes) -> Any:
     if root.tag != f"{{{IDS_NAMESPACE}}}ids":
         raise IdsProblem(f"not an IDS document: the root element is <{root.tag}>, expected <ids> in the namespace "
                          f"{IDS_NAMESPACE}")
+    from xmlschema import XMLSchemaValidationError
+
+    document = xml.lstrip("\ufeff")
     try:
-        return ids_module.from_string(xml.lstrip("\ufeff"), validate=True)
-    except ids_module.IdsXmlValidationError as exc:
-        detail = getattr(exc.xml_error, "reason", None) or str(exc.xml_error).strip().splitlines()[0]
-        path = getattr(exc.xml_error, "path", None)
+        # Validate the text itself: ifctester's validate=True checks an ElementTree that has lost the namespace
+        # declarations, so a facet typed `base="xs:string"` fails as an unmapped prefix (most real IDS files).
+        ids_module.get_schema().validate(document)
+        return ids_module.from_string(document, validate=False)
+    except (XMLSchemaValidationError, ids_module.IdsXmlValidationError) as exc:
+        error = getattr(exc, "xml_error", exc)
+        detail = getattr(error, "reason", None) or str(error).strip().splitlines()[0]
+        path = getattr(error, "path", None)
         raise IdsProblem(f"not a valid IDS document: {detail}" + (f" (at {path})" if path else "")) from exc
     except Exception as exc:  # xmlschema decode errors and facets ifctester cannot parse
         raise IdsProblem(f"not a valid IDS document: {type(exc).__name__}: {exc}") from exc
@@ -77,14 +84,18 @@ class IdsState:
     spec_failures: dict[int, str] = field(default_factory=dict)  # specification -> why it fails as a whole
     applicable: dict[int, dict[int, str]] = field(default_factory=dict)  # specification -> {id: class} it applies to
     names: dict[int, str] = field(default_factory=dict)
+    other_version: dict[int, str] = field(default_factory=dict)  # specification -> the IFC versions it is for
 
 
 def check_model(model: ifcopenshell.file, ids: Any) -> IdsState:
     """Validate the whole model and collect every failure, keyed so two states can be compared."""
-    ids.validate(model)
+    ids.validate(model, should_filter_version=True)
     state = IdsState()
     for s, spec in enumerate(ids.specifications):
         state.names[s] = spec.name
+        if not spec.is_ifc_version:
+            state.other_version[s] = " ".join(spec.ifcVersion or [])
+            continue
         state.applicable[s] = {e.id(): e.is_a() for e in spec.applicable_entities}
         if spec.maxOccurs == 0:
             if spec.applicable_entities:
@@ -161,6 +172,12 @@ class IdsRun:
                 f"IDS: the check failed after the run ({type(exc).__name__}: {exc}); the run was not checked "
                 "against the IDS")})
             return
+        other_version = self.before.other_version
+        if other_version:
+            skipped = ", ".join(f"'{self.before.names[s]}' ({versions})" for s, versions in other_version.items())
+            result["failures"].append({"severity": "warning", "message": (
+                f"IDS: {len(other_version)} specification(s) are for other IFC versions than this model's "
+                f"{model.schema_identifier} and were not checked: {skipped}")})
         block = mode == "block"
         validation = result.setdefault("validation", {"mode": mode if block else "warn", "checked": 0,
                                                       "introduced": 0, "findings": []})

@@ -30,6 +30,8 @@ WARNINGS_SHOWN = 20
 _RECOVERABLE = (
     re.compile(r"^Instance reference #\d+ used by instance #\d+ at attribute index \d+ not found"),
     re.compile(r"^Entity with name '(?!ENDSEC'|END-ISO|HEADER'|DATA')[A-Za-z0-9_]+' not found in schema"),
+    # A value outside the schema's enumeration (e.g. an IFC 4.3 draft's literal): IfcOpenShell reads it as unset.
+    re.compile(r"^An enumeration literal '[A-Za-z0-9_]+' is not valid for type '[A-Za-z0-9_]+'"),
 )
 
 
@@ -51,23 +53,83 @@ def open_checked(path: str | os.PathLike[str]) -> ifcopenshell.file:
         raise BadModelError(f"{file_path}: the file is empty (0 bytes); expected an IFC model")
     logger = wrapper.logger()
     logger.output_format(wrapper.logger.FMT_INMEMORY)
+    declared, nearest = _schema_alias(file_path)
     try:
-        model = ifcopenshell.open(str(file_path), logger=logger)
+        if nearest is None:
+            model = ifcopenshell.open(str(file_path), logger=logger)
+        else:
+            with _read_as_schema(file_path, declared, nearest) as readable:
+                model = ifcopenshell.open(str(readable), logger=logger)
     except (ifcopenshell.Error, OSError, RuntimeError) as exc:
-        raise BadModelError(f"{file_path}: not a readable IFC file ({exc})") from exc
+        logged = logger.max_severity() >= wrapper.logger.LOG_ERROR  # what the parser says beats "check logs"
+        raise BadModelError(f"{file_path}: not a readable IFC file ({_parser_errors(logger, file_path) if logged else exc})"
+                            ) from exc
     if not _has_trailer(file_path, size):
         raise BadModelError(f"{file_path}: the IFC file is truncated (it does not end with {STEP_TRAILER.decode()})")
     errors = [m.message for m in logger.log_messages() if m.severity >= wrapper.logger.LOG_ERROR]
     if logger.max_severity() >= wrapper.logger.LOG_ERROR and not all(_recoverable(e) for e in errors):
-        raise BadModelError(f"{file_path}: the IFC file is damaged or truncated: {_parser_errors(logger)}")
+        raise BadModelError(f"{file_path}: the IFC file is damaged or truncated: {_parser_errors(logger, file_path)}")
     if not model.by_type("IfcProject"):
         raise BadModelError(f"{file_path}: the file parses but holds no IfcProject, so it is not an IFC model")
     # The native file keeps logging to this logger for its whole life (e.g. while attributes are set);
     # letting Python free it would leave the file writing into freed memory.
     model._nexus_parse_logger = logger
     problems = [m.message for m in logger.log_messages() if m.severity >= wrapper.logger.LOG_WARNING]
-    model._nexus_open_warnings = [_readable(message) for message in problems]
+    model._nexus_open_warnings = [_readable(message, file_path) for message in problems]
+    if nearest is not None:
+        model._nexus_open_warnings.insert(0, (
+            f"the file's header names the schema {declared}, which IfcOpenShell does not have; it was read as "
+            f"{nearest}, the nearest one it has (the file itself is unchanged; a commit writes {nearest})"))
     return model
+
+
+# IFC 4.3 as exporters write it (final, corrigenda, addenda, release candidates): all read as the 4.3 schema
+# IfcOpenShell ships. Matched only when IfcOpenShell has no schema of the declared name.
+_IFC4X3_NAMES = re.compile(r"^IFC4X3(_(TC\d|ADD\d|RC\d))?$")
+_FILE_SCHEMA = re.compile(rb"FILE_SCHEMA\s*\(\s*\(\s*'([A-Za-z0-9_]+)'", re.IGNORECASE)
+_HEADER_BYTES = 65536
+
+
+def _schema_alias(path: Path) -> tuple[str, str | None]:
+    """The schema the header declares and, when IfcOpenShell lacks it but has a close one, that one."""
+    with path.open("rb") as handle:
+        header = handle.read(_HEADER_BYTES)
+    found = _FILE_SCHEMA.search(header)
+    if not found:
+        return "", None
+    declared = found.group(1).decode("ascii").upper()
+    if not _IFC4X3_NAMES.match(declared) or _has_schema(declared):
+        return declared, None
+    nearest = next((name for name in ("IFC4X3_ADD2", "IFC4X3") if _has_schema(name)), None)
+    return declared, nearest
+
+
+def _has_schema(name: str) -> bool:
+    try:
+        wrapper.schema_by_name(name)
+    except (RuntimeError, IndexError, ValueError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _read_as_schema(path: Path, declared: str, nearest: str) -> Iterator[Path]:
+    """A temporary copy of the file whose header names `nearest` instead of `declared`; the user's file is never
+    edited. Deleted once the model has been read (IfcOpenShell keeps no handle on it)."""
+    handle, name = tempfile.mkstemp(prefix=".nexus-schema-", suffix=".ifc")
+    copy = Path(name)
+    try:
+        with os.fdopen(handle, "wb") as out, path.open("rb") as source:
+            header = source.read(_HEADER_BYTES)
+            found = _FILE_SCHEMA.search(header)
+            if found is None or found.group(1).decode("ascii").upper() != declared:
+                raise OSError("its header changed while it was being read")
+            out.write(header[:found.start(1)] + nearest.encode("ascii") + header[found.end(1):])
+            while chunk := source.read(1 << 20):
+                out.write(chunk)
+        yield copy
+    finally:
+        copy.unlink(missing_ok=True)
 
 
 def open_warnings(model: ifcopenshell.file) -> list[str]:
@@ -89,17 +151,43 @@ def _recoverable(message: str) -> bool:
 _DANGLING = re.compile(r"^Instance reference #(\d+) used by instance #(\d+) at attribute index (\d+) not found")
 
 
-def _readable(message: str) -> str:
+_ENUMERATION = re.compile(r"^An enumeration literal '([A-Za-z0-9_]+)' is not valid for type '([A-Za-z0-9_]+)' at offset (\d+)")
+
+
+def _readable(message: str, path: Path) -> str:
     dangling = _DANGLING.match(message)
     if dangling:
         missing, user, index = dangling.groups()
         return f"#{user} refers to #{missing} (attribute {int(index) + 1}), which is not in the file"
+    enumeration = _ENUMERATION.match(message)
+    if enumeration:
+        literal, enum_type, offset = enumeration.groups()
+        return (f"{_instance_at(path, int(offset))} has .{literal}., which is not a value of {enum_type} in this "
+                "schema; it reads as unset, and a commit writes it as unset")
     return re.sub(r" at offset \d+$", "", message)
 
 
-def _parser_errors(logger: Any) -> str:
+def _instance_at(path: Path, offset: int) -> str:
+    """'#<id> (line N)' of the instance whose text holds byte `offset` (the parser reports offsets, not ids)."""
+    line = 1
+    with path.open("rb") as handle:
+        remaining = offset
+        while remaining > 0 and (chunk := handle.read(min(remaining, 1 << 20))):
+            line += chunk.count(b"\n")
+            remaining -= len(chunk)
+        handle.seek(max(0, offset - 4096))
+        before = handle.read(min(offset, 4096))
+    found = list(re.finditer(rb"#(\d+)\s*=", before))
+    return f"#{found[-1].group(1).decode()} (line {line})" if found else f"line {line}"
+
+
+_OFFSET = re.compile(r" at offset (\d+)")
+
+
+def _parser_errors(logger: Any, path: Path) -> str:
     errors = [m.message for m in logger.log_messages() if m.severity >= wrapper.logger.LOG_ERROR]
-    shown = "; ".join(errors[:_PARSER_MESSAGES_SHOWN])
+    shown = "; ".join(_OFFSET.sub(lambda found: f" at {_instance_at(path, int(found.group(1)))}", error)
+                      for error in errors[:_PARSER_MESSAGES_SHOWN])
     more = len(errors) - _PARSER_MESSAGES_SHOWN
     return shown + (f" (and {more} more)" if more > 0 else "") if errors else "the parser reported errors"
 

@@ -14,7 +14,7 @@ import ifcopenshell.util.placement
 import ifcopenshell.util.unit
 import numpy as np
 
-from ifc_host.model_file import storey_labels
+from ifc_host.model_file import BadModelError, open_checked, storey_labels
 
 AXONOMETRIC_VIEW = "3D"
 AXONOMETRIC_STOREY_PREFIX = "3D:"
@@ -68,9 +68,10 @@ class Drawing:
 
 
 def open_model(path: str) -> ifcopenshell.file:
+    """The model as the host opens it (an IFC 4.3 draft header read as the schema IfcOpenShell has, and so on)."""
     try:
-        return ifcopenshell.open(path)
-    except (ifcopenshell.Error, OSError, RuntimeError) as exc:
+        return open_checked(path)
+    except BadModelError as exc:
         raise ViewError(f"cannot read the model: {exc}") from exc
 
 

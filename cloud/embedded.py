@@ -1,11 +1,12 @@
 """The core on one machine, embedded in a command: a store, the host websocket on 127.0.0.1, an IFC host in
 a child process of its own, and runs driven in this process through the host seam.
 
-`nexus run` uses it; so can any front door that wants the loop without the chat page (an MCP server, the
-evaluator). The HTTP app is started only so the host can reach `/ws/host`: runs never go through HTTP.
+`nexus run` uses it; so does any front door that wants the loop without the chat page (the MCP server, the
+evaluator, the batch worker). It serves the host gate alone (cloud/gate), so the host can reach `/ws/host`: no
+web framework is loaded and runs never go through HTTP.
 
 `close()` stops everything the core started: the host process, the run registry's lease renewer and
-recovery sweep, the HTTP server (its listening socket and the host's websocket threads) and the host token.
+recovery sweep, the gate's server (its listening socket and the host's websocket threads) and the host token.
 A command that makes one core after another (the batch worker) ends with the threads it began with.
 """
 from __future__ import annotations
@@ -20,7 +21,10 @@ from cloud.assembly import run_session
 from cloud.child_host import ChildHost, host_connect_timeout, start_ifc_host, wait_for_host
 from cloud.chunks import Chunk
 from cloud.config import Settings
+from cloud.core_state import start_core_state
+from cloud.gate.wsgi import HostGate
 from cloud.hostlink import WebSocketHostLink, session_link
+from cloud.server import start_server
 from cloud.store import Store
 from cloud.vendors.base import ModelAdapter
 
@@ -30,24 +34,19 @@ THREADS_STOP_TIMEOUT_S = 15.0  # close() waits this long, in all, for the core's
 READERS_STOP_TIMEOUT_S = 2.0  # and this long for websocket reader threads (maybe another core's: see _readers)
 
 
-
 class EmbeddedCore:
     """Start with `EmbeddedCore(store, model_path, out_path)`; then `new_session`, `run`, and `close`."""
 
     def __init__(self, store: Store, model_path: str, out_path: str | None, settings: Settings | None = None,
                  user: str = "cli", connect_timeout_s: float | None = None,
                  isolation: str | None = None) -> None:
-        from cloud.server import start_server
-        from cloud.web.app import create_app
-
         self._threads_before = set(threading.enumerate())
         self._requests: set[threading.Thread] = set()  # this core's HTTP server's request threads
         self._closed = False
         self.store, self.user = store, user
         self.settings = settings or Settings()
-        app = create_app(store, self.settings)
-        self.state = app.extensions["nexus"]
-        self.server = start_server(app, "127.0.0.1", 0)
+        self.state = start_core_state(store, self.settings)
+        self.server = start_server(HostGate(self.state), "127.0.0.1", 0)
         self._track_requests()
         self.host: ChildHost | None = None
         # A host-only token for this command's host, revoked when the core closes: nothing outlives it.

@@ -4,12 +4,16 @@ For production, run under gunicorn with the gevent worker (see README): waitress
 """
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from flask import Flask
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
 
 SHUTDOWN_POLL_S = 0.05
 
@@ -37,7 +41,8 @@ class NoDelayRequestHandler(WSGIRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-def _make(app: Flask, bind: str, port: int) -> BaseWSGIServer:
+def _make(app: WSGIApplication, bind: str, port: int) -> BaseWSGIServer:
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request on the terminal
     server = make_server(bind, port, app, threaded=True, request_handler=NoDelayRequestHandler)
     server.daemon_threads = True
     return server
@@ -57,11 +62,11 @@ def first_free_port(bind: str, port: int, tries: int = 100) -> int:
     raise OSError(f"no free port between {port} and {port + tries - 1} on {bind}")
 
 
-def serve_forever(app: Flask, bind: str, port: int) -> None:
+def serve_forever(app: WSGIApplication, bind: str, port: int) -> None:
     _make(app, bind, port).serve_forever()
 
 
-def start_server(app: Flask, bind: str = "127.0.0.1", port: int = 0) -> ServerHandle:
+def start_server(app: WSGIApplication, bind: str = "127.0.0.1", port: int = 0) -> ServerHandle:
     """Start serving on a daemon thread (port 0 picks a free port) and return at once."""
     server = _make(app, bind, port)
     # serve_forever checks for shutdown once per poll interval (0.5 s by default): keep stopping quick.

@@ -79,3 +79,38 @@ def test_close_waits_for_a_thread_that_is_listed_before_it_has_started() -> None
     began = time.monotonic()
     _join_by(never, began + 0.1)  # never started: gives up at the deadline, no exception
     assert 0.09 <= time.monotonic() - began < 2
+
+
+NO_WEB_RUN = """
+import json, shutil, sys
+from cloud.embedded import EmbeddedCore
+from cloud.store import Store
+from cloud.vendors.scripted import ScriptedModel
+core = EmbeddedCore(Store(sys.argv[1] + "/nexus.db"), sys.argv[2], None, connect_timeout_s=300)
+try:
+    row = core.new_session("scripted:" + sys.argv[3])
+    chunks = list(core.run(row, ScriptedModel(sys.argv[3]), "count the doors"))
+finally:
+    core.close()
+print(json.dumps({"last": chunks[-1].type, "web": sorted(m for m in sys.modules
+                  if m.split(".")[0] in ("flask", "flask_sock") or m.startswith("cloud.web"))}))
+"""
+
+
+def test_the_embedded_core_serves_its_host_and_runs_without_loading_the_web_app(tmp_path: Path):
+    """The host gate alone: a run on a real IFC host completes and neither Flask nor cloud.web is imported."""
+    import json
+    import subprocess
+    import sys
+
+    model = tmp_path / "model.ifc"
+    shutil.copyfile(sample_building(), model)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_data_collection", "input": {"code": "print(len(model.by_type('IfcDoor')))"}}}],
+        [{"text": "Counted."}]]}))
+    done = subprocess.run([sys.executable, "-c", NO_WEB_RUN, str(tmp_path), str(model), str(script)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome == {"last": "Complete", "web": []}, outcome

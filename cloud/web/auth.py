@@ -46,7 +46,7 @@ def current_user(cookie: bool = True) -> User | None:
     return user
 
 
-def same_origin(any_scheme: bool = False) -> bool:
+def same_origin() -> bool:
     """False when a browser says the request came from another site (Origin, else Sec-Fetch-Site).
 
     Clients that are not browsers send neither header and pass; browsers send Origin on every POST
@@ -64,7 +64,7 @@ def same_origin(any_scheme: bool = False) -> bool:
         return False
     if origin is not None:
         parts = urlsplit(origin)
-        return (any_scheme or parts.scheme == request.scheme) and parts.netloc == request.host
+        return parts.scheme == request.scheme and parts.netloc == request.host
     return True
 
 

@@ -1,29 +1,19 @@
-"""What the app's routes share: the store, the host directory, the rendezvous, runs in progress, settings."""
+"""What the app's routes share: the process's core state (store, hosts, rendezvous, runs, settings, host sockets)
+and what only the web needs (the default model, the request rate)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from flask import current_app
 
-from cloud.config import Settings
-from cloud.hostlink import HostDirectory
-from cloud.rendezvous import ToolResultChannel
-from cloud.runs import RunRegistry
-from cloud.store import Store
-from cloud.web.host_sockets import HostSockets
+from cloud.core_state import CoreState
 from cloud.web.quotas import RequestRate
 
 
 @dataclass
-class NexusState:
-    store: Store
-    settings: Settings
-    hosts: HostDirectory
-    channel: ToolResultChannel
-    runs: RunRegistry
+class NexusState(CoreState):
     default_model: str | None = None
     request_rate: RequestRate = field(default_factory=lambda: RequestRate(0))
-    sockets: HostSockets = field(default_factory=HostSockets)
 
 
 def nexus() -> NexusState:

@@ -91,7 +91,7 @@ def test_a_host_whose_id_is_taken_over_is_closed(server, alice):
 def test_host_error_messages_are_logged_escaped_and_capped(server, alice, caplog):
     ws, host_id = _raw(server, alice.token)
     forged = "oops\nERROR cloud.web.app forged line" + "x" * 100_000
-    with caplog.at_level(logging.WARNING, logger="cloud.web.host_ws"):
+    with caplog.at_level(logging.WARNING, logger="cloud.gate.host_socket"):
         ws.send(json.dumps({"type": "error", "message": forged}))
         ws.send(json.dumps({"type": "ping"}))
         json.loads(ws.recv())

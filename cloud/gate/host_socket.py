@@ -1,7 +1,7 @@
 """The host websocket (`/ws/host`): hello/welcome, then results routed to the waiting runs.
 
 Every inbound message is validated against shared_contract/; a bad one gets an `error` reply naming the
-problem and the connection stays up. Authentication happens before the upgrade (see app.py): a bearer
+problem and the connection stays up. Authentication happens before the upgrade (cloud/gate/wsgi.py): a bearer
 token (user or host scope), never the browser's cookie, and no cross-origin upgrade.
 
 A host id belongs for good to the first user who connected with it (kept in the store, so a restart
@@ -14,17 +14,19 @@ import json
 import logging
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import g
 from simple_websocket import ConnectionClosed
 
 from cloud.contract import ContractError, validate_host_message
+from cloud.gate.sockets import CLOSE_REPLACED, CLOSE_REVOKED, close
 from cloud.grounding.registry import warm as warm_api_index
 from cloud.hostlink import HostConnection
 from cloud.rendezvous import Delivery
-from cloud.web.host_sockets import CLOSE_REPLACED, CLOSE_REVOKED, close
-from cloud.web.state import NexusState
+
+if TYPE_CHECKING:
+    from cloud.core_state import CoreState
+    from cloud.store import User
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,7 @@ def loggable(text: Any) -> str:
     return escaped + (f"... ({len(text):,} characters)" if len(text) > MAX_LOGGED_CHARS else "")
 
 
-def _claim(state: NexusState, user_name: str, hello: dict[str, Any]) -> dict[str, Any]:
+def _claim(state: CoreState, user_name: str, hello: dict[str, Any]) -> dict[str, Any]:
     """The hello without its host_id when that id is another user's or not shaped like the ones this
     server issues (the directory then picks a new one)."""
     wanted = hello.get("host_id")
@@ -90,8 +92,7 @@ def _claim(state: NexusState, user_name: str, hello: dict[str, Any]) -> dict[str
     return hello
 
 
-def serve_host(state: NexusState, ws: Any) -> None:
-    user = g.user
+def serve_host(state: CoreState, ws: Any, user: User) -> None:
     hello = _await_hello(ws)
     if hello is None:
         ws.close(reason=1008, message="no hello")
@@ -119,7 +120,7 @@ def serve_host(state: NexusState, ws: Any) -> None:
         log.info("host %s disconnected", connection.host_id)
 
 
-def _retire(state: NexusState, previous: HostConnection, newest: Any) -> None:
+def _retire(state: CoreState, previous: HostConnection, newest: Any) -> None:
     """Tell the connection a newer one took its host id over, and close it."""
     try:
         with previous.send_lock:
@@ -130,7 +131,7 @@ def _retire(state: NexusState, previous: HostConnection, newest: Any) -> None:
     state.sockets.close_replaced(previous.host_id, newest)  # its own loop would notice too, a moment later
 
 
-def _serve(state: NexusState, ws: Any, connection: HostConnection, token_id: str | None) -> None:
+def _serve(state: CoreState, ws: Any, connection: HostConnection, token_id: str | None) -> None:
     recheck_s = state.settings.host_recheck_s
     next_check = time.monotonic() + recheck_s
     while True:
@@ -154,7 +155,7 @@ def _reply(connection: HostConnection, message: dict[str, Any]) -> None:
         connection.send_json(message)
 
 
-def _handle(state: NexusState, connection: HostConnection, raw: Any) -> None:
+def _handle(state: CoreState, connection: HostConnection, raw: Any) -> None:
     try:
         message = _parse(raw)
     except ContractError as exc:

@@ -1,0 +1,37 @@
+"""What one server process shares between its front doors, started explicitly: the store, the settings, the host
+directory, the tool-result rendezvous, the run registry and the open host sockets.
+
+`start_core_state` also ends the runs a dead process left `running` and starts the sweep that keeps doing so
+(their lease expired), so both happen once per process whichever doors it opens: the chat app (cloud/web), the
+host gate alone (cloud/embedded.py), or both. `state.runs.close()` stops the sweep.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cloud.assembly import recover_interrupted_runs
+from cloud.config import Settings
+from cloud.distributed import build_parts, start_recovery_sweep
+from cloud.gate.sockets import HostSockets
+from cloud.hostlink import HostDirectory
+from cloud.rendezvous import ToolResultChannel
+from cloud.runs import RunRegistry
+from cloud.store import Store
+
+
+@dataclass
+class CoreState:
+    store: Store
+    settings: Settings
+    hosts: HostDirectory
+    channel: ToolResultChannel
+    runs: RunRegistry
+    sockets: HostSockets = field(default_factory=HostSockets)
+
+
+def start_core_state(store: Store, settings: Settings) -> CoreState:
+    hosts, channel, runs = build_parts(store)  # in Redis with NEXUS_REDIS_URL, else in this process
+    # Runs a dead process left `running` end with every call answered; held changes are discarded on reconnect.
+    recover_interrupted_runs(store, hosts)
+    start_recovery_sweep(store, hosts, runs)  # and later, runs whose process died (their lease expired)
+    return CoreState(store=store, settings=settings, hosts=hosts, channel=channel, runs=runs)

@@ -44,6 +44,8 @@ Size (entities; build time on a quiet 2-core machine)
 """
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import math
 import os
@@ -86,8 +88,7 @@ def build_sample_model(storeys: int = 3, seed: int = 0, scale: int = 1) -> ifcop
 
 def write_sample_model(path: str | Path, storeys: int = 3, seed: int = 0, scale: int = 1) -> dict[str, Any]:
     """Write the sample building to ``path`` (atomically) and return a summary of what it holds."""
-    model = build_sample_model(storeys=storeys, seed=seed, scale=scale)
-    data = model.to_string().encode("utf-8")
+    data, summary = _sample_file(storeys, seed, scale) if scale == 1 else _build_file(storeys, seed, scale)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
@@ -98,7 +99,17 @@ def write_sample_model(path: str | Path, storeys: int = 3, seed: int = 0, scale:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return {"path": str(target), "bytes": len(data), **summarize_model(model)}
+    return {"path": str(target), "bytes": len(data), **copy.deepcopy(summary)}
+
+
+def _build_file(storeys: int, seed: int, scale: int) -> tuple[bytes, dict[str, Any]]:
+    model = build_sample_model(storeys=storeys, seed=seed, scale=scale)
+    return model.to_string().encode("utf-8"), summarize_model(model)
+
+
+# The building is a pure function of its arguments (same bytes every time) and takes about a second to build:
+# a process that writes the same small one again (the demo's batch folder, a test suite) copies it instead.
+_sample_file = functools.lru_cache(maxsize=8)(_build_file)
 
 
 def summarize_model(model: ifcopenshell.file) -> dict[str, Any]:

@@ -28,16 +28,6 @@ class Progress:
         return f"done {self.done}, failed {self.failed}, running {self.running}, left {self.left} of {self.total}"
 
 
-def current_result(spec: BatchSpec, path: str, input_sha: str) -> dict[str, Any] | None:
-    """This file's result for this batch's task and the input as it was when the batch started."""
-    result = read_result(spec, path)
-    if not result or result.get("task_sha256") != spec.task_sha256(path):
-        return None
-    if input_sha not in (result.get("input_sha256"), result.get("output_sha256")):
-        return None
-    return result
-
-
 class Tracker:
     """Counts a batch's progress; `input_shas` are taken once, when the batch starts."""
 

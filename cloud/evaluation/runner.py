@@ -61,10 +61,6 @@ class TaskRun:
                 "check_seconds": round(self.check_seconds, 3)}
 
 
-class HarnessError(RuntimeError):
-    """The evaluation itself cannot go on (not one task's error)."""
-
-
 def model_for(spec: str, task: Task) -> Any:
     """A fresh model adapter for one task run; `scripted:DIR` plays DIR/<task id>.json."""
     from cloud.vendors.registry import allow_on_command_line, create_model

@@ -124,10 +124,6 @@ class TurnAssembler:
         part = self._keyed.get(key)
         return bool(part and part["text"])
 
-    def seal(self) -> None:
-        """The next unkeyed piece starts a new part."""
-        self._open_prose = None
-
     def _new_part(self, kind: str) -> dict[str, Any]:
         part: dict[str, Any] = {"type": kind, "text": []}
         self._parts.append(part)
@@ -148,9 +144,6 @@ class TurnAssembler:
     def open_call_part(self, key: Hashable) -> dict[str, Any] | None:
         entry = self._calls.get(key)
         return entry[0] if entry else None
-
-    def open_call_keys(self) -> list[Hashable]:
-        return list(self._calls)
 
     def call_piece(self, key: Hashable, piece: str) -> Chunk | None:
         entry = self._calls.get(key)

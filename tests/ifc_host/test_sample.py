@@ -159,3 +159,14 @@ def test_nonsense_sizes_are_refused():
         build_sample_model(storeys=0)
     with pytest.raises(ValueError):
         build_sample_model(scale=0)
+
+
+def test_writing_the_same_small_building_again_gives_the_same_bytes_and_a_summary_of_its_own(tmp_path: Path):
+    first = write_sample_model(tmp_path / "a.ifc", storeys=2, seed=7)
+    second = write_sample_model(tmp_path / "b.ifc", storeys=2, seed=7)
+    assert (tmp_path / "a.ifc").read_bytes() == (tmp_path / "b.ifc").read_bytes()
+    assert second["path"] == str(tmp_path / "b.ifc") and first["path"] == str(tmp_path / "a.ifc")
+    first["doors"] = -1  # a caller changing its summary changes nobody else's
+    assert write_sample_model(tmp_path / "c.ifc", storeys=2, seed=7)["doors"] == second["doors"] != -1
+    other = write_sample_model(tmp_path / "d.ifc", storeys=2, seed=8)
+    assert (tmp_path / "d.ifc").read_bytes() != (tmp_path / "a.ifc").read_bytes() and other["path"].endswith("d.ifc")

@@ -54,11 +54,7 @@ class ChatPage {
     $("sessions-toggle").addEventListener("click", () => this.toggleSessions());
     $("sessions-close").addEventListener("click", () => this.toggleSessions(false));
     for (const example of document.querySelectorAll("[data-example]")) {
-      example.addEventListener("click", () => {
-        this.prompt.value = example.dataset.example;
-        this.autosize();
-        this.prompt.focus();
-      });
+      example.addEventListener("click", () => this.useExample(example));
     }
     await Promise.all([this.loadMe(), this.loadModels(), this.refreshHosts()]);
     setInterval(() => this.refreshHosts(), HOST_POLL_MS);
@@ -189,6 +185,22 @@ class ChatPage {
     $("policy-note").textContent = stricter ? `Your administrator set “${this.userPolicy}” for you; the stricter policy applies.` : "";
   }
 
+  // A landing example: its prompt, and under the scripted demo (the model field names one of the examples'
+  // scripts) that example's own script, so the replay does what the example says.
+  useExample(example) {
+    this.prompt.value = example.dataset.example;
+    const script = example.dataset.script;
+    const spec = this.modelInput.value.trim();
+    const match = /^(scripted:.*[\\/])([^\\/]+\.json)$/.exec(spec);
+    const scripts = [...document.querySelectorAll("[data-script]")].map((node) => node.dataset.script);
+    if (script && match && scripts.includes(match[2])) {
+      this.modelInput.value = match[1] + script;
+      this.updateScriptedNote();
+    }
+    this.autosize();
+    this.prompt.focus();
+  }
+
   // ---- sessions ----
   rememberedSession() {
     const match = /(?:^#|&)session=([0-9a-f]+)/.exec(location.hash);
@@ -207,11 +219,7 @@ class ChatPage {
   showEmpty() {
     clear(this.conversation).append($("empty-template").content.cloneNode(true));
     for (const example of this.conversation.querySelectorAll("[data-example]")) {
-      example.addEventListener("click", () => {
-        this.prompt.value = example.dataset.example;
-        this.autosize();
-        this.prompt.focus();
-      });
+      example.addEventListener("click", () => this.useExample(example));
     }
     $("session-cost").textContent = "";
   }

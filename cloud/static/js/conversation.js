@@ -16,6 +16,10 @@ export function userBubble(text) {
   return h("div", { class: "turn user" }, h("div", { class: "bubble", text }));
 }
 
+function budgetNote(text) {
+  return h("div", { class: "note warn budget", text });
+}
+
 function compactionMarker(text, summary) {
   return h("div", { class: "marker compaction" },
     h("span", { text: text || "Earlier conversation summarised to fit the context window" }),
@@ -121,7 +125,7 @@ export class RunView {
         this.card(meta.tool_call_id, meta.name).appendInput(chunk.content);
         break;
       case "ToolCall":
-        this.card(meta.tool_call_id, meta.name).called(meta.input);
+        this.card(meta.tool_call_id, meta.name).called(meta.input, { startedAt: meta.started_at });
         break;
       case "Metadata":
         this.metadata(chunk, meta);
@@ -160,7 +164,7 @@ export class RunView {
         this.newTurn();
         break;
       case "budget":
-        this.body.append(h("div", { class: "note warn budget", text: chunk.content }));
+        this.body.append(budgetNote(chunk.content));
         break;
       case "reset_turn":
         this.resetTurn(chunk.content);
@@ -219,6 +223,20 @@ export class RunView {
     this.el.dataset.state = state;
   }
 
+  // How a past run ended (the transcript's run_end entry): its marker and usage line, as they were live.
+  addRunEnd(entry) {
+    if (entry.outcome === "cancelled") {
+      this.body.append(h("div", { class: "marker cancelled", text: entry.text || "Run cancelled." }));
+    } else if (entry.outcome === "error") {
+      const meta = entry.detail || {};
+      const detail = [meta.vendor, meta.status].filter(Boolean).join(" · ");
+      this.body.append(h("div", { class: "error-box run-error" },
+        h("strong", { text: "Error" }), " ", entry.text || "", detail ? h("div", { class: "muted", text: detail }) : null));
+    }
+    if (entry.usage_line || (entry.usage && Object.keys(entry.usage).length)) this.usage(entry.usage_line, entry.usage || {});
+    this.finish(entry.outcome === "complete" ? "done" : entry.outcome);
+  }
+
   // ---- past turns (the neutral transcript) ----
   addAssistantEntry(entry) {
     if (entry.model && !this.modelLabel.textContent) {
@@ -252,7 +270,11 @@ export class RunView {
         continue;
       }
       pending.push(api("GET", `/api/sessions/${encodeURIComponent(this.sessionId)}/results/${encodeURIComponent(part.tool_call_id)}`)
-        .then((full) => card.showResult(full))
+        .then((full) => {
+          card.showResult(full);
+          // A spent budget's marker, where the live stream showed it (after the card).
+          if (full.person && full.person.marker) card.el.after(budgetNote(full.person.marker));
+        })
         .catch(() => card.showTranscriptResult(part)));
     }
     await Promise.all(pending);
@@ -275,6 +297,8 @@ export async function renderTranscript(container, entries, { sessionId, fetchRes
         else container.append(userBubble(part.text));
       }
       container.append(...notes);
+    } else if (entry.role === "run_end") {
+      if (run) run.addRunEnd(entry);
     } else if (entry.role === "compaction") {
       container.append(compactionMarker(`Earlier conversation summarised (${entry.replaced || "?"} entries replaced)`, entry.summary));
     } else if (entry.role === "assistant" || entry.role === "tool") {

@@ -68,11 +68,12 @@ class MessageBlock {
 
 // The assistant's side of one run. Live chunks go to `handle`; past entries to `addEntry`.
 export class RunView {
-  constructor({ sessionId, hostLabel, busyHint, onApproval } = {}) {
+  constructor({ sessionId, hostLabel, busyHint, onApproval, onApprovalRequest } = {}) {
     this.sessionId = sessionId;
     this.hostLabel = hostLabel;
     this.busyHint = busyHint;
-    this.onApproval = onApproval;
+    this.onApproval = onApproval; // (decision, tool_call_id): the person decided on the page
+    this.onApprovalRequest = onApprovalRequest; // (card, meta): a change now waits for the person
     this.body = h("div", { class: "run-body" });
     this.footer = h("div", { class: "run-footer" });
     this.modelLabel = h("span", { class: "model-label muted" });
@@ -156,9 +157,12 @@ export class RunView {
         this.newTurn();
         break;
       }
-      case "approval_request":
-        this.card(meta.tool_call_id, meta.name).showApproval(meta, this.onApproval);
+      case "approval_request": {
+        const card = this.card(meta.tool_call_id, meta.name);
+        card.showApproval(meta, this.onApproval ? (decision) => this.onApproval(decision, meta.tool_call_id) : null);
+        if (this.onApprovalRequest) this.onApprovalRequest(card, meta);
         break;
+      }
       case "compaction":
         this.body.append(compactionMarker(chunk.content, meta.summary));
         this.newTurn();
@@ -260,13 +264,13 @@ export class RunView {
     this.current = null;
   }
 
-  async addToolEntry(entry, fetchResults) {
+  async addToolEntry(entry, fetchResults, outcomes = {}) {
     const pending = [];
     for (const part of entry.content || []) {
       if (part.type !== "tool_result") continue;
       const card = this.card(part.tool_call_id, part.name);
       if (!fetchResults) {
-        card.showTranscriptResult(part);
+        card.showTranscriptResult(part, outcomes[part.tool_call_id]);
         continue;
       }
       pending.push(api("GET", `/api/sessions/${encodeURIComponent(this.sessionId)}/results/${encodeURIComponent(part.tool_call_id)}`)
@@ -282,7 +286,8 @@ export class RunView {
 }
 
 // Render the neutral transcript into `container`. Returns the RunViews created (one per run).
-export async function renderTranscript(container, entries, { sessionId, fetchResults = true, hostLabel, busyHint } = {}) {
+// `outcomes` (the admin console, without the full results): each tool call's real outcome {key, label}.
+export async function renderTranscript(container, entries, { sessionId, fetchResults = true, hostLabel, busyHint, outcomes = {} } = {}) {
   let run = null;
   const loads = [];
   for (const entry of entries) {
@@ -308,7 +313,7 @@ export async function renderTranscript(container, entries, { sessionId, fetchRes
         container.append(run.el);
       }
       if (entry.role === "assistant") run.addAssistantEntry(entry);
-      else loads.push(run.addToolEntry(entry, fetchResults));
+      else loads.push(run.addToolEntry(entry, fetchResults, outcomes));
     }
   }
   await Promise.all(loads);

@@ -16,6 +16,10 @@ const TOOL_LABELS = {
 };
 
 export const ESC_HINT_AFTER_S = 10;
+const OUTCOME_KINDS = {
+  committed: "good", kept: "good", done: "good", collected: "good", rolled_back: "bad", failed: "bad",
+  timed_out: "bad", discarded: "warn", unknown: "warn", cancelled: "muted", not_run: "muted",
+};
 
 export class ToolCard {
   constructor({ sessionId, toolCallId, name, hostLabel, busyHint }) {
@@ -167,10 +171,13 @@ export class ToolCard {
   }
 
   // Fallback when no full copy was stored: the model's copy from the transcript.
-  showTranscriptResult(part) {
+  // `outcome` {key, label}: the call's real outcome where the server worked it out (committed, kept,
+  // rolled_back, discarded, cancelled, not_run, collected, failed, timed_out, unknown).
+  showTranscriptResult(part, outcome = null) {
     this.stopWait();
     const text = (part.content || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
-    this.setState(part.is_error ? "failed" : "done", part.is_error ? "failed" : "done", part.is_error ? "bad" : "good");
+    if (outcome) this.setState(outcome.key.replace(/_/g, "-"), outcome.label, OUTCOME_KINDS[outcome.key] || "muted");
+    else this.setState(part.is_error ? "failed" : "done", part.is_error ? "failed" : "done", part.is_error ? "bad" : "good");
     clear(this.result).append(h("pre", { class: "plain-text result-text", text }));
   }
 

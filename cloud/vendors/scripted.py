@@ -166,12 +166,12 @@ class ScriptedModel:
         self.turns = load_script(self.path)
 
     @classmethod
-    def from_turns(cls, turns: Sequence[Sequence[dict[str, Any]]], name: str = "memory") -> ScriptedModel:
+    def from_turns(cls, turns: Sequence[Sequence[dict[str, Any]] | dict[str, Any]], name: str = "memory") -> ScriptedModel:
         """A script held in memory (tests, the evaluator): same format and behaviour as a file."""
         model = cls.__new__(cls)
         model.path = Path(name)
         model.spec = f"{VENDOR}:{name}"
-        model.turns = check_script({"turns": [list(t) for t in turns]}, name)
+        model.turns = check_script({"turns": [t if isinstance(t, dict) else list(t) for t in turns]}, name)
         return model
 
     def place(self, view: Sequence[dict[str, Any]]) -> int:

@@ -37,7 +37,10 @@ class ChatPage {
     this.userPolicy = "auto";
     this.defaultModel = null;
     this.follow = true; // the conversation follows the run unless the person scrolled up
+    this.approvalActions = null; // the Keep/Discard row waiting for the person: kept in view until decided
     this.attention = new ApprovalAttention();
+    // Content that grows by itself (an image loading, a highlighted script) keeps the followed end in view.
+    this.resizes = new ResizeObserver(() => this.keepInView());
   }
 
   async start() {
@@ -346,7 +349,14 @@ class ChatPage {
       onApprovalRequest: (card, meta) => this.approvalRequested(card, meta),
     });
     this.conversation.append(run.el);
+    this.resizes.observe(run.el);
     return run;
+  }
+
+  keepInView() {
+    if (!this.running) return;
+    if (this.approvalActions) this.approvalActions.scrollIntoView({ block: "end" });
+    else if (this.follow) this.scrollToBottom(true);
   }
 
   async sendMessage() {
@@ -411,7 +421,7 @@ class ChatPage {
         const meta = frame.chunk.metadata || {};
         if (meta.kind === "tool_result") this.approvalSettled(meta.tool_call_id); // also decided in the host
         // Decided before the chunk was added, never re-checked after: a tall chunk must not stop the follow.
-        if (this.follow && !this.approvalInView) this.scrollToBottom(true);
+        if (this.follow && !this.approvalActions) this.scrollToBottom(true);
       }
     } catch (error) {
       if (this.controller && this.controller.signal.aborted) return this.runEnded();
@@ -450,20 +460,19 @@ class ChatPage {
   // A change waits for the person: its Keep and Discard buttons come into view (even if they had scrolled
   // up), the title says so, and so does a notification where the person allowed them.
   approvalRequested(card, meta) {
-    const actions = card.el.querySelector(".approval .actions") || card.el;
-    actions.scrollIntoView({ block: "end" });
-    this.approvalInView = true; // until the decision: nothing scrolls the buttons away meanwhile
+    this.approvalActions = card.el.querySelector(".approval .actions") || card.el;
+    this.approvalActions.scrollIntoView({ block: "end" }); // and again as its image loads (keepInView)
     this.attention.requested(meta.tool_call_id, this.hostLabel());
   }
 
   approvalSettled(toolCallId) {
-    this.approvalInView = false;
+    this.approvalActions = null;
     this.attention.decided(toolCallId);
   }
 
   async runEnded() {
     this.setRunning(false);
-    this.approvalInView = false;
+    this.approvalActions = null;
     this.attention.clear();
     try {
       const session = await api("GET", sessionPath(this.sessionId));

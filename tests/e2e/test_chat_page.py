@@ -270,7 +270,7 @@ def test_reset_turn_discards_the_half_streamed_turn_and_budget_notes_show(tmp_pa
             assert cards.nth(1).locator("code[data-role='script']").text_content() == long_script
             assert cards.nth(1).get_attribute("data-state") == "committed"
             assert page.locator(".note.budget").count() == 1
-            assert cards.nth(2).get_attribute("data-state") == "failed"  # refused by the cap: nothing ran
+            assert cards.nth(2).get_attribute("data-state") == "not-run"  # refused by the cap: nothing ran
         finally:
             host.stop()
 

@@ -23,7 +23,7 @@ from cloud.prompts import message, text
 from cloud.session import Session, SessionState
 from cloud.store import Store
 from cloud.tools.base import ToolContext
-from cloud.transcript import Entry, run_end, tool_result_part, tool_results, user_text
+from cloud.transcript import Entry, marker, run_end, tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelAdapter, Usage
 from cloud.vendors.images import vision_limits
 from cloud.vendors.pricing import estimate_cost
@@ -90,6 +90,8 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
                 chunk = Chunk(chunk.type, chunk.content, {**(chunk.metadata or {}), "started_at": time.time()})
             elif chunk.type == "AgenticUsage":
                 usage_chunk = chunk
+            elif chunk.type == "Metadata" and (chunk.metadata or {}).get("kind") == "reset_turn":
+                append(marker("retry", chunk.content))  # so a reload shows it where it was
             elif chunk.type == "Error":
                 status = "cancelled" if (chunk.metadata or {}).get("cancelled") else "error"
             elif chunk.type == "Complete":

@@ -44,6 +44,12 @@ def tool_result_part(tool_call_id: str, name: str, text: str, images: list[dict[
 
 
 RUN_END = "run_end"  # how a run ended, for the person (cancelled, error, its usage line): never the model's
+MARKER = "marker"  # a marker the person saw mid-run (a retried model turn), where it was: never the model's
+PERSON_ONLY = (RUN_END, MARKER)
+
+
+def marker(kind: str, text: str) -> Entry:
+    return {"role": MARKER, "kind": kind, "text": text}
 
 
 def run_end(outcome: str, text: str, usage: dict[str, Any] | None, usage_line: str,
@@ -56,7 +62,7 @@ def run_end(outcome: str, text: str, usage: dict[str, Any] | None, usage_line: s
 
 def model_view(transcript: list[Entry]) -> list[Entry]:
     """What the model receives: entries after the last compaction, led by that compaction's summary."""
-    transcript = [e for e in transcript if e.get("role") != RUN_END]
+    transcript = [e for e in transcript if e.get("role") not in PERSON_ONLY]
     last = max((i for i, e in enumerate(transcript) if e.get("role") == "compaction"), default=None)
     if last is None:
         return list(transcript)

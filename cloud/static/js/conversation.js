@@ -290,9 +290,17 @@ export class RunView {
 export async function renderTranscript(container, entries, { sessionId, fetchResults = true, hostLabel, busyHint, outcomes = {} } = {}) {
   let run = null;
   const loads = [];
+  const runView = () => {
+    if (!run) {
+      run = new RunView({ sessionId, hostLabel, busyHint });
+      run.finish("done");
+      container.append(run.el);
+    }
+    return run;
+  };
   for (const entry of entries) {
     if (entry.role === "user") {
-      run = null;
+      if (isPersonMessage(entry)) run = null; // a note the loop added mid-run belongs to the same run
       const notes = [];
       for (const part of entry.content || []) {
         if (part.type !== "text") continue;
@@ -303,17 +311,15 @@ export async function renderTranscript(container, entries, { sessionId, fetchRes
       }
       container.append(...notes);
     } else if (entry.role === "run_end") {
-      if (run) run.addRunEnd(entry);
+      runView().addRunEnd(entry);
+    } else if (entry.role === "marker") {
+      // A marker the person saw mid-run (a retried model turn), where it was.
+      if (entry.kind === "retry") runView().body.append(h("div", { class: "marker retry", text: entry.text || "Retrying the model's turn" }));
     } else if (entry.role === "compaction") {
       container.append(compactionMarker(`Earlier conversation summarised (${entry.replaced || "?"} entries replaced)`, entry.summary));
     } else if (entry.role === "assistant" || entry.role === "tool") {
-      if (!run) {
-        run = new RunView({ sessionId, hostLabel, busyHint });
-        run.finish("done");
-        container.append(run.el);
-      }
-      if (entry.role === "assistant") run.addAssistantEntry(entry);
-      else loads.push(run.addToolEntry(entry, fetchResults, outcomes));
+      if (entry.role === "assistant") runView().addAssistantEntry(entry);
+      else loads.push(runView().addToolEntry(entry, fetchResults, outcomes));
     }
   }
   await Promise.all(loads);

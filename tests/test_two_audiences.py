@@ -2,9 +2,12 @@
 model keeps its instructions; a run's ending (marker, usage line) and each call's start stay readable."""
 from __future__ import annotations
 
+from string import Formatter
+
 import pytest
 
-from cloud.prompts import message
+from cloud.prompts import message, template
+from cloud.tools.result import PERSON_KEYS, ToolResult
 from tests.support.client import write_script
 from tests.support.spine import automate, say, session, tool_result_texts
 
@@ -68,3 +71,12 @@ def test_each_run_ending_is_kept_for_the_person_and_never_sent_to_the_model(serv
     assert ends == [{"role": "run_end", "outcome": "complete", "text": "", "detail": {},
                      "usage": usage["metadata"], "usage_line": usage["content"]}]
     assert all(e["role"] != "run_end" for e in body["messages"])  # the model's view has none
+
+
+@pytest.mark.parametrize("key", PERSON_KEYS)
+def test_every_refusal_and_lost_answer_has_the_persons_own_words(key):
+    values = {name: "3" for _, name, _, _ in Formatter().parse(template(key)) if name}
+    model_text = message(key, **values)
+    person = ToolResult("c1", "execute_task_automation", False, model_text).to_json()["person"]
+    assert person["key"] == key and person["text"] != model_text and person["status"]
+    _no_instructions(person["text"])

@@ -23,7 +23,7 @@ from cloud.prompts import message, text
 from cloud.session import Session, SessionState
 from cloud.store import Store
 from cloud.tools.base import ToolContext
-from cloud.transcript import Entry, tool_result_part, tool_results, user_text
+from cloud.transcript import Entry, marker, run_end, tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelAdapter, Usage
 from cloud.vendors.images import vision_limits
 from cloud.vendors.pricing import estimate_cost
@@ -84,11 +84,24 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
                             image_fit=image_fit(model))
         context = RunContext(tools, model, system_prompt(host), append, record_usage,
                              host_tool_definitions(host.hello if host is not None and host.connected() else None))
+        usage_chunk: Chunk | None = None
         for chunk in run_agentic_loop(context):
-            if chunk.type == "Error":
+            if chunk.type == "ToolCall":  # the page's wait counts from here, also after a reload
+                chunk = Chunk(chunk.type, chunk.content, {**(chunk.metadata or {}), "started_at": time.time()})
+            elif chunk.type == "AgenticUsage":
+                usage_chunk = chunk
+            elif chunk.type == "Metadata" and (chunk.metadata or {}).get("kind") == "reset_turn":
+                append(marker("retry", chunk.content))  # so a reload shows it where it was
+            elif chunk.type == "Error":
                 status = "cancelled" if (chunk.metadata or {}).get("cancelled") else "error"
             elif chunk.type == "Complete":
                 status = "idle"
+            if chunk.type in ("Error", "Complete"):  # the person's record of the ending, before it is streamed
+                append(run_end(status if chunk.type == "Error" else "complete",
+                               chunk.content if chunk.type == "Error" else "",
+                               usage_chunk.metadata if usage_chunk else None,
+                               usage_chunk.content if usage_chunk else "",
+                               chunk.metadata if chunk.type == "Error" else None))
             yield chunk
     finally:
         store.update_session(session.session_id, status=status)

@@ -16,6 +16,7 @@ from cloud.prompts import message
 from cloud.session import max_tokens_for, resolve_phase
 from cloud.tools.base import ToolContext
 from cloud.tools.dispatch import execute_tool
+from cloud.tools.result import ToolResult
 from cloud.transcript import Entry, model_view, tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelAdapter, ModelError, ModelTurn, TurnRequest, Usage
 
@@ -111,8 +112,7 @@ def _run_tools(run: RunContext, turn: ModelTurn) -> Generator[Chunk, None, None]
         except Exception as exc:  # a bug in one tool must not leave its call unanswered in the transcript
             log.exception("tool %s crashed in session %s", call["name"], run.tools.session.session_id)
             text = message("tool_crashed", detail=f"{type(exc).__name__}: {exc}")
-            yield chunks.metadata("tool_result", text, tool_call_id=call["id"], name=call["name"], ok=False,
-                                  summary=text)
+            yield chunks.metadata("tool_result", text, **ToolResult(call["id"], call["name"], False, text).to_json())
             parts.append(tool_result_part(call["id"], call["name"], text, is_error=True))
     run.append(tool_results(parts))
 

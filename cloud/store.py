@@ -273,6 +273,11 @@ class Store:
                           "WHERE t.token_hash = ? AND t.revoked IS NULL", (hash_token(token),))
         return _user(rows[0]) if rows else None
 
+    def token_id(self, token: str) -> str | None:
+        """The id of a token (to revoke it later), revoked or not; None for a token never issued here."""
+        rows = self._read("SELECT id FROM tokens WHERE token_hash = ?", (hash_token(token),))
+        return rows[0]["id"] if rows else None
+
     def token_active(self, token_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM tokens WHERE id = ? AND revoked IS NULL", (token_id,)))
 

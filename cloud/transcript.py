@@ -43,8 +43,26 @@ def tool_result_part(tool_call_id: str, name: str, text: str, images: list[dict[
             "is_error": is_error}
 
 
+RUN_END = "run_end"  # how a run ended, for the person (cancelled, error, its usage line): never the model's
+MARKER = "marker"  # a marker the person saw mid-run (a retried model turn), where it was: never the model's
+PERSON_ONLY = (RUN_END, MARKER)
+
+
+def marker(kind: str, text: str) -> Entry:
+    return {"role": MARKER, "kind": kind, "text": text}
+
+
+def run_end(outcome: str, text: str, usage: dict[str, Any] | None, usage_line: str,
+            detail: dict[str, Any] | None = None) -> Entry:
+    """The person's record of how one run ended (complete, cancelled or error, with the Error chunk's text
+    and metadata), so a reload shows its marker and usage line again."""
+    return {"role": RUN_END, "outcome": outcome, "text": text, "detail": detail or {}, "usage": usage or {},
+            "usage_line": usage_line}
+
+
 def model_view(transcript: list[Entry]) -> list[Entry]:
     """What the model receives: entries after the last compaction, led by that compaction's summary."""
+    transcript = [e for e in transcript if e.get("role") not in PERSON_ONLY]
     last = max((i for i, e in enumerate(transcript) if e.get("role") == "compaction"), default=None)
     if last is None:
         return list(transcript)

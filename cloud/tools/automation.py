@@ -7,7 +7,7 @@ from typing import Any
 from cloud import chunks
 from cloud.hosts.registry import script_dialect
 from cloud.policy import effective_policy
-from cloud.prompts import message
+from cloud.prompts import message, person_message
 from cloud.session import Outcome
 from cloud.tools.base import ToolContext, ToolOutput, plain
 from cloud.tools.edits import apply_edits, merged_excerpt
@@ -26,7 +26,8 @@ def execute_task_automation(ctx: ToolContext, call: dict[str, Any], arguments: d
     if charge.exhausted:
         cap = message(f"{charge.kind}_cap", used=charge.used, cap=charge.cap)
         ctx.record(call["name"], Outcome.CAPPED)
-        yield chunks.metadata("budget", cap, tool_call_id=call["id"])
+        yield chunks.metadata("budget", person_message(f"budget_{charge.kind}_cap", used=charge.used, cap=charge.cap),
+                              tool_call_id=call["id"])
         return (yield from plain(call, cap))
     # Edits that cannot apply run nothing: they cost no budget and leave the phase as it was.
     run = ScriptRun(arguments.get("code", ""), "automate", review=policy == "ask")

@@ -1,12 +1,55 @@
 """The person's copy of a tool result: defined once here, pinned by shared_contract/tool_result.json.
 
 It is what the `tool_result` Metadata chunk carries and what GET /results/<tool_call_id> returns. The
-model's copy is a different, capped text (see render.py).
+model's copy is a different, capped text (see render.py). A refusal, a spent budget or a lost answer also
+carries `person`: what the person reads in plain words (cloud/prompts/person_messages.json) with a
+status word for the card's pill; the model's words, instructions included, stay in `summary`.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
+
+from cloud.prompts import person_entry, person_message, template
+
+_PLACEHOLDER = re.compile(r"\{(\w+)(?:[:!][^}]*)?\}")
+
+
+@cache
+def _pattern(key: str) -> re.Pattern[str]:
+    """The model's message `key` as a pattern whose groups capture its placeholders' values."""
+    words, out, at, seen = template(key), [], 0, set()
+    for match in _PLACEHOLDER.finditer(words):
+        out.append(re.escape(words[at:match.start()]))
+        name = match.group(1)
+        out.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+        seen.add(name)
+        at = match.end()
+    out.append(re.escape(words[at:]))
+    return re.compile("".join(out), re.DOTALL)
+
+
+PERSON_KEYS = ("fix_cap", "iteration_cap", "readonly", "ask_without_hold", "no_host", "host_unavailable",
+               "no_script_to_edit", "invalid_input", "invalid_json", "call_cancelled", "no_result", "host_gone",
+               "call_cancelled_in_flight", "unexpected_reply", "tool_crashed", "server_restarted")
+
+MARKED = {"fix_cap": "budget_fix_cap", "iteration_cap": "budget_iteration_cap"}
+
+
+def person_copy(model_text: str) -> dict[str, str] | None:
+    """The person's words for a text-only result the model was given, recognised by its message key:
+    {key, text, status}; None when the text is none of those messages (then it is plain enough as it is)."""
+    for key in PERSON_KEYS:
+        entry = person_entry(key)
+        match = _pattern(key).fullmatch(model_text.strip())
+        if entry is not None and match is not None:
+            person = {"key": key, "text": person_message(key, **match.groupdict()), "status": entry.get("status", "")}
+            if key in MARKED:  # the run's marker (a Metadata `budget` chunk live), restored with the result
+                person["marker"] = person_message(MARKED[key], **match.groupdict())
+            return person
+    return None
 
 
 @dataclass(frozen=True)
@@ -24,13 +67,19 @@ class ToolResult:
     tool_call_id: str
     name: str
     ok: bool
-    summary: str  # the model's copy, shown to the person as the result's text
+    summary: str  # the model's copy (shown to the person as the result's text unless `person` says otherwise)
     image: ImageMeta | dict[str, str] | None = None  # a capture; {"error": ...} when it failed
+    person: dict[str, str] | None = None  # the person's words, when the model's differ (default: recognised)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         if data["image"] is None:
             del data["image"]
+        person = self.person or person_copy(self.summary)
+        if person is None:
+            del data["person"]
+        else:
+            data["person"] = person
         return data
 
 

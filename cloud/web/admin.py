@@ -26,8 +26,9 @@ from cloud.contract import ContractError
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import known_providers
 from cloud.policy import POLICY_STRICTNESS
+from cloud.prompts import person_message
 from cloud.skills.library import TEAM_NAME
-from cloud.store import USER_NAME
+from cloud.store import USER_NAME, Store
 from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
@@ -69,8 +70,47 @@ def session_detail(session_id: str):
     row = store.get_session(session_id)
     if row is None:
         return api_error(404, f"no session {session_id}")
-    return jsonify({**row, "transcript": store.transcript(session_id), "usage": store.session_usage(session_id),
-                    "audit": store.audit(session_id=session_id), "images": store.list_images(session_id)})
+    transcript = store.transcript(session_id)
+    return jsonify({**row, "transcript": transcript, "usage": store.session_usage(session_id),
+                    "audit": store.audit(session_id=session_id), "images": store.list_images(session_id),
+                    "outcomes": tool_outcomes(store, session_id, transcript)})
+
+
+def tool_outcomes(store: Store, session_id: str, transcript: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Each tool call's real outcome, from the person's stored copy of its result ({key, label}: committed,
+    kept, rolled_back, discarded, cancelled, not_run, inspected, failed, timed_out, unknown), so the
+    transcript never shows a discarded or refused automation as done."""
+    out = {}
+    for entry in transcript:
+        for part in entry.get("content", []) if entry.get("role") == "tool" else []:
+            if part.get("type") == "tool_result":
+                key = outcome_key(store.get_result(session_id, part["tool_call_id"]), bool(part.get("is_error")))
+                out[part["tool_call_id"]] = {"key": key, "label": person_message("outcome_" + key)
+                                             if key != "done" else "done"}
+    return out
+
+
+def outcome_key(result: dict[str, Any] | None, is_error: bool) -> str:
+    if result is None:
+        return "failed" if is_error else "done"
+    person = result.get("person") or {}
+    if person.get("status"):
+        return {"not run": "not_run", "cancelled": "cancelled", "unknown": "unknown"}.get(person["status"], "failed")
+    decision = result.get("decision") or {}
+    if result.get("cancelled") or decision.get("by") == "cancel":
+        return "cancelled"
+    if result.get("timed_out"):
+        return "timed_out"
+    if result.get("mode") == "automate":
+        if decision.get("decision") == "discard":
+            return "discarded"
+        if result.get("committed"):
+            return "kept" if decision.get("decision") == "keep" and decision.get("by") not in (None, "policy") \
+                else "committed"
+        return "rolled_back"
+    if result.get("mode") == "collect":
+        return "collected" if result.get("ok") else "failed"
+    return "done" if result.get("ok", not is_error) else "failed"
 
 
 @admin_api.get("/sessions/<session_id>/images/<image_id>")

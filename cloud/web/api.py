@@ -346,8 +346,22 @@ def cancel(row: dict[str, Any]):
 @own_session
 def get_result(row: dict[str, Any], tool_call_id: str):
     session_id = row["id"]
-    result = nexus().store.get_result(session_id, tool_call_id)
+    store = nexus().store
+    result = store.get_result(session_id, tool_call_id) or text_only_result(store.transcript(session_id), tool_call_id)
     return jsonify(result) if result is not None else api_error(404, f"no result for {tool_call_id}")
+
+
+def text_only_result(transcript: list[dict[str, Any]], tool_call_id: str) -> dict[str, Any] | None:
+    """A text-only result (a refusal, a spent budget, a lost answer: never stored apart) as the person's
+    copy, rebuilt from the transcript: the same `person` words the live stream carried."""
+    from cloud.tools.result import ToolResult
+
+    for entry in transcript:
+        for part in entry.get("content", []) if entry.get("role") == "tool" else []:
+            if part.get("type") == "tool_result" and part.get("tool_call_id") == tool_call_id:
+                text = "\n".join(p.get("text", "") for p in part.get("content", []) if p.get("type") == "text")
+                return ToolResult(tool_call_id, part.get("name", ""), not part.get("is_error"), text).to_json()
+    return None
 
 
 @api.get("/sessions/<session_id>/images/<image_id>")

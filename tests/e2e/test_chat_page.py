@@ -270,7 +270,16 @@ def test_reset_turn_discards_the_half_streamed_turn_and_budget_notes_show(tmp_pa
             assert cards.nth(1).locator("code[data-role='script']").text_content() == long_script
             assert cards.nth(1).get_attribute("data-state") == "committed"
             assert page.locator(".note.budget").count() == 1
-            assert cards.nth(2).get_attribute("data-state") == "failed"  # refused by the cap: nothing ran
+            assert cards.nth(2).get_attribute("data-state") == "not-run"  # refused by the cap: nothing ran
+            # A reload shows every marker again, where it was: the retry, the budget, the usage line.
+            page.reload()
+            browser.ready()
+            page.wait_for_selector(".tool-card[data-state='not-run']")
+            assert page.locator(".marker.retry").count() == 1 and page.locator(".note.budget").count() == 1
+            assert page.locator(".turn.assistant").count() == 1 and page.locator(".run-footer .usage").count() == 1
+            shown = page.evaluate("() => [...document.querySelectorAll('.run-body > *')].map(n =>"
+                                  " n.classList.contains('retry') ? 'RETRY' : n.textContent.trim().slice(0, 20))")
+            assert shown.index("RETRY") == shown.index("Verifying once more.") - 1, shown  # before the retried turn
         finally:
             host.stop()
 

@@ -140,7 +140,7 @@ class AdminConsole {
       h("h2", { text: "Transcript" }),
       conversation);
     this.auditTable(audit, s.audit || [], (row) => this.showCode(row, code));
-    await renderTranscript(conversation, s.transcript, { sessionId: s.id, fetchResults: false });
+    await renderTranscript(conversation, s.transcript, { sessionId: s.id, fetchResults: false, outcomes: s.outcomes || {} });
     detail.scrollIntoView({ block: "start" });
   }
 

@@ -5,6 +5,7 @@ import { api, ApiError, openStream, readEvents } from "./api.js";
 import { clear, formatCost, formatTime, h, pill } from "./dom.js";
 import { RunView, beforeRunInProgress, renderTranscript, shortModel, userBubble } from "./conversation.js";
 import { mountSkillsList } from "./skills.js";
+import { ApprovalAttention, offerNotifications } from "./attention.js";
 
 const REMEMBERED = "nexus.session";
 const HOST_POLL_MS = 5000;
@@ -35,6 +36,11 @@ class ChatPage {
     this.wantedHost = new URLSearchParams(location.search).get("host");
     this.userPolicy = "auto";
     this.defaultModel = null;
+    this.follow = true; // the conversation follows the run unless the person scrolled up
+    this.approvalActions = null; // the Keep/Discard row waiting for the person: kept in view until decided
+    this.attention = new ApprovalAttention();
+    // Content that grows by itself (an image loading, a highlighted script) keeps the followed end in view.
+    this.resizes = new ResizeObserver(() => this.keepInView());
   }
 
   async start() {
@@ -47,6 +53,9 @@ class ChatPage {
       }
     });
     this.prompt.addEventListener("input", () => this.autosize());
+    fitPlaceholder(this.prompt);
+    // Only the person's scrolling changes `follow`: content growing below never fires a scroll event.
+    this.conversation.addEventListener("scroll", () => { this.follow = this.nearBottom(); }, { passive: true });
     this.hostSelect.addEventListener("change", () => this.hostChanged());
     this.policySelect.addEventListener("change", () => this.policyChanged());
     this.validationSelect.addEventListener("change", () => this.validationChanged());
@@ -54,11 +63,7 @@ class ChatPage {
     $("sessions-toggle").addEventListener("click", () => this.toggleSessions());
     $("sessions-close").addEventListener("click", () => this.toggleSessions(false));
     for (const example of document.querySelectorAll("[data-example]")) {
-      example.addEventListener("click", () => {
-        this.prompt.value = example.dataset.example;
-        this.autosize();
-        this.prompt.focus();
-      });
+      example.addEventListener("click", () => this.useExample(example));
     }
     await Promise.all([this.loadMe(), this.loadModels(), this.refreshHosts()]);
     setInterval(() => this.refreshHosts(), HOST_POLL_MS);
@@ -189,6 +194,22 @@ class ChatPage {
     $("policy-note").textContent = stricter ? `Your administrator set “${this.userPolicy}” for you; the stricter policy applies.` : "";
   }
 
+  // A landing example: its prompt, and under the scripted demo (the model field names one of the examples'
+  // scripts) that example's own script, so the replay does what the example says.
+  useExample(example) {
+    this.prompt.value = example.dataset.example;
+    const script = example.dataset.script;
+    const spec = this.modelInput.value.trim();
+    const match = /^(scripted:.*[\\/])([^\\/]+\.json)$/.exec(spec);
+    const scripts = [...document.querySelectorAll("[data-script]")].map((node) => node.dataset.script);
+    if (script && match && scripts.includes(match[2])) {
+      this.modelInput.value = match[1] + script;
+      this.updateScriptedNote();
+    }
+    this.autosize();
+    this.prompt.focus();
+  }
+
   // ---- sessions ----
   rememberedSession() {
     const match = /(?:^#|&)session=([0-9a-f]+)/.exec(location.hash);
@@ -207,11 +228,7 @@ class ChatPage {
   showEmpty() {
     clear(this.conversation).append($("empty-template").content.cloneNode(true));
     for (const example of this.conversation.querySelectorAll("[data-example]")) {
-      example.addEventListener("click", () => {
-        this.prompt.value = example.dataset.example;
-        this.autosize();
-        this.prompt.focus();
-      });
+      example.addEventListener("click", () => this.useExample(example));
     }
     $("session-cost").textContent = "";
   }
@@ -311,6 +328,7 @@ class ChatPage {
       const waiting = runs.filter((r) => r.awaiting_decision).length;
       const toggle = $("sessions-toggle");
       toggle.textContent = waiting ? `☰ ${waiting}` : "☰";
+      this.attention.setElsewhere(waiting);
       toggle.dataset.waiting = String(waiting);
       toggle.title = waiting ? `Conversations · ${waiting} waiting for your decision` :
         runs.length ? `Conversations · ${runs.length} running` : "Conversations";
@@ -325,15 +343,27 @@ class ChatPage {
 
   // ---- runs ----
   newRun() {
-    const run = new RunView({ sessionId: this.sessionId, hostLabel: this.hostLabel(), busyHint: this.busyHint() });
+    const run = new RunView({
+      sessionId: this.sessionId, hostLabel: this.hostLabel(), busyHint: this.busyHint(),
+      onApproval: (decision, toolCallId) => this.approvalSettled(toolCallId),
+      onApprovalRequest: (card, meta) => this.approvalRequested(card, meta),
+    });
     this.conversation.append(run.el);
+    this.resizes.observe(run.el);
     return run;
+  }
+
+  keepInView() {
+    if (!this.running) return;
+    if (this.approvalActions) this.approvalActions.scrollIntoView({ block: "end" });
+    else if (this.follow) this.scrollToBottom(true);
   }
 
   async sendMessage() {
     const text = this.prompt.value.trim();
     if (!text || this.running) return;
     this.hideNotice();
+    if (this.policySelect.value === "ask" || this.userPolicy === "ask") offerNotifications();
     const model = this.modelInput.value.trim() || null;
     this.setRunning(true);
     try {
@@ -382,14 +412,16 @@ class ChatPage {
       for await (const frame of readEvents(response)) {
         if (!frame.chunk) continue;
         received = frame.id !== null && !Number.isNaN(frame.id) ? frame.id + 1 : received + 1;
-        const follow = this.nearBottom();
         try {
           run.handle(frame.chunk);
         } catch (error) {
           reportError(error); // a rendering problem must not end the stream (or look like a dropped one)
         }
         if (frame.chunk.type === "Complete" || frame.chunk.type === "Error") terminal = true;
-        if (follow) this.scrollToBottom();
+        const meta = frame.chunk.metadata || {};
+        if (meta.kind === "tool_result") this.approvalSettled(meta.tool_call_id); // also decided in the host
+        // Decided before the chunk was added, never re-checked after: a tall chunk must not stop the follow.
+        if (this.follow && !this.approvalActions) this.scrollToBottom(true);
       }
     } catch (error) {
       if (this.controller && this.controller.signal.aborted) return this.runEnded();
@@ -425,8 +457,23 @@ class ChatPage {
     this.runEnded();
   }
 
+  // A change waits for the person: its Keep and Discard buttons come into view (even if they had scrolled
+  // up), the title says so, and so does a notification where the person allowed them.
+  approvalRequested(card, meta) {
+    this.approvalActions = card.el.querySelector(".approval .actions") || card.el;
+    this.approvalActions.scrollIntoView({ block: "end" }); // and again as its image loads (keepInView)
+    this.attention.requested(meta.tool_call_id, this.hostLabel());
+  }
+
+  approvalSettled(toolCallId) {
+    this.approvalActions = null;
+    this.attention.decided(toolCallId);
+  }
+
   async runEnded() {
     this.setRunning(false);
+    this.approvalActions = null;
+    this.attention.clear();
     try {
       const session = await api("GET", sessionPath(this.sessionId));
       this.session = { ...this.session, ...session, messages: undefined };
@@ -474,6 +521,7 @@ class ChatPage {
 
   scrollToBottom(force = false) {
     if (force || this.nearBottom()) this.conversation.scrollTop = this.conversation.scrollHeight;
+    if (force) this.follow = true;
   }
 
   showNotice(message) {
@@ -487,6 +535,16 @@ class ChatPage {
 }
 
 new ChatPage().start();
+
+// A narrow pane gets the short placeholder (data-placeholder-narrow), so it is never cut off mid-line.
+function fitPlaceholder(textarea) {
+  const wide = textarea.placeholder;
+  const narrow = textarea.dataset.placeholderNarrow || wide;
+  const query = window.matchMedia("(max-width: 560px)");
+  const apply = () => { textarea.placeholder = query.matches ? narrow : wide; };
+  apply();
+  query.addEventListener("change", apply);
+}
 mountSkillsList(document.getElementById("sessions"));
 
 // What the host does when a script leaves the model with new schema or model-rule errors (IFC hosts):

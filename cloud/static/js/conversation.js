@@ -16,6 +16,10 @@ export function userBubble(text) {
   return h("div", { class: "turn user" }, h("div", { class: "bubble", text }));
 }
 
+function budgetNote(text) {
+  return h("div", { class: "note warn budget", text });
+}
+
 function compactionMarker(text, summary) {
   return h("div", { class: "marker compaction" },
     h("span", { text: text || "Earlier conversation summarised to fit the context window" }),
@@ -64,11 +68,12 @@ class MessageBlock {
 
 // The assistant's side of one run. Live chunks go to `handle`; past entries to `addEntry`.
 export class RunView {
-  constructor({ sessionId, hostLabel, busyHint, onApproval } = {}) {
+  constructor({ sessionId, hostLabel, busyHint, onApproval, onApprovalRequest } = {}) {
     this.sessionId = sessionId;
     this.hostLabel = hostLabel;
     this.busyHint = busyHint;
-    this.onApproval = onApproval;
+    this.onApproval = onApproval; // (decision, tool_call_id): the person decided on the page
+    this.onApprovalRequest = onApprovalRequest; // (card, meta): a change now waits for the person
     this.body = h("div", { class: "run-body" });
     this.footer = h("div", { class: "run-footer" });
     this.modelLabel = h("span", { class: "model-label muted" });
@@ -121,7 +126,7 @@ export class RunView {
         this.card(meta.tool_call_id, meta.name).appendInput(chunk.content);
         break;
       case "ToolCall":
-        this.card(meta.tool_call_id, meta.name).called(meta.input);
+        this.card(meta.tool_call_id, meta.name).called(meta.input, { startedAt: meta.started_at });
         break;
       case "Metadata":
         this.metadata(chunk, meta);
@@ -152,15 +157,18 @@ export class RunView {
         this.newTurn();
         break;
       }
-      case "approval_request":
-        this.card(meta.tool_call_id, meta.name).showApproval(meta, this.onApproval);
+      case "approval_request": {
+        const card = this.card(meta.tool_call_id, meta.name);
+        card.showApproval(meta, this.onApproval ? (decision) => this.onApproval(decision, meta.tool_call_id) : null);
+        if (this.onApprovalRequest) this.onApprovalRequest(card, meta);
         break;
+      }
       case "compaction":
         this.body.append(compactionMarker(chunk.content, meta.summary));
         this.newTurn();
         break;
       case "budget":
-        this.body.append(h("div", { class: "note warn budget", text: chunk.content }));
+        this.body.append(budgetNote(chunk.content));
         break;
       case "reset_turn":
         this.resetTurn(chunk.content);
@@ -219,6 +227,20 @@ export class RunView {
     this.el.dataset.state = state;
   }
 
+  // How a past run ended (the transcript's run_end entry): its marker and usage line, as they were live.
+  addRunEnd(entry) {
+    if (entry.outcome === "cancelled") {
+      this.body.append(h("div", { class: "marker cancelled", text: entry.text || "Run cancelled." }));
+    } else if (entry.outcome === "error") {
+      const meta = entry.detail || {};
+      const detail = [meta.vendor, meta.status].filter(Boolean).join(" · ");
+      this.body.append(h("div", { class: "error-box run-error" },
+        h("strong", { text: "Error" }), " ", entry.text || "", detail ? h("div", { class: "muted", text: detail }) : null));
+    }
+    if (entry.usage_line || (entry.usage && Object.keys(entry.usage).length)) this.usage(entry.usage_line, entry.usage || {});
+    this.finish(entry.outcome === "complete" ? "done" : entry.outcome);
+  }
+
   // ---- past turns (the neutral transcript) ----
   addAssistantEntry(entry) {
     if (entry.model && !this.modelLabel.textContent) {
@@ -242,17 +264,21 @@ export class RunView {
     this.current = null;
   }
 
-  async addToolEntry(entry, fetchResults) {
+  async addToolEntry(entry, fetchResults, outcomes = {}) {
     const pending = [];
     for (const part of entry.content || []) {
       if (part.type !== "tool_result") continue;
       const card = this.card(part.tool_call_id, part.name);
       if (!fetchResults) {
-        card.showTranscriptResult(part);
+        card.showTranscriptResult(part, outcomes[part.tool_call_id]);
         continue;
       }
       pending.push(api("GET", `/api/sessions/${encodeURIComponent(this.sessionId)}/results/${encodeURIComponent(part.tool_call_id)}`)
-        .then((full) => card.showResult(full))
+        .then((full) => {
+          card.showResult(full);
+          // A spent budget's marker, where the live stream showed it (after the card).
+          if (full.person && full.person.marker) card.el.after(budgetNote(full.person.marker));
+        })
         .catch(() => card.showTranscriptResult(part)));
     }
     await Promise.all(pending);
@@ -260,12 +286,21 @@ export class RunView {
 }
 
 // Render the neutral transcript into `container`. Returns the RunViews created (one per run).
-export async function renderTranscript(container, entries, { sessionId, fetchResults = true, hostLabel, busyHint } = {}) {
+// `outcomes` (the admin console, without the full results): each tool call's real outcome {key, label}.
+export async function renderTranscript(container, entries, { sessionId, fetchResults = true, hostLabel, busyHint, outcomes = {} } = {}) {
   let run = null;
   const loads = [];
+  const runView = () => {
+    if (!run) {
+      run = new RunView({ sessionId, hostLabel, busyHint });
+      run.finish("done");
+      container.append(run.el);
+    }
+    return run;
+  };
   for (const entry of entries) {
     if (entry.role === "user") {
-      run = null;
+      if (isPersonMessage(entry)) run = null; // a note the loop added mid-run belongs to the same run
       const notes = [];
       for (const part of entry.content || []) {
         if (part.type !== "text") continue;
@@ -275,16 +310,16 @@ export async function renderTranscript(container, entries, { sessionId, fetchRes
         else container.append(userBubble(part.text));
       }
       container.append(...notes);
+    } else if (entry.role === "run_end") {
+      runView().addRunEnd(entry);
+    } else if (entry.role === "marker") {
+      // A marker the person saw mid-run (a retried model turn), where it was.
+      if (entry.kind === "retry") runView().body.append(h("div", { class: "marker retry", text: entry.text || "Retrying the model's turn" }));
     } else if (entry.role === "compaction") {
       container.append(compactionMarker(`Earlier conversation summarised (${entry.replaced || "?"} entries replaced)`, entry.summary));
     } else if (entry.role === "assistant" || entry.role === "tool") {
-      if (!run) {
-        run = new RunView({ sessionId, hostLabel, busyHint });
-        run.finish("done");
-        container.append(run.el);
-      }
-      if (entry.role === "assistant") run.addAssistantEntry(entry);
-      else loads.push(run.addToolEntry(entry, fetchResults));
+      if (entry.role === "assistant") runView().addAssistantEntry(entry);
+      else loads.push(runView().addToolEntry(entry, fetchResults, outcomes));
     }
   }
   await Promise.all(loads);

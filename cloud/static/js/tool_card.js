@@ -16,6 +16,10 @@ const TOOL_LABELS = {
 };
 
 export const ESC_HINT_AFTER_S = 10;
+const OUTCOME_KINDS = {
+  committed: "good", kept: "good", done: "good", collected: "good", rolled_back: "bad", failed: "bad",
+  timed_out: "bad", discarded: "warn", unknown: "warn", cancelled: "muted", not_run: "muted",
+};
 
 export class ToolCard {
   constructor({ sessionId, toolCallId, name, hostLabel, busyHint }) {
@@ -76,24 +80,26 @@ export class ToolCard {
   }
 
   // The complete call (ToolCall chunk, or a call read back from the transcript).
-  called(input, { live = true, waitedFor = null } = {}) {
+  called(input, { live = true, waitedFor = null, startedAt = null } = {}) {
     this.renderInput(input || {}, true);
     if (!live) {
       this.setState("done", "done", "muted");
       return;
     }
     this.setState("running", "running", "info");
-    this.startWait(waitedFor);
+    this.startWait(waitedFor, startedAt);
   }
 
-  startWait(label) {
-    const started = performance.now();
+  // `startedAt`: when the call started, in seconds since the epoch (the server's stamp on the ToolCall
+  // chunk), so a replayed call after a reload counts from its real start, not from the replay.
+  startWait(label, startedAt = null) {
+    const started = typeof startedAt === "number" ? Math.min(startedAt * 1000, Date.now()) : Date.now();
     this.wait.hidden = false;
     const text = h("span", { class: "wait-text" });
     const hint = h("div", { class: "hint", hidden: true, text: this.busyHint });
     clear(this.wait).append(h("span", { class: "spinner", "aria-hidden": "true" }), text, hint);
     const tick = () => {
-      const seconds = Math.floor((performance.now() - started) / 1000);
+      const seconds = Math.max(0, Math.floor((Date.now() - started) / 1000));
       text.textContent = `${label || "Waiting for " + this.hostLabel} · ${seconds} s`;
       hint.hidden = !this.busyHint || seconds < ESC_HINT_AFTER_S;
     };
@@ -113,6 +119,15 @@ export class ToolCard {
     clear(this.result);
     const ok = meta.ok !== false;
     const discarded = meta.decision && meta.decision.decision === "discard";
+    const person = meta.person || null; // a refusal, spent budget or lost answer, in the person's words
+    if (person && !meta.mode) {
+      const state = person.status === "not run" ? "not-run" : person.status || "failed";
+      this.setState(state, person.status || "failed", person.status === "failed" ? "bad" : person.status === "not run" || person.status === "cancelled" ? "muted" : "warn");
+      this.plain = true;
+      this.result.append(h("div", { class: "note warn person-text", text: person.text }));
+      if (meta.summary) this.result.append(modelCopy(meta.summary));
+      return;
+    }
     if (meta.timed_out) this.setState("failed", "timed out", "bad");
     else if (discarded) this.setState("discarded", "discarded", "warn");
     else if (meta.mode === "automate") this.setState(meta.committed ? "committed" : "rolled-back",
@@ -152,17 +167,17 @@ export class ToolCard {
     if (keep) this.result.append(keep);
     const apply = applyToModels(this.sessionId, this.toolCallId, meta);
     if (apply) this.result.append(apply);
-    if (meta.summary) {
-      this.result.append(h("details", { class: "model-copy" },
-        h("summary", { text: "What the model received" }), h("pre", { class: "plain-text", text: meta.summary })));
-    }
+    if (meta.summary) this.result.append(modelCopy(meta.summary));
   }
 
   // Fallback when no full copy was stored: the model's copy from the transcript.
-  showTranscriptResult(part) {
+  // `outcome` {key, label}: the call's real outcome where the server worked it out (committed, kept,
+  // rolled_back, discarded, cancelled, not_run, collected, failed, timed_out, unknown).
+  showTranscriptResult(part, outcome = null) {
     this.stopWait();
     const text = (part.content || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
-    this.setState(part.is_error ? "failed" : "done", part.is_error ? "failed" : "done", part.is_error ? "bad" : "good");
+    if (outcome) this.setState(outcome.key.replace(/_/g, "-"), outcome.label, OUTCOME_KINDS[outcome.key] || "muted");
+    else this.setState(part.is_error ? "failed" : "done", part.is_error ? "failed" : "done", part.is_error ? "bad" : "good");
     clear(this.result).append(h("pre", { class: "plain-text result-text", text }));
   }
 
@@ -177,6 +192,12 @@ export class ToolCard {
     const state = this.el.dataset.state;
     if (state === "running" || state === "writing" || (this.plain && state === "failed")) this.setState("cancelled", "cancelled", "muted");
   }
+}
+
+// The model's own copy of a result, instructions included: folded away, never the card's text.
+function modelCopy(summary) {
+  return h("details", { class: "model-copy" },
+    h("summary", { text: "What the model received" }), h("pre", { class: "plain-text", text: summary }));
 }
 
 function editsView(edits) {

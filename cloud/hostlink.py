@@ -2,7 +2,9 @@
 
 `HostLink` is everything a run needs from a host: its hello, `ask` (send one command, wait for its reply)
 and `await_decision` (wait for the person's keep/discard). The link owns the request ids, the timeouts,
-cancellation and what happens when the host goes away. Two implementations: `WebSocketHostLink` reaches a
+cancellation and what happens when the host goes away. A cancelled run's script is aborted, not left
+running: the host is sent `abort` for the execute in flight (kill the script, roll back, discard a hold) and
+the call waits a little longer for the host's own account of what it stopped. Two implementations: `WebSocketHostLink` reaches a
 host connected to this server's `/ws/host` (the directory below plus the rendezvous), and
 `InProcessHostLink` serves a host runtime object directly, for tests and for embedding the core.
 
@@ -28,6 +30,8 @@ TIMEOUT = "timeout"
 CANCELLED = "cancelled"
 GONE = "gone"  # the host disconnected while the command was out and did not come back in time
 RECONNECT_GRACE_S = 2.0  # a host that drops its socket gets this long to reconnect before its call fails
+ABORT_CAPABILITY = "abort"  # hosts that say so in their hello are sent `abort` for a cancelled execute
+ABORT_REPLY_S = 10.0  # after an abort, how long a call waits for the host to say what it stopped
 
 # One request-id scheme for every command: `<about>.<step>`. A decide reuses its execute's id on purpose:
 # the host keys the held transaction by it, and a decision taken in the host comes back under it.
@@ -207,6 +211,8 @@ class WebSocketHostLink:
         except HostUnavailable as exc:
             self.channel.close(self.session_id)
             return Reply(None, request_id, UNAVAILABLE, str(exc))
+        if command["type"] == "execute" and self.hello.has(ABORT_CAPABILITY):
+            cancel = CancelThenAbort(cancel, lambda: abort_on_host(self.hosts, self.host_id, request_id))
         return _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()))
 
     def await_decision(self, about: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
@@ -228,7 +234,40 @@ class WebSocketHostLink:
         return alive
 
 
+class CancelThenAbort:
+    """Stands in for a run's cancel flag while an execute is out on the host (anything with `is_set` will do
+    for a wait). The first time the run's cancel is seen, the host is told to abort the execute, and the wait
+    goes on for up to ABORT_REPLY_S for the host's reply saying what it stopped; only then, or at once when
+    the abort could not be sent, does the wait count as cancelled."""
+
+    def __init__(self, cancel: threading.Event, abort: Callable[[], bool], grace_s: float = ABORT_REPLY_S) -> None:
+        self.cancel, self._abort, self._grace_s = cancel, abort, grace_s
+        self._until: float | None = None
+
+    def is_set(self) -> bool:
+        if not self.cancel.is_set():
+            return False
+        if self._until is None:
+            self._until = time.monotonic() + (self._grace_s if self._abort() else 0.0)
+        return time.monotonic() >= self._until
+
+
+def abort_on_host(hosts: HostDirectory, host_id: str, request_id: str) -> bool:
+    """Tell the host to stop `request_id` (through any live process, with several); True when it was sent. A
+    host that is not connected is told when it next connects: whatever the call left there goes."""
+    abort = {"type": "abort", "request_id": request_id}
+    try:
+        hosts.send(host_id, abort)
+        return True
+    except HostUnavailable:
+        hosts.send_on_connect(host_id, abort)
+        return False
+
+
 def _reply(request_id: str, answer: Answer) -> Reply:
+    if answer.result is not None and answer.result.get("type") == "aborted":
+        # The abort found nothing to stop: the reply itself never came (or came and was lost).
+        return Reply(None, request_id, CANCELLED, answer.result.get("message", ""))
     if answer.result is not None:
         return Reply(answer.result, request_id)
     return Reply(None, request_id, answer.missing or TIMEOUT)

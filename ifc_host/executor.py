@@ -156,6 +156,14 @@ class IsolatedExecutor:
                     pass  # the keeper is gone: the execute in flight fails and the keeper restarts
         return True
 
+    def abort_in_flight(self) -> str | None:
+        """Stop whatever execute is in flight (the host is shutting down); its request id, or None."""
+        with self._flight_lock:
+            request_id = self._in_flight
+        if request_id is not None and self.abort_running(request_id):
+            return request_id
+        return None
+
     def abort_held(self, request_id: str) -> dict[str, Any] | None:
         """Discard the held automation `request_id` because its run was cancelled; None if it is not held."""
         if self.held_request_id != request_id:

@@ -196,7 +196,7 @@ class Keeper:
             self.note_abort(str(request.get("request_id")))
             return request.get("request_id") == request_id
         self.queued.append(request)  # answered after this script's reply, in order
-        return False
+        return request.get("op") == "shutdown"  # the host is stopping: the script goes with it
 
     def _cancelled(self, run: ScriptProcess) -> dict[str, Any]:
         run.kill()
@@ -496,5 +496,16 @@ def _warm_ids(text: str) -> None:
         pass  # the script's own process reports the problem with the result
 
 
+def exit_now(status: int) -> None:
+    """End the keeper process without the interpreter's teardown: its work is done and its files removed
+    (serve's finally), and freeing a big model object by object would keep a stopping host alive for seconds."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

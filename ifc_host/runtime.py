@@ -432,6 +432,15 @@ class HostRuntime:
         for thread in list(self._workers):
             thread.join(timeout)
 
+    def shut_down(self) -> None:
+        """Stop serving for good: a script still running is killed (nobody will read its result), the
+        workers end, and the keeper closes (discarding anything held)."""
+        aborted = self.executor.abort_in_flight()
+        if aborted is not None:
+            log.info("stopping: request %s was still running and is aborted", aborted)
+        self.wait_idle()
+        self.executor.close()
+
 
 def websocket_json(message: dict[str, Any]) -> str:
     return json.dumps(message, separators=(",", ":"))
@@ -473,8 +482,7 @@ class HostHandle:
             log.error("IFC host stopped: %s", exc)
         finally:
             self._stop.set()  # ends the runtime's stop watcher too
-            self.runtime.wait_idle()
-            self.runtime.executor.close()
+            self.runtime.shut_down()
             self.finished.set()
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -512,8 +520,7 @@ def run_host(model_path: str, server_url: str, token: str, stop: threading.Event
         stop.set()
     finally:
         stop.set()
-        runtime.wait_idle()
-        runtime.executor.close()
+        runtime.shut_down()
 
 
 def start_host_thread(model_path: str, server_url: str, token: str, stop: threading.Event | None = None,

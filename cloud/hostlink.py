@@ -42,6 +42,36 @@ class HostUnavailable(RuntimeError):
     pass
 
 
+IDLE, BUSY, HELD = "idle", "busy", "held"
+STALE_AFTER_S = 30.0  # an activity whose `until` passed this long ago is no longer reported (its process died)
+
+
+@dataclass(frozen=True)
+class HostActivity:
+    """What a host is doing for a run: running a script (busy) or holding a change for a decision (held)."""
+
+    state: str = IDLE
+    session_id: str | None = None
+    tool_call_id: str | None = None
+    request_id: str | None = None
+    since: float | None = None  # epoch seconds
+    until: float | None = None  # busy: the script's deadline; held: when the wait for a decision ends
+
+    def as_json(self) -> dict[str, Any]:
+        return {"state": self.state, "session_id": self.session_id, "tool_call_id": self.tool_call_id,
+                "since": self.since, "until": self.until}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> HostActivity:
+        return HostActivity(data.get("state", IDLE), data.get("session_id"), data.get("tool_call_id"),
+                            data.get("request_id"), data.get("since"), data.get("until"))
+
+    def current(self) -> HostActivity:
+        if self.until is not None and time.time() > self.until + STALE_AFTER_S:
+            return HostActivity()
+        return self
+
+
 @dataclass
 class HostConnection:
     host_id: str
@@ -71,6 +101,7 @@ class HostDirectory:
         self._hosts: dict[str, HostConnection] = {}
         self._owners: dict[str, str] = {}  # host_id -> user, remembered across reconnects
         self._on_connect: dict[str, list[dict[str, Any]]] = {}  # host_id -> commands for when it next connects
+        self._activity: dict[str, HostActivity] = {}  # host_id -> what it does for a run now
 
     def register(self, user_name: str, hello: dict[str, Any], send_json: Callable[[dict[str, Any]], None]) -> HostConnection:
         with self._lock:
@@ -115,6 +146,25 @@ class HostDirectory:
     def owner(self, host_id: str) -> str | None:
         with self._lock:
             return self._owners.get(host_id)
+
+    def note_activity(self, host_id: str, activity: HostActivity, replacing: str | None = None) -> None:
+        """Record what the host does now; with `replacing`, only if its current activity is that request's
+        (a late reply for one call never clears another call's state)."""
+        with self._lock:
+            if replacing is not None and self._activity.get(host_id, HostActivity()).request_id != replacing:
+                return
+            if activity.state == IDLE:
+                self._activity.pop(host_id, None)
+            else:
+                self._activity[host_id] = activity
+
+    def activity(self, host_id: str) -> HostActivity:
+        with self._lock:
+            return self._activity.get(host_id, HostActivity()).current()
+
+    def describe(self, connection: HostConnection) -> dict[str, Any]:
+        """A host for the host lists: its connection, and what it does now (busy, held or idle)."""
+        return {**connection.describe(), "activity": self.activity(connection.host_id).as_json()}
 
     def send(self, host_id: str, message: dict[str, Any]) -> HostConnection:
         connection = self.get(host_id)
@@ -211,12 +261,24 @@ class WebSocketHostLink:
         except HostUnavailable as exc:
             self.channel.close(self.session_id)
             return Reply(None, request_id, UNAVAILABLE, str(exc))
-        if command["type"] == "execute" and self.hello.has(ABORT_CAPABILITY):
-            cancel = CancelThenAbort(cancel, lambda: abort_on_host(self.hosts, self.host_id, request_id))
-        return _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()))
+        if command["type"] == "execute":
+            now = time.time()
+            self.hosts.note_activity(self.host_id, HostActivity(
+                BUSY, self.session_id, about, request_id, now, now + float(command.get("timeout_s") or timeout_s)))
+            if self.hello.has(ABORT_CAPABILITY):
+                cancel = CancelThenAbort(cancel, lambda: abort_on_host(self.hosts, self.host_id, request_id))
+        reply = _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()))
+        if command["type"] in ("execute", "decide"):
+            held = bool(reply.message and reply.message.get("held"))
+            self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, time.time())
+                                     if held else HostActivity(), replacing=request_id)
+        return reply
 
     def await_decision(self, about: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
         request_id = request_id_for({"type": "decide"}, about)
+        now = time.time()
+        self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, now,
+                                                            now + timeout_s))
         self.channel.open(self.session_id, request_id, about, self.host_id, kind="approval")
         return self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()).result
 

@@ -67,6 +67,17 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path, scripts_dir: Path) -> 
             host.stop()
 
 
+def _activity(stack: Stack, client: Client | None = None) -> dict:
+    (host,) = [h for h in (client or stack.client).call("GET", "/api/hosts").json()["hosts"]
+               if h["host_id"] == stack.host_id]
+    return host["activity"]
+
+
+def _ask(stack: Stack, session_id: str) -> None:
+    response = stack.client.call("PUT", f"/api/sessions/{session_id}/policy", json={"policy": "ask"})
+    assert response.status_code in (200, 204), response.text
+
+
 def _cancel(stack: Stack, session_id: str) -> float:
     response = stack.client.call("POST", f"/api/sessions/{session_id}/cancel")
     assert response.status_code == 202, response.text
@@ -79,9 +90,15 @@ def test_cancel_during_a_long_automation_kills_it_and_the_next_call_is_served_at
                                                                              say("never said")]))
     run = BackgroundRun(stack.client, session_id, "rename the doors slowly")
     stack.wait_script_running()
+    busy = _activity(stack)
+    call_id = run.wait_for("ToolCall")["metadata"]["tool_call_id"]
+    assert busy["state"] == "busy" and busy["session_id"] == session_id and busy["tool_call_id"] == call_id
+    assert busy["since"] <= time.time() <= busy["until"]
     cancelled_at = _cancel(stack, session_id)
     stream = run.join(30)
     assert time.monotonic() - cancelled_at < 2.0, "the cancelled run did not end at once"
+    assert _activity(stack) == {"state": "idle", "session_id": None, "tool_call_id": None, "since": None,
+                                "until": None}
     assert stream.last["type"] == "Error" and stream.last["metadata"].get("cancelled") is True
     (result,) = stream.of("Metadata", "tool_result")
     assert result["metadata"]["ok"] is False and result["metadata"]["committed"] is False
@@ -114,13 +131,51 @@ def test_cancel_while_a_change_awaits_approval_discards_it(stack: Stack):
     before = stack.model.read_bytes()
     session_id = stack.client.new_session(stack.host_id, stack.spec("held", [
         automate("for door in model.by_type('IfcDoor'):\n    door.Name = 'Held rename'"), say("never said")]))
-    assert stack.client.call("PUT", f"/api/sessions/{session_id}/policy",
-                             json={"policy": "ask"}).status_code in (200, 204)
+    _ask(stack, session_id)
     run = BackgroundRun(stack.client, session_id, "rename the doors")
-    wait_until(lambda: stack.host.runtime.executor.held_request_id is not None, timeout=60)
+    request = _wait_approval(run)
+    held = _activity(stack)
+    assert held["state"] == "held" and held["session_id"] == session_id
+    assert held["tool_call_id"] == request["metadata"]["tool_call_id"] and held["until"] > time.time()
     cancelled_at = _cancel(stack, session_id)
     run.join(30)
     wait_until(lambda: stack.host.runtime.executor.held_request_id is None, timeout=5)
+    assert _activity(stack)["state"] == "idle"
     waited = stack.next_call_is_served(cancelled_at, "after-held")
     assert waited < 2.0, f"the next call was served {waited:.1f} s after the cancel"
+    assert stack.model.read_bytes() == before
+
+
+def _wait_approval(run: BackgroundRun) -> dict:
+    deadline = time.monotonic() + 60
+    while True:
+        found = [f.chunk for f in list(run.frames) if f.chunk and f.chunk["type"] == "Metadata"
+                 and f.chunk["metadata"].get("kind") == "approval_request"]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, "no approval request"
+        time.sleep(0.05)
+
+
+def test_the_owner_releases_a_held_change_from_the_host_list(stack: Stack):
+    before = stack.model.read_bytes()
+    session_id = stack.client.new_session(stack.host_id, stack.spec("release", [
+        automate("for door in model.by_type('IfcDoor'):\n    door.Name = 'Released rename'"), say("after")]))
+    _ask(stack, session_id)
+    assert stack.client.call("POST", f"/api/hosts/{stack.host_id}/release").status_code == 409  # idle
+    run = BackgroundRun(stack.client, session_id, "rename the doors")
+    _wait_approval(run)
+    bob = Client(stack.server.url, stack.server.token("bob"))
+    assert bob.call("POST", f"/api/hosts/{stack.host_id}/release").status_code == 404  # not bob's host
+    assert _activity(stack)["state"] == "held"
+    released = stack.client.call("POST", f"/api/hosts/{stack.host_id}/release")
+    assert released.status_code == 202, released.text
+    assert released.json()["session_id"] == session_id
+    stream = run.join(30)
+    assert stream.last == {"type": "Complete", "content": "after"}
+    (result,) = stream.of("Metadata", "tool_result")
+    assert result["metadata"]["committed"] is False
+    assert result["metadata"]["decision"]["decision"] == "discard"
+    assert result["metadata"]["decision"]["by"] == "alice"
+    assert _activity(stack)["state"] == "idle" and stack.host.runtime.executor.held_request_id is None
     assert stack.model.read_bytes() == before

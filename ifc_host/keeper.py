@@ -60,6 +60,7 @@ SNAPSHOT_TIMEOUT_S = 300.0
 FULL_COLLECT_EVERY = 64  # replies between full garbage collections of the keeper (see Keeper._freeze_for_fork)
 _CRASH_FRAME = re.compile(r'File "<script>", line (\d+)')
 ABORTS_REMEMBERED = 64
+SPARE_WAIT_S = 300.0
 PARTIAL_READ_S = 0.05  # how long a readable script pipe is read before the keeper listens for aborts again
 CANCELLED_RUNNING = "cancelled while running: rolled back, the model is unchanged"
 CANCELLED_COLLECTING = "cancelled while running: the script was stopped; the model is unchanged"
@@ -130,7 +131,7 @@ class Keeper:
     def execute(self, job: dict[str, Any]) -> dict[str, Any]:
         if self.held is not None:
             return _failure(job, "Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
-        if job["request_id"] in self.aborted:
+        if job["request_id"] in self.aborted or self._aborted_while_spare_loads(job["request_id"]):
             return {**_failure(job, "Cancelled", CANCELLED_BEFORE), "cancelled": True}
         try:
             run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
@@ -183,6 +184,21 @@ class Keeper:
                     return run.read(time.monotonic() + PARTIAL_READ_S)
                 except TimeoutError:
                     continue  # part of a long message: the rest follows
+
+    def _aborted_while_spare_loads(self, request_id: str) -> bool:
+        """Spawn: the process for the next script may still be loading the model (seconds); an abort that
+        arrives meanwhile refuses the job before it starts. False once the spare has something to say."""
+        spare = self.strategy.spare
+        if self.connection is None or self.runtime_gone or spare is None or spare[1] != self.committed_path \
+                or spare[0].sandbox:
+            return False
+        handle = _readable_handle(spare[0])
+        while True:
+            ready = wait([handle, self.connection], SPARE_WAIT_S)
+            if self.connection in ready and self._abort_arrived(request_id):
+                return True
+            if handle in ready or not ready:
+                return False  # ready (or gone): strategy.start reads what it said
 
     def _abort_arrived(self, request_id: str) -> bool:
         """Read what the runtime sent mid-script; True when it aborts `request_id` (or the runtime is gone)."""

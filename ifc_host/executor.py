@@ -139,6 +139,12 @@ class IsolatedExecutor:
         with self._flight_lock:
             self._in_flight = request_id
 
+    def forget(self, request_id: str) -> None:
+        """The execute `request_id` was answered (or failed before it reached the keeper): nothing to abort."""
+        with self._flight_lock:
+            if self._in_flight == request_id:
+                self._in_flight = None
+
     def abort_running(self, request_id: str) -> bool:
         """Stop the execute `request_id` if it is accepted and not yet answered (True): the keeper kills its
         script at once, or refuses it if it has not started, and its result says it was cancelled."""

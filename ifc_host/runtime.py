@@ -311,6 +311,8 @@ class HostRuntime:
                 log.exception("request %s failed inside the host", request_id)
                 reply = protocol.error(f"the host failed to run request {request_id}: {exc}", request_id)
             finally:
+                if message["type"] == "execute":
+                    self.executor.forget(request_id)
                 # Free the slot before answering: the cloud may send the next script the moment it reads this.
                 self._job_lock.release()
             self._reply(reply)

@@ -135,12 +135,15 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
                 for call in dangling])])
         for call in dangling:
             if hosts is not None and row["host_id"] and call["name"] == AUTOMATION:
-                discard = {"type": "decide", "decision": "discard",
-                           "request_id": request_id_for({"type": "decide"}, call["id"])}
-                try:  # a host still connected (to this or another live process) is told now
-                    hosts.send(row["host_id"], discard)
-                except HostUnavailable:
-                    hosts.send_on_connect(row["host_id"], discard)
+                request_id = request_id_for({"type": "decide"}, call["id"])
+                # The abort stops a script still running there (and discards a hold); the decide is for a
+                # host runtime that predates abort.
+                for command in ({"type": "abort", "request_id": request_id},
+                                {"type": "decide", "decision": "discard", "request_id": request_id}):
+                    try:  # a host still connected (to this or another live process) is told now
+                        hosts.send(row["host_id"], command)
+                    except HostUnavailable:
+                        hosts.send_on_connect(row["host_id"], command)
         store.update_session(row["id"], status="error")
         ended.append(row["id"])
     return ended

@@ -2,7 +2,9 @@
 
 `HostLink` is everything a run needs from a host: its hello, `ask` (send one command, wait for its reply)
 and `await_decision` (wait for the person's keep/discard). The link owns the request ids, the timeouts,
-cancellation and what happens when the host goes away. Two implementations: `WebSocketHostLink` reaches a
+cancellation and what happens when the host goes away. A cancelled run's script is aborted, not left
+running: the host is sent `abort` for the execute in flight (kill the script, roll back, discard a hold) and
+the call waits a little longer for the host's own account of what it stopped. Two implementations: `WebSocketHostLink` reaches a
 host connected to this server's `/ws/host` (the directory below plus the rendezvous), and
 `InProcessHostLink` serves a host runtime object directly, for tests and for embedding the core.
 
@@ -28,6 +30,8 @@ TIMEOUT = "timeout"
 CANCELLED = "cancelled"
 GONE = "gone"  # the host disconnected while the command was out and did not come back in time
 RECONNECT_GRACE_S = 2.0  # a host that drops its socket gets this long to reconnect before its call fails
+ABORT_CAPABILITY = "abort"  # hosts that say so in their hello are sent `abort` for a cancelled execute
+ABORT_REPLY_S = 10.0  # after an abort, how long a call waits for the host to say what it stopped
 
 # One request-id scheme for every command: `<about>.<step>`. A decide reuses its execute's id on purpose:
 # the host keys the held transaction by it, and a decision taken in the host comes back under it.
@@ -36,6 +40,36 @@ STEPS = {"execute": "run", "decide": "run", "export_view": "view", "context": "c
 
 class HostUnavailable(RuntimeError):
     pass
+
+
+IDLE, BUSY, HELD = "idle", "busy", "held"
+STALE_AFTER_S = 30.0  # an activity whose `until` passed this long ago is no longer reported (its process died)
+
+
+@dataclass(frozen=True)
+class HostActivity:
+    """What a host is doing for a run: running a script (busy) or holding a change for a decision (held)."""
+
+    state: str = IDLE
+    session_id: str | None = None
+    tool_call_id: str | None = None
+    request_id: str | None = None
+    since: float | None = None  # epoch seconds
+    until: float | None = None  # busy: the script's deadline; held: when the wait for a decision ends
+
+    def as_json(self) -> dict[str, Any]:
+        return {"state": self.state, "session_id": self.session_id, "tool_call_id": self.tool_call_id,
+                "since": self.since, "until": self.until}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> HostActivity:
+        return HostActivity(data.get("state", IDLE), data.get("session_id"), data.get("tool_call_id"),
+                            data.get("request_id"), data.get("since"), data.get("until"))
+
+    def current(self) -> HostActivity:
+        if self.until is not None and time.time() > self.until + STALE_AFTER_S:
+            return HostActivity()
+        return self
 
 
 @dataclass
@@ -67,6 +101,7 @@ class HostDirectory:
         self._hosts: dict[str, HostConnection] = {}
         self._owners: dict[str, str] = {}  # host_id -> user, remembered across reconnects
         self._on_connect: dict[str, list[dict[str, Any]]] = {}  # host_id -> commands for when it next connects
+        self._activity: dict[str, HostActivity] = {}  # host_id -> what it does for a run now
 
     def register(self, user_name: str, hello: dict[str, Any], send_json: Callable[[dict[str, Any]], None]) -> HostConnection:
         with self._lock:
@@ -111,6 +146,25 @@ class HostDirectory:
     def owner(self, host_id: str) -> str | None:
         with self._lock:
             return self._owners.get(host_id)
+
+    def note_activity(self, host_id: str, activity: HostActivity, replacing: str | None = None) -> None:
+        """Record what the host does now; with `replacing`, only if its current activity is that request's
+        (a late reply for one call never clears another call's state)."""
+        with self._lock:
+            if replacing is not None and self._activity.get(host_id, HostActivity()).request_id != replacing:
+                return
+            if activity.state == IDLE:
+                self._activity.pop(host_id, None)
+            else:
+                self._activity[host_id] = activity
+
+    def activity(self, host_id: str) -> HostActivity:
+        with self._lock:
+            return self._activity.get(host_id, HostActivity()).current()
+
+    def describe(self, connection: HostConnection) -> dict[str, Any]:
+        """A host for the host lists: its connection, and what it does now (busy, held or idle)."""
+        return {**connection.describe(), "activity": self.activity(connection.host_id).as_json()}
 
     def send(self, host_id: str, message: dict[str, Any]) -> HostConnection:
         connection = self.get(host_id)
@@ -207,10 +261,24 @@ class WebSocketHostLink:
         except HostUnavailable as exc:
             self.channel.close(self.session_id)
             return Reply(None, request_id, UNAVAILABLE, str(exc))
-        return _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()))
+        if command["type"] == "execute":
+            now = time.time()
+            self.hosts.note_activity(self.host_id, HostActivity(
+                BUSY, self.session_id, about, request_id, now, now + float(command.get("timeout_s") or timeout_s)))
+            if self.hello.has(ABORT_CAPABILITY):
+                cancel = CancelThenAbort(cancel, lambda: abort_on_host(self.hosts, self.host_id, request_id))
+        reply = _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()))
+        if command["type"] in ("execute", "decide"):
+            held = bool(reply.message and reply.message.get("held"))
+            self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, time.time())
+                                     if held else HostActivity(), replacing=request_id)
+        return reply
 
     def await_decision(self, about: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
         request_id = request_id_for({"type": "decide"}, about)
+        now = time.time()
+        self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, now,
+                                                            now + timeout_s))
         self.channel.open(self.session_id, request_id, about, self.host_id, kind="approval")
         return self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()).result
 
@@ -228,7 +296,40 @@ class WebSocketHostLink:
         return alive
 
 
+class CancelThenAbort:
+    """Stands in for a run's cancel flag while an execute is out on the host (anything with `is_set` will do
+    for a wait). The first time the run's cancel is seen, the host is told to abort the execute, and the wait
+    goes on for up to ABORT_REPLY_S for the host's reply saying what it stopped; only then, or at once when
+    the abort could not be sent, does the wait count as cancelled."""
+
+    def __init__(self, cancel: threading.Event, abort: Callable[[], bool], grace_s: float = ABORT_REPLY_S) -> None:
+        self.cancel, self._abort, self._grace_s = cancel, abort, grace_s
+        self._until: float | None = None
+
+    def is_set(self) -> bool:
+        if not self.cancel.is_set():
+            return False
+        if self._until is None:
+            self._until = time.monotonic() + (self._grace_s if self._abort() else 0.0)
+        return time.monotonic() >= self._until
+
+
+def abort_on_host(hosts: HostDirectory, host_id: str, request_id: str) -> bool:
+    """Tell the host to stop `request_id` (through any live process, with several); True when it was sent. A
+    host that is not connected is told when it next connects: whatever the call left there goes."""
+    abort = {"type": "abort", "request_id": request_id}
+    try:
+        hosts.send(host_id, abort)
+        return True
+    except HostUnavailable:
+        hosts.send_on_connect(host_id, abort)
+        return False
+
+
 def _reply(request_id: str, answer: Answer) -> Reply:
+    if answer.result is not None and answer.result.get("type") == "aborted":
+        # The abort found nothing to stop: the reply itself never came (or came and was lost).
+        return Reply(None, request_id, CANCELLED, answer.result.get("message", ""))
     if answer.result is not None:
         return Reply(answer.result, request_id)
     return Reply(None, request_id, answer.missing or TIMEOUT)

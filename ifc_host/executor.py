@@ -5,6 +5,10 @@ which has threads (the websocket client). Its environment is scrubbed: only what
 travels (no tokens, no API keys, no server settings), so neither it nor any script process it starts can
 hand a secret to a script. If the keeper itself dies, the proxy starts a new one from the last committed
 file, so nothing committed is lost and the host keeps serving.
+
+An abort (the run was cancelled) reaches the keeper at once, even while it runs the script: `expect` marks
+an execute as accepted before its thread starts, `abort_running` tells the keeper to kill it (its own result
+then says it was cancelled), and `abort_held` discards a held automation.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -23,13 +28,14 @@ from typing import Any
 
 import ifc_host
 from ifc_host.isolation import ISOLATIONS, default_isolation
-from ifc_host.keeper import COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
+from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
 from ifc_host.model_file import BadModelError
 
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 300.0
 DEFAULT_HOLD_TIMEOUT_S = 900.0
+CANCELLED_HELD = "cancelled while awaiting a keep/discard decision: discarded, the model is unchanged"
 # What the keeper's environment keeps from ours: enough for Python to start, nothing secret.
 _KEEPER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
                        "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV")
@@ -103,6 +109,10 @@ class IsolatedExecutor:
             raise BadModelError(f"{self.save_path}: the output folder {self.save_path.parent} does not exist")
         self.hold_timeout_s = hold_timeout_s
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()  # requests and aborts share the keeper's connection
+        self._flight_lock = threading.Lock()
+        self._in_flight: str | None = None  # the execute accepted and not yet answered
+        self._aborted: OrderedDict[str, None] = OrderedDict()
         self._committed_here = False
         self._held: tuple[str, float] | None = None  # request id, expiry (time.monotonic())
         self.keeper_launch = keeper_launch or default_keeper_launch()
@@ -124,13 +134,66 @@ class IsolatedExecutor:
             return None
         return self._held[0]
 
+    def expect(self, request_id: str) -> None:
+        """An execute for `request_id` was accepted and will run: an abort from now on stops it."""
+        with self._flight_lock:
+            self._in_flight = request_id
+
+    def forget(self, request_id: str) -> None:
+        """The execute `request_id` was answered (or failed before it reached the keeper): nothing to abort."""
+        with self._flight_lock:
+            if self._in_flight == request_id:
+                self._in_flight = None
+
+    def abort_running(self, request_id: str) -> bool:
+        """Stop the execute `request_id` if it is accepted and not yet answered (True): the keeper kills its
+        script at once, or refuses it if it has not started, and its result says it was cancelled."""
+        with self._flight_lock:
+            if self._in_flight != request_id:
+                return False
+            self._aborted[request_id] = None
+            while len(self._aborted) > ABORTS_REMEMBERED:
+                self._aborted.popitem(last=False)
+        with self._send_lock:
+            if self._conn is not None:
+                try:
+                    self._conn.send({"op": "abort", "request_id": request_id})
+                except OSError:
+                    pass  # the keeper is gone: the execute in flight fails and the keeper restarts
+        return True
+
+    def abort_in_flight(self) -> str | None:
+        """Stop whatever execute is in flight (the host is shutting down); its request id, or None."""
+        with self._flight_lock:
+            request_id = self._in_flight
+        if request_id is not None and self.abort_running(request_id):
+            return request_id
+        return None
+
+    def abort_held(self, request_id: str) -> dict[str, Any] | None:
+        """Discard the held automation `request_id` because its run was cancelled; None if it is not held."""
+        if self.held_request_id != request_id:
+            return None
+        discarded = self.decide(request_id, "discard")
+        return None if discarded.get("unknown") else _as_cancelled(discarded, CANCELLED_HELD)
+
     def execute(self, job: ExecuteJob) -> dict[str, Any]:
+        with self._flight_lock:
+            self._in_flight = job.request_id
         try:
             external = self._adopt_edits_made_on_disk()
             result = self._call(job.as_request(), job.timeout_s + COMMIT_TIMEOUT_S + 30)
         except KeeperUnavailable as exc:
+            with self._flight_lock:
+                self._in_flight = None
             return _keeper_lost(str(exc))
         self._note(result, job.request_id)
+        with self._flight_lock:  # only now: an abort in between finds it in flight, not yet held
+            self._in_flight = None
+            aborted = job.request_id in self._aborted
+        if aborted and result.get("held"):
+            # The script ended as the abort arrived: what it holds is discarded, as a cancel asks.
+            result = self.abort_held(job.request_id) or _as_cancelled(result, CANCELLED_HELD)
         if external:
             result["external_changes"] = {"summary": external}
         return result
@@ -210,7 +273,8 @@ class IsolatedExecutor:
             try:
                 if self._conn is None:
                     raise OSError("the keeper is not running")
-                self._conn.send(request)
+                with self._send_lock:
+                    self._conn.send(request)
                 if not self._conn.poll(timeout_s):
                     raise TimeoutError(f"no answer within {timeout_s:g} s")
                 return self._conn.recv()
@@ -307,6 +371,14 @@ def _signature(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return stat.st_mtime_ns, stat.st_size
+
+
+def _as_cancelled(result: dict[str, Any], message: str) -> dict[str, Any]:
+    """A discarded automation's result, told as a cancel: nothing of it is in the model."""
+    out = {k: v for k, v in result.items() if k not in ("change_details", "validation", "unknown")}
+    return {**out, "ok": False, "committed": False, "held": False, "cancelled": True,
+            "changes": {"added": [], "modified": [], "deleted": []},
+            "error": {"type": "Cancelled", "message": message, "line": None, "traceback": ""}}
 
 
 def _keeper_lost(message: str) -> dict[str, Any]:

@@ -8,7 +8,12 @@ beside the saved file, re-opens it (checked), and, holding a lock on the folder,
 file unless that file changed on disk since this keeper last read or wrote it (another host or program
 saved it: the commit is refused rather than silently overwriting their work).
 
-Requests arrive as dicts on a multiprocessing Connection (one at a time) and each gets one reply.
+Requests arrive as dicts on a multiprocessing Connection (one at a time) and each gets one reply, except
+`abort` {request_id}, which gets none: while a script runs the keeper waits on the script and on its
+connection at once, so an abort for the running request kills the script's process at once and that
+request's own reply says it was cancelled (rolled back, the model unchanged); an abort for a request not yet
+arrived is remembered, and that request is then refused without running. A held automation is discarded
+by the runtime's `decide`, not here.
 """
 from __future__ import annotations
 
@@ -21,14 +26,23 @@ import signal
 import sys
 import tempfile
 import time
+from collections import OrderedDict, deque
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
 import ifcopenshell
 
-from ifc_host.isolation import ISOLATIONS, ForkStrategy, ScriptProcess, SpawnStrategy, default_isolation
+from ifc_host.isolation import (
+    ISOLATIONS,
+    ForkedRun,
+    ForkStrategy,
+    ScriptProcess,
+    SpawnedRun,
+    SpawnStrategy,
+    default_isolation,
+)
 from ifc_host.model_file import (
     BadModelError,
     describe_context,
@@ -45,6 +59,13 @@ COMMIT_TIMEOUT_S = 600.0
 SNAPSHOT_TIMEOUT_S = 300.0
 FULL_COLLECT_EVERY = 64  # replies between full garbage collections of the keeper (see Keeper._freeze_for_fork)
 _CRASH_FRAME = re.compile(r'File "<script>", line (\d+)')
+ABORTS_REMEMBERED = 64
+SPARE_WAIT_S = 300.0
+PARTIAL_READ_S = 0.05  # how long a readable script pipe is read before the keeper listens for aborts again
+CANCELLED_RUNNING = "cancelled while running: rolled back, the model is unchanged"
+CANCELLED_COLLECTING = "cancelled while running: the script was stopped; the model is unchanged"
+CANCELLED_BEFORE = "cancelled before it ran: nothing ran, the model is unchanged"
+_ABORTED = object()  # what _await_script returns when an abort for the running request arrived
 
 
 @dataclass
@@ -76,6 +97,15 @@ class Keeper:
         self._freezes_since_collect = 0
         self._freeze_for_fork()
         self.sandbox = self.strategy.probe(model, self.committed_path)
+        self.connection: Connection | None = None  # the runtime's channel, listened to while a script runs
+        self.runtime_gone = False  # the connection ended mid-script: nobody will read a reply
+        self.aborted: OrderedDict[str, None] = OrderedDict()  # request ids an abort named
+        self.queued: deque[dict[str, Any]] = deque()  # requests that arrived while a script ran
+
+    def note_abort(self, request_id: str) -> None:
+        self.aborted[request_id] = None
+        while len(self.aborted) > ABORTS_REMEMBERED:
+            self.aborted.popitem(last=False)
 
     # --- requests -----------------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +131,8 @@ class Keeper:
     def execute(self, job: dict[str, Any]) -> dict[str, Any]:
         if self.held is not None:
             return _failure(job, "Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
+        if job["request_id"] in self.aborted or self._aborted_while_spare_loads(job["request_id"]):
+            return {**_failure(job, "Cancelled", CANCELLED_BEFORE), "cancelled": True}
         try:
             run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
         except (RuntimeError, OSError) as exc:
@@ -108,7 +140,7 @@ class Keeper:
         if job.get("ids") and self.strategy.name == "fork":
             _warm_ids(job["ids"])  # while the script runs: the next forked process inherits the parsed IDS
         try:
-            message = run.read(run.started + float(job["timeout_s"]))
+            message = self._await_script(run, run.started + float(job["timeout_s"]))
         except TimeoutError:
             run.kill()
             outcome = self._collect_output(run, {"ok": False, "timed_out": True, "error": {
@@ -117,6 +149,8 @@ class Keeper:
                            "the model is unchanged"}})
             run.close()
             return self._finish(run, outcome, committed=False)
+        if message is _ABORTED:
+            return self._cancelled(run)
         if message is None:
             return self._crashed(run)
         result = self._collect_output(run, message["result"])
@@ -127,6 +161,66 @@ class Keeper:
             self.held = HeldAutomation(run, result, time.monotonic() + self.hold_timeout_s)
             return {**result, "committed": False, "held": True, "duration_ms": _ms_since(run.started)}
         return self._commit(run, result)
+
+    def _await_script(self, run: ScriptProcess, deadline: float) -> Any:
+        """The script's next message (None when its process ended), or _ABORTED as soon as an abort for it
+        arrives on the runtime's connection; TimeoutError at the deadline."""
+        if self.connection is None or self.runtime_gone:
+            return run.read(deadline)
+        try:
+            return run.read(0.0)  # a message already buffered (a past deadline never waits)
+        except TimeoutError:
+            pass
+        handle = _readable_handle(run)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            ready = wait([handle, self.connection], remaining)
+            if self.connection in ready and self._abort_arrived(run.request_id):
+                return _ABORTED
+            if handle in ready:
+                try:
+                    return run.read(time.monotonic() + PARTIAL_READ_S)
+                except TimeoutError:
+                    continue  # part of a long message: the rest follows
+
+    def _aborted_while_spare_loads(self, request_id: str) -> bool:
+        """Spawn: the process for the next script may still be loading the model (seconds); an abort that
+        arrives meanwhile refuses the job before it starts. False once the spare has something to say."""
+        spare = self.strategy.spare
+        if self.connection is None or self.runtime_gone or spare is None or spare[1] != self.committed_path \
+                or spare[0].sandbox:
+            return False
+        handle = _readable_handle(spare[0])
+        while True:
+            ready = wait([handle, self.connection], SPARE_WAIT_S)
+            if self.connection in ready and self._abort_arrived(request_id):
+                return True
+            if handle in ready or not ready:
+                return False  # ready (or gone): strategy.start reads what it said
+
+    def _abort_arrived(self, request_id: str) -> bool:
+        """Read what the runtime sent mid-script; True when it aborts `request_id` (or the runtime is gone)."""
+        assert self.connection is not None
+        try:
+            request = self.connection.recv()
+        except (EOFError, OSError):
+            self.runtime_gone = True
+            return True  # nobody will read this script's result: stop it
+        if request.get("op") == "abort":
+            self.note_abort(str(request.get("request_id")))
+            return request.get("request_id") == request_id
+        self.queued.append(request)  # answered after this script's reply, in order
+        return request.get("op") == "shutdown"  # the host is stopping: the script goes with it
+
+    def _cancelled(self, run: ScriptProcess) -> dict[str, Any]:
+        run.kill()
+        message = CANCELLED_RUNNING if run.mode == "automate" else CANCELLED_COLLECTING
+        outcome = self._collect_output(run, {"ok": False, "cancelled": True, "error": {
+            "type": "Cancelled", "message": message, "line": None, "traceback": ""}})
+        run.close()
+        return self._finish(run, outcome, committed=False)
 
     def reload(self, path: Path) -> dict[str, Any]:
         """Adopt the file on disk (edited by another program) as the committed model."""
@@ -307,6 +401,15 @@ def _failure(job: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
             "error": {"type": kind, "message": message, "line": None, "traceback": ""}}
 
 
+def _readable_handle(run: ScriptProcess) -> Any:
+    """What multiprocessing.connection.wait can wait on for this script's messages."""
+    if isinstance(run, SpawnedRun):
+        return run.conn
+    if isinstance(run, ForkedRun):
+        return run.reader.fd
+    raise TypeError(f"cannot wait on a {type(run).__name__}")
+
+
 def _ms_since(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 3)
 
@@ -348,21 +451,31 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
         preimport()  # once here, inherited by every forked child
     keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path,
                     isolation=isolation)
+    keeper.connection = connection
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
                      "isolation": keeper.strategy.name, "sandbox": keeper.sandbox})
     try:
         while True:
-            if not connection.poll(keeper.seconds_until_hold_expires()):
+            if keeper.queued:
+                request = keeper.queued.popleft()
+            elif not connection.poll(keeper.seconds_until_hold_expires()):
                 keeper.expire_hold()
                 keeper.after_reply()
                 continue
-            try:
-                request = connection.recv()
-            except (EOFError, OSError):
-                return 0
+            else:
+                try:
+                    request = connection.recv()
+                except (EOFError, OSError):
+                    return 0
             if request.get("op") == "shutdown":
                 return 0
-            connection.send(keeper.handle(request))
+            if request.get("op") == "abort":  # nothing of it runs now; no reply (see the module's doc)
+                keeper.note_abort(str(request.get("request_id")))
+                continue
+            reply = keeper.handle(request)
+            if keeper.runtime_gone:
+                return 0
+            connection.send(reply)
             keeper.after_reply()
     finally:
         keeper.shutdown()
@@ -399,5 +512,16 @@ def _warm_ids(text: str) -> None:
         pass  # the script's own process reports the problem with the result
 
 
+def exit_now(status: int) -> None:
+    """End the keeper process without the interpreter's teardown: its work is done and its files removed
+    (serve's finally), and freeing a big model object by object would keep a stopping host alive for seconds."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

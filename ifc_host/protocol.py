@@ -15,11 +15,11 @@ from shared_contract.validate import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
 HOST_APP = "ifc"
-CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate"]
-CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error")
+CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate", "abort"]
+CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error", "abort")
 RESULT_FIELDS = (
     "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",
-    "stdout_truncated", "held", "external_changes", "change_details", "validation",
+    "stdout_truncated", "held", "external_changes", "change_details", "validation", "cancelled",
 )
 
 
@@ -63,6 +63,11 @@ def hello(document: dict[str, Any], host_id: str | None) -> dict[str, Any]:
 
 def error(message: str, request_id: str | None = None) -> dict[str, Any]:
     return checked({"type": "error", "request_id": request_id, "message": message or "error"})
+
+
+def aborted(request_id: str, message: str) -> dict[str, Any]:
+    """The answer to an abort that found nothing running or held under `request_id`."""
+    return checked({"type": "aborted", "request_id": request_id, "state": "none", "message": message})
 
 
 def pong(ping: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 It connects to the orchestrator's `/ws/host`, says hello (with its previous host id after a reconnect),
 and answers commands. Scripts run one at a time in the model keeper (see executor.py); a second `execute`
 while one runs is refused with an `error` reply rather than queued, because the cloud waits for each result
-before sending the next script. Plan images render in their own process. Pings are answered at once, even
-while a script runs.
+before sending the next script. Plan images render in their own process. Pings and aborts are acted on at
+once, even while a script runs: an `abort` kills the running script (rolled back; its execute_result says it
+was cancelled), discards a held automation, or is answered `aborted` (state none) when nothing matches.
 
 When the connection drops, what happens next depends on why (the server's close codes are in
 cloud/web/host_sockets.py):
@@ -268,6 +269,8 @@ class HostRuntime:
             self._start_execute(message)
         elif kind == "decide":
             self._start_job(message["request_id"], self._run_decide, message)
+        elif kind == "abort":
+            self._abort(message["request_id"])
         elif kind == "export_view":
             self._start_worker(self._run_export_view, message)
         elif kind == "context":
@@ -298,6 +301,8 @@ class HostRuntime:
                 f"busy: another script is running; request {request_id} was not run (one execute at a time)",
                 request_id))
             return
+        if message["type"] == "execute":
+            self.executor.expect(request_id)  # before its thread starts: an abort right behind it stops it
 
         def run() -> None:
             try:
@@ -306,11 +311,34 @@ class HostRuntime:
                 log.exception("request %s failed inside the host", request_id)
                 reply = protocol.error(f"the host failed to run request {request_id}: {exc}", request_id)
             finally:
+                if message["type"] == "execute":
+                    self.executor.forget(request_id)
                 # Free the slot before answering: the cloud may send the next script the moment it reads this.
                 self._job_lock.release()
             self._reply(reply)
 
         self._spawn(run, f"ifc-host-{message['type']}")
+
+    def _abort(self, request_id: str) -> None:
+        """The run behind `request_id` was cancelled: stop its script, or discard what it holds."""
+        if self.executor.abort_running(request_id):
+            log.info("request %s aborted: its script is stopped and rolled back", request_id)
+            return  # the execute's own result (cancelled) is the answer
+        if self.executor.held_request_id == request_id:
+            def discard() -> None:
+                with self._job_lock:
+                    result = self.executor.abort_held(request_id)
+                if result is None:
+                    self._reply(protocol.aborted(request_id, f"nothing to abort: request {request_id} was "
+                                                             "decided meanwhile"))
+                else:
+                    log.info("request %s aborted: its held automation is discarded", request_id)
+                    self._reply(self._result_message(request_id, result))
+
+            self._spawn(discard, "ifc-host-abort")
+            return
+        self._reply(protocol.aborted(request_id, f"nothing to abort: request {request_id} is not running or "
+                                                 "held on this host"))
 
     def _start_context(self, request_id: str) -> None:
         # Cheap, but it needs the keeper: while a script runs, say so instead of waiting for it.
@@ -406,6 +434,15 @@ class HostRuntime:
         for thread in list(self._workers):
             thread.join(timeout)
 
+    def shut_down(self) -> None:
+        """Stop serving for good: a script still running is killed (nobody will read its result), the
+        workers end, and the keeper closes (discarding anything held)."""
+        aborted = self.executor.abort_in_flight()
+        if aborted is not None:
+            log.info("stopping: request %s was still running and is aborted", aborted)
+        self.wait_idle()
+        self.executor.close()
+
 
 def websocket_json(message: dict[str, Any]) -> str:
     return json.dumps(message, separators=(",", ":"))
@@ -447,8 +484,7 @@ class HostHandle:
             log.error("IFC host stopped: %s", exc)
         finally:
             self._stop.set()  # ends the runtime's stop watcher too
-            self.runtime.wait_idle()
-            self.runtime.executor.close()
+            self.runtime.shut_down()
             self.finished.set()
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -486,8 +522,7 @@ def run_host(model_path: str, server_url: str, token: str, stop: threading.Event
         stop.set()
     finally:
         stop.set()
-        runtime.wait_idle()
-        runtime.executor.close()
+        runtime.shut_down()
 
 
 def start_host_thread(model_path: str, server_url: str, token: str, stop: threading.Event | None = None,

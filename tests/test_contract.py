@@ -35,6 +35,8 @@ VALID_HOST_MESSAGES = {
                            "width": 10, "height": 8, "view": "Level 1"},
     "decide": {"type": "decide", "request_id": "c1.run", "decision": "discard"},
     "decided": {"type": "decided", "request_id": "c1.run", "decision": "keep", "by": "the person in Revit"},
+    "abort": {"type": "abort", "request_id": "c1.run"},
+    "aborted": {"type": "aborted", "request_id": "c1.run", "state": "none", "message": "nothing to abort"},
     "ping": {"type": "ping", "nonce": "n"},
     "pong": {"type": "pong"},
     "error": {"type": "error", "request_id": None, "message": "bad"},
@@ -71,6 +73,8 @@ INVALID_HOST_MESSAGES = [
     ("export_view_result", {"width": -1}, "width"),
     ("decide", {"decision": "maybe"}, "decision"),
     ("decided", {"decision": "later"}, "decision"),
+    ("abort", {"reason": "cancel"}, "reason"),
+    ("aborted", {"state": "killed"}, "state"),
     ("ping", {"nonce": 1}, "nonce"),
     ("pong", {"extra": True}, "extra"),
     ("error", {"message": ""}, "message"),
@@ -86,6 +90,7 @@ MISSING_REQUIRED = {
     "hello": "document", "welcome": "host_id", "execute": "code", "execute_result": "changes",
     "export_view": "max_px", "export_view_result": "request_id", "decide": "decision", "decided": "decision", "error": "message",
     "context": "request_id", "context_result": "ok", "doctor": "request_id", "doctor_result": "checks",
+    "abort": "request_id", "aborted": "state",
 }
 
 

@@ -3,17 +3,61 @@
 The loop runs in this process, called directly (no HTTP to a server of its own, no SSE). The IFC host is
 a child process that connects to this process's host websocket on 127.0.0.1, so the scripts it runs never
 share the orchestrator's process (its memory, its keys, its database handle).
+
+Ctrl-C: the first cancels the run, so the host aborts its script (killed, rolled back, a held change
+discarded), and the command exits with status 130 within EXIT_WITHIN_S; a second one, or a run that has not
+ended by then, interrupts at once. Either way the host process, its keeper and their scripts are stopped.
 """
 from __future__ import annotations
 
+import _thread
 import argparse
 import json
+import os
+import signal
+import sys
+import threading
+from types import FrameType, TracebackType
 
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
 from ifc_host.launcher import add_isolation_argument
 
 CLI_USER = "cli"
+EXIT_INTERRUPTED = 130
+CANCEL_GRACE_S = 1.0  # after the first Ctrl-C, how long the run gets to end on its own before it is cut short
+HOST_STOP_ON_INTERRUPT_S = 0.6  # then the host process gets this long to stop on its own before it is killed
+
+
+class CtrlC:
+    """While active, the first SIGINT sets `cancel` (the run aborts its host work and ends); a second, or
+    CANCEL_GRACE_S without the run ending, raises KeyboardInterrupt in the main thread."""
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self._previous: object = None
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.cancel.is_set():
+            raise KeyboardInterrupt
+        self.cancel.set()
+        print("nexus: cancelling the run (press Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+        self._timer = threading.Timer(CANCEL_GRACE_S, _thread.interrupt_main)
+        self._timer.daemon = True
+        self._timer.start()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,21 +96,55 @@ def cmd_run(args: argparse.Namespace) -> int:
         core = EmbeddedCore(open_store(args), args.ifc, args.out, user=CLI_USER, isolation=args.isolation)
     except HostStartFailed as exc:
         return fail(str(exc))
+    interrupted = False
     try:
         printer, outcome = Printer(), None
         session = core.new_session(spec)
         if ids:
             core.store.update_session(session["id"], ids=ids)
             session["ids"] = ids
-        for chunk in core.run(session, model, args.prompt):
-            data = chunk.to_json()
-            if args.json:
-                print(json.dumps(data), flush=True)
-            else:
-                printer.show(data)
-            if chunk.type in ("Complete", "Error"):
-                outcome = chunk.type
-        return 0 if outcome == "Complete" else 1
+        with CtrlC() as ctrl_c:
+            for chunk in core.run(session, model, args.prompt, ctrl_c.cancel):
+                data = chunk.to_json()
+                if args.json:
+                    print(json.dumps(data), flush=True)
+                else:
+                    printer.show(data)
+                if chunk.type in ("Complete", "Error"):
+                    outcome = chunk.type
+        interrupted = ctrl_c.cancel.is_set()
+        return EXIT_INTERRUPTED if interrupted else 0 if outcome == "Complete" else 1
+    except KeyboardInterrupt:
+        interrupted = True
+        return EXIT_INTERRUPTED
     finally:
+        if interrupted:
+            _stop_host_quickly(core)
         core.close()
+        if interrupted:
+            _exit_at_once(EXIT_INTERRUPTED)
+
+
+def _stop_host_quickly(core: object) -> None:
+    """Ctrl-C: the host's script is already aborted; give its process a moment to stop on its own, then kill
+    it. Its keeper notices its connection close and ends with its script processes."""
+    from ifc_host.launcher import HostProcess
+
+    host = getattr(core, "host", None)
+    if isinstance(host, HostProcess):
+        host.stop(timeout_s=HOST_STOP_ON_INTERRUPT_S)
+
+
+def _exit_at_once(status: int) -> None:
+    """End the process now. Everything the command started is stopped by then (core.close); the
+    interpreter's own teardown (freeing every imported SDK, an API index still building on a daemon thread)
+    can take seconds that a person who pressed Ctrl-C should not wait for."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 

@@ -20,7 +20,7 @@ from typing import Any
 import redis
 
 from cloud.distributed.bus import PREFIX, Bus
-from cloud.hostlink import HostConnection, HostDirectory, HostUnavailable
+from cloud.hostlink import IDLE, HostActivity, HostConnection, HostDirectory, HostUnavailable
 from cloud.hosts.hello import Hello
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,10 @@ def _info_key(host_id: str) -> str:
 
 def _user_key(user_name: str) -> str:
     return f"{PREFIX}user:{user_name}:hosts"
+
+
+def _activity_key(host_id: str) -> str:
+    return f"{PREFIX}host:{host_id}:activity"
 
 
 def _on_connect_key(host_id: str) -> str:
@@ -205,6 +209,30 @@ class RedisHostDirectory(HostDirectory):
             return local
         connection = self.get(host_id)
         return connection.user_name if connection else None
+
+    def note_activity(self, host_id: str, activity: HostActivity, replacing: str | None = None) -> None:
+        """In Redis, so every process's host list shows it (the run may be driven by another process)."""
+        super().note_activity(host_id, activity, replacing)
+        key = _activity_key(host_id)
+        try:
+            if replacing is not None:
+                current = self.bus.redis.get(key)
+                if current is None or json.loads(current).get("request_id") != replacing:
+                    return
+            if activity.state == IDLE:
+                self.bus.redis.delete(key)
+            else:
+                record = {**activity.as_json(), "request_id": activity.request_id}
+                self.bus.redis.set(key, json.dumps(record), ex=7 * 86400)
+        except redis.RedisError as exc:  # this process's own copy still says it
+            log.warning("host %s: could not record its activity in Redis: %s", host_id, exc)
+
+    def activity(self, host_id: str) -> HostActivity:
+        try:
+            raw = self.bus.redis.get(_activity_key(host_id))
+        except redis.RedisError:
+            return super().activity(host_id)
+        return HostActivity.from_json(json.loads(raw)).current() if raw else HostActivity()
 
     def send_on_connect(self, host_id: str, message: dict[str, Any]) -> None:
         self.bus.redis.rpush(_on_connect_key(host_id), json.dumps(message))

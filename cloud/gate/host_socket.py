@@ -35,7 +35,7 @@ HOST_ID = re.compile(r"h_[A-Za-z0-9_-]{1,64}")  # shaped like the ids HostDirect
 
 HELLO_TIMEOUT_S = 30
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-RESULT_TYPES = ("execute_result", "export_view_result", "context_result", "error")
+RESULT_TYPES = ("execute_result", "export_view_result", "context_result", "error", "aborted")
 
 
 def _send(ws: Any, message: dict[str, Any]) -> None:
@@ -178,7 +178,12 @@ def _handle(state: CoreState, connection: HostConnection, raw: Any) -> None:
             state.channel.deliver_from_host(message["request_id"], connection.host_id, message)
     elif kind in RESULT_TYPES and message.get("request_id"):
         delivery = state.channel.deliver_from_host(message["request_id"], connection.host_id, message)
-        if delivery is not Delivery.ACCEPTED and kind != "error":
+        if delivery is not Delivery.ACCEPTED and kind == "execute_result" and message.get("held"):
+            # Nobody waits for this held automation any more (its run was cancelled or ended): let it go now.
+            log.info("host %s holds %s for a run that ended; discarding it", connection.host_id,
+                     loggable(message["request_id"]))
+            _reply(connection, {"type": "decide", "request_id": message["request_id"], "decision": "discard"})
+        elif delivery is not Delivery.ACCEPTED and kind not in ("error", "aborted"):
             _reply(connection, {"type": "error", "request_id": message["request_id"],
                                 "message": f"request {message['request_id']} is not pending ({delivery.value})"})
     elif kind == "decided":

@@ -59,6 +59,7 @@ class CallOutcome:
 class _Worker:
     """A tool call running on its own thread: chunks, then the finished CallOutcome (or the exception)."""
     items: queue.Queue[Chunk | CallOutcome | BaseException] = field(default_factory=queue.Queue)
+    cancel: threading.Event = field(default_factory=threading.Event)  # the client cancelled the call
 
 
 class Quotas(Protocol):
@@ -109,6 +110,7 @@ class McpCalls:
         self._lock = threading.Lock()
         self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, client) -> session id
         self._session_locks: dict[str, threading.Lock] = {}  # one call at a time per session (capacity one)
+        self._running: dict[str, _Worker] = {}  # call id -> its worker, while it runs
 
     def hosts_for(self, user: str) -> list[HostConnection]:
         return self.backend.hosts.for_user(user)
@@ -169,6 +171,8 @@ class McpCalls:
             raise
         self.audit(user, client, session_id, host, call_id, name, {**arguments, "host": host_id})
         worker = _Worker()
+        with self._lock:
+            self._running[call_id] = worker
         thread = threading.Thread(target=self._run, args=(worker, session_id, call_id, name, arguments),
                                   name=f"mcp-{name}", daemon=True)
         thread.start()
@@ -191,7 +195,7 @@ class McpCalls:
                     store.update_session(session_id, state=session.state.to_json())
 
                 ctx = ToolContext(store=store, host=link, settings=self.backend.settings, session=session,
-                                  cancel=threading.Event(), image_max_px=self.image_max_px, save_state=save_state)
+                                  cancel=worker.cancel, image_max_px=self.image_max_px, save_state=save_state)
                 call = {"id": call_id, "name": name, "input": arguments}
                 tool = execute_tool(ctx, call)
                 person = None
@@ -207,6 +211,19 @@ class McpCalls:
                 worker.items.put(CallOutcome(person, part, session_id))
         except BaseException as exc:  # handed to the caller, which reports it
             worker.items.put(exc)
+        finally:
+            with self._lock:
+                self._running.pop(call_id, None)
+
+    def cancel(self, call_id: str) -> bool:
+        """The client cancelled the call (MCP notifications/cancelled): it ends as a chat run's cancel does,
+        its script killed on the host and rolled back, a held change discarded. False if it had ended."""
+        with self._lock:
+            worker = self._running.get(call_id)
+        if worker is None:
+            return False
+        worker.cancel.set()
+        return True
 
     def decide(self, session_id: str, call_id: str, decision: dict[str, Any], wait_s: float = 30.0) -> bool:
         """Deliver the person's decision on a held automation, once the tool waits for it."""

@@ -180,12 +180,17 @@ class NexusMcp:
         except QuotaExceeded as exc:
             return quota_result(exc)
         outcome: CallOutcome | None = None
-        while outcome is None:
-            item = await anyio.to_thread.run_sync(next, items)
-            if isinstance(item, CallOutcome):
-                outcome = item
-            elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":
-                await self._review(ctx, session_id, call_id, item.content)
+        try:
+            while outcome is None:
+                # abandon_on_cancel: a notifications/cancelled reaches us now, not once the script has ended
+                item = await anyio.to_thread.run_sync(next, items, abandon_on_cancel=True)
+                if isinstance(item, CallOutcome):
+                    outcome = item
+                elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":
+                    await self._review(ctx, session_id, call_id, item.content)
+        except anyio.get_cancelled_exc_class():
+            self.calls.cancel(call_id)  # the host aborts the script: killed, rolled back, a hold discarded
+            raise
         return self.result(outcome)
 
     async def _review(self, ctx: Context, session_id: str, call_id: str, summary: str) -> None:

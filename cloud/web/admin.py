@@ -137,7 +137,7 @@ def audit():
 @admin_api.get("/hosts")
 @require_user(admin=True)
 def hosts():
-    return jsonify({"hosts": [h.describe() for h in nexus().hosts.all()],
+    return jsonify({"hosts": [nexus().hosts.describe(h) for h in nexus().hosts.all()],
                     "providers": [{"host_app": p.host_app, "capability_version": p.capability_version}
                                   for p in known_providers()]})
 

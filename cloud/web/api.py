@@ -9,7 +9,7 @@ from flask import Blueprint, Response, g, jsonify, request
 
 from cloud.assembly import run_session
 from cloud.contract import ContractError
-from cloud.hostlink import session_link
+from cloud.hostlink import HELD, HostActivity, abort_on_host, session_link
 from cloud.policy import POLICY_STRICTNESS
 from cloud.rendezvous import Delivery
 from cloud.runs import KEEPALIVE, Run
@@ -378,7 +378,32 @@ def get_image(row: dict[str, Any], image_id: str):
 @api.get("/hosts")
 @require_user()
 def list_hosts():
-    return jsonify({"hosts": [h.describe() for h in nexus().hosts.for_user(g.user.name)]})
+    hosts = nexus().hosts
+    return jsonify({"hosts": [hosts.describe(h) for h in hosts.for_user(g.user.name)]})
+
+
+@api.post("/hosts/<host_id>/release")
+@require_user()
+def release_host(host_id: str):
+    """Discard the change a host holds for a decision (its owner, or an admin). The run waiting for the
+    decision gets it as any discard; a hold no run waits for any more is aborted on the host."""
+    state = nexus()
+    connection = state.hosts.get(host_id)
+    if connection is None or (connection.user_name != g.user.name and not g.user.is_admin):
+        return api_error(404, f"no connected host {host_id}")
+    activity = state.hosts.activity(host_id)
+    if activity.state != HELD or not activity.request_id:
+        return api_error(409, f"host {host_id} holds no change to release (it is {activity.state})")
+    decision = {"decision": "discard", "by": g.user.name, "comment": "released from the host list"}
+    delivery = Delivery.NOT_PENDING
+    if activity.session_id and activity.tool_call_id:
+        delivery = state.channel.deliver_tool_result(activity.session_id, activity.tool_call_id, decision,
+                                                     kind="approval")
+    if delivery is not Delivery.ACCEPTED:
+        abort_on_host(state.hosts, host_id, activity.request_id)
+        state.hosts.note_activity(host_id, HostActivity(), replacing=activity.request_id)
+    return jsonify({"released": True, "host_id": host_id, "session_id": activity.session_id,
+                    "tool_call_id": activity.tool_call_id}), 202
 
 
 @api.get("/me")

@@ -6,6 +6,8 @@ Two mechanisms share one deadline:
   block and function body. A bare `except:` catches the first ScriptTimeout (it is a BaseException), and
   CPython drops a trace hook whose exception escaped it, so a stubborn loop would run on untraced; the
   checks raise again at its next iteration, handler or call, until the script ends.
+The same checks stop a script whose run was cancelled (an `abort` from the cloud sets its AbortFlag, see
+aborts.py): they raise ScriptCancelled from then on, whatever the deadline.
 The checks are inserted into the source text, on the lines where the parse puts those statements, and
 the text is compiled: compiling a rewritten syntax tree would lose every source position under
 IronPython 2.7 (its `_ast` round trip builds nodes without spans), so tracebacks would name wrong lines
@@ -24,20 +26,33 @@ class ScriptTimeout(BaseException):
     script does not swallow it."""
 
 
+class ScriptCancelled(BaseException):
+    """Raised inside a script whose run was cancelled (its AbortFlag is set); a BaseException too."""
+
+
+CANCELLED_MESSAGE = "cancelled while running: rolled back, the model is unchanged"
+
+
 class Deadline(object):
-    def __init__(self, filename, timeout_s, clock):
+    def __init__(self, filename, timeout_s, clock, abort=None):
         self._filename = filename
         self._timeout_s = timeout_s
         self._clock = clock
-        self._deadline = clock() + timeout_s
+        self._deadline = clock() + timeout_s if timeout_s else None
+        self._abort = abort  # an AbortFlag, or None
         self.fired = False
+        self.cancelled = False
 
     def message(self):
         return "the script ran longer than its {0:g} s limit and was stopped".format(self._timeout_s)
 
     def check(self):
-        """Called by the inserted checks: raises every time once the deadline has passed."""
-        if self._clock() > self._deadline:
+        """Called by the inserted checks: raises every time once the deadline has passed or the run was
+        cancelled."""
+        if self._abort is not None and self._abort.is_set():
+            self.cancelled = True
+            raise ScriptCancelled(CANCELLED_MESSAGE)
+        if self._deadline is not None and self._clock() > self._deadline:
             self.fired = True
             raise ScriptTimeout(self.message())
 

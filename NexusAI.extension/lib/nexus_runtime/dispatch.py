@@ -59,6 +59,12 @@ class Dispatcher(object):
                 self._note("job {0} refused: ExternalEvent.Raise() returned Denied".format(job.request_id))
         return job
 
+    def abandon_queued(self, request_id, reply):
+        """Answer `reply` for the job of `request_id` if Revit has not picked it up yet (it then never runs);
+        False when there is no such job or it already runs."""
+        job = self.queue.find(request_id)
+        return job is not None and job.refuse(reply)
+
     def wait_for_reply(self, job):
         if not job.wait_settled(job.deadline - self._clock()):
             if job.abandon(self._clock()):

@@ -131,7 +131,7 @@ def execute(uiapp, message, log, services=None, clock=monotonic):
             if message["mode"] == "automate" and message.get("hold"):
                 reply = _run_held(uiapp, uidoc, doc, state, services, guard, guard_log, check, log)
             else:
-                _run_transaction(uiapp, uidoc, doc, state, guard_log, log)
+                _run_transaction(uiapp, uidoc, doc, state, guard_log, log, services)
                 _after_run(uiapp, uidoc, doc, state, services, check)
                 reply = state.result(guard_log=guard_log)
     return reply
@@ -145,7 +145,7 @@ def _run_held(uiapp, uidoc, doc, state, services, guard, guard_log, check, log):
         if status != DB.TransactionStatus.Started:
             state.fail("TransactionNotStarted", "Revit did not start the transaction group (status {0}).".format(status))
             return state.result(guard_log=guard_log)
-        _run_transaction(uiapp, uidoc, doc, state, guard_log, log)
+        _run_transaction(uiapp, uidoc, doc, state, guard_log, log, services)
         if not state.committed or state.changes.is_empty():
             # Nothing to review: a failed run is already rolled back, an empty one changed nothing.
             if state.committed:
@@ -194,7 +194,7 @@ def _apply_decision(group, run, state):
         state.rolled_back = True
 
 
-def _run_transaction(uiapp, uidoc, doc, state, guard_log, log):
+def _run_transaction(uiapp, uidoc, doc, state, guard_log, log, services):
     message = state.message
     name = transaction_name(message["request_id"])
     namespace = script_namespace(uiapp, uidoc, doc, state.changes)
@@ -207,7 +207,14 @@ def _run_transaction(uiapp, uidoc, doc, state, guard_log, log):
                 if status != DB.TransactionStatus.Started:
                     state.fail("TransactionNotStarted", "Revit did not start the transaction (status {0}).".format(status))
                     return
-                state.outcome = script_runner.run_script(message["code"], namespace, timeout_s=message["timeout_s"])
+                abort = services.aborts.start(message["request_id"])
+                try:
+                    state.outcome = script_runner.run_script(message["code"], namespace,
+                                                             timeout_s=message["timeout_s"], abort=abort)
+                finally:
+                    services.aborts.finish(message["request_id"])
+                if state.outcome.cancelled:
+                    state.extra["cancelled"] = True
                 changed_elsewhere = guard_log.changed_documents()
                 if not state.outcome.ok:
                     state.error = state.outcome.error

@@ -94,6 +94,14 @@ class JobQueue(object):
         with self._lock:
             self._jobs.append(job)
 
+    def find(self, request_id):
+        """The queued job of `request_id` (still queued, not yet taken by the main thread), or None."""
+        with self._lock:
+            for job in self._jobs:
+                if job.request_id == request_id:
+                    return job
+            return None
+
     def take(self, kinds=None):
         """The oldest job (of one of `kinds`, when given), or None."""
         with self._lock:

@@ -9,7 +9,8 @@ import numbers
 from nexus_runtime import RUNTIME_VERSION
 
 HOST_APP = "revit"
-CAPABILITIES = ["execute", "export_view", "context", "hold", "doctor"]
+CAPABILITIES = ["execute", "export_view", "context", "hold", "doctor", "abort"]
+CANCELLED_BEFORE = "cancelled before it ran: nothing ran, the model is unchanged"
 BUSY_MESSAGE = "Revit is busy (a dialog or an edit mode may be open; press Esc)"
 NO_DOCUMENT_TITLE = "(no document open)"
 
@@ -160,6 +161,19 @@ def failed_reply_for(message, kind, text):
         return context_error(message.get("request_id"), text)
     return execute_result(message.get("request_id"), False, False, "", [], empty_changes(), 0,
                           error_info=error_info(kind, text))
+
+
+def cancelled_reply_for(message):
+    """The reply for a job abandoned before Revit picked it up, because its run was cancelled."""
+    reply = failed_reply_for(message, "Cancelled", CANCELLED_BEFORE)
+    if reply.get("type") == "execute_result":
+        reply["cancelled"] = True
+    return reply
+
+
+def aborted(request_id, text):
+    """The answer to an abort that found nothing pending, running or held under `request_id`."""
+    return {"type": "aborted", "request_id": request_id, "state": "none", "message": text}
 
 
 def _require_request_id(message):

@@ -3,7 +3,10 @@ so the connection thread keeps reading (pings, further commands) while Revit wor
 while one is in flight is refused as busy, except the read-only ones a held run serves while it waits
 (export_view for the preview image, context). A `decide` goes to the held run it names: it is the only
 message that can keep or discard a held change. A `doctor` first checks the network from its worker
-thread, then runs the Revit checks on the main thread like any other job."""
+thread, then runs the Revit checks on the main thread like any other job. An `abort` (the run was cancelled)
+abandons the job if Revit has not picked it up, stops a running script at its next checkpoint (aborts.py;
+its transaction is rolled back and its result says so), discards a held change, and otherwise is answered
+`aborted` (state none)."""
 import threading
 
 from nexus_runtime import holds, protocol
@@ -17,13 +20,14 @@ NOTHING_HELD = "no automation is held for this request"
 
 
 class CommandRouter(object):
-    def __init__(self, dispatcher, send, log, busy_after_s, held_runs, network_check=None):
+    def __init__(self, dispatcher, send, log, busy_after_s, held_runs, network_check=None, aborts=None):
         self._dispatcher = dispatcher
         self._network_check = network_check  # () -> the Doctor's "server" row (background thread)
         self._send = send
         self._log = log
         self._busy_after_s = busy_after_s  # callable: seconds a command may wait for Revit to be idle
         self._held_runs = held_runs
+        self._aborts = aborts  # the running scripts' AbortFlags (run_services.RunServices.aborts)
         self._in_flight = set()
         self._lock = threading.Lock()
 
@@ -40,6 +44,8 @@ class CommandRouter(object):
             self._accept_command(message)
         elif kind == "decide":
             self._decide(message)
+        elif kind == "abort":
+            self._abort(message)
         elif kind == "error":
             self._log.write("the server reported: {0}".format(message.get("message")))
         elif kind not in ("pong", "welcome"):
@@ -83,6 +89,25 @@ class CommandRouter(object):
                 self._in_flight.discard(message["request_id"])
         if reply is not None:  # None: a held run's final result, sent when the cloud's decide arrives
             self._send(reply)
+
+    def _abort(self, message):
+        request_id = message.get("request_id")
+        if not isinstance(request_id, protocol.STRING_TYPES) or not request_id:
+            self._send(protocol.error("invalid abort: request_id: required, a non-empty string"))
+            return
+        queued = self._dispatcher.queue.find(request_id)
+        if queued is not None and self._dispatcher.abandon_queued(request_id, protocol.cancelled_reply_for(queued.message)):
+            self._log.write("request {0} aborted before Revit picked it up".format(request_id))
+            return  # its worker sends the cancelled reply
+        if self._aborts is not None and self._aborts.abort(request_id):
+            self._log.write("request {0} aborted: the script stops at its next checkpoint".format(request_id))
+            return  # the script's own result (cancelled, rolled back) answers
+        outcome, final = self._held_runs.on_decide(request_id, holds.DISCARD)
+        if outcome == holds.NOW:
+            self._send(final)
+        elif outcome == holds.UNKNOWN:
+            self._send(protocol.aborted(request_id, "nothing to abort: request {0} is not queued, running or "
+                                                    "held in Revit".format(request_id)))
 
     def _decide(self, message):
         request_id = message.get("request_id")

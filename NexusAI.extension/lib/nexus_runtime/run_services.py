@@ -3,6 +3,7 @@ message from the main thread, serving queued jobs while a change is held, the ed
 the settings, and the ids of the last change kept in each document. Plain Python."""
 from contextlib import contextmanager
 
+from nexus_runtime.aborts import AbortBoard
 from nexus_runtime.external_changes import ExternalChanges
 from nexus_runtime.holds import HoldRegistry
 from nexus_runtime.settings import Settings
@@ -11,9 +12,10 @@ KEPT_IDS_REMEMBERED = 50
 
 
 class RunServices(object):
-    def __init__(self, log, settings=None, holds=None, send=None, external=None):
+    def __init__(self, log, settings=None, holds=None, send=None, external=None, aborts=None):
         self.log = log
         self.holds = holds or HoldRegistry()
+        self.aborts = aborts or AbortBoard()  # the running scripts an abort can stop
         self.external = external or ExternalChanges()
         self._settings = settings or Settings
         self._send = send

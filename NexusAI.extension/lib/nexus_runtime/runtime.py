@@ -45,7 +45,8 @@ class NexusRuntime(object):
         self._transport_factory = transport_factory
         self._doctor_runs = itertools.count(1)
         self.router = CommandRouter(self.dispatcher, self.connection.send, log, self._busy_after_s,
-                                    self.services.holds, network_check=self._doctor_network_check)
+                                    self.services.holds, network_check=self._doctor_network_check,
+                                    aborts=self.services.aborts)
         self.connection.set_message_handler(self.router.handle)
         self.external_tracker = ExternalChangeTracker(uiapp.Application, self.services, log)
         self.external_tracker.start()

@@ -11,7 +11,14 @@ import traceback
 import warnings
 
 from nexus_runtime import protocol
-from nexus_runtime.deadline import CHECK_NAME, Deadline, ScriptTimeout, compile_with_checks
+from nexus_runtime.deadline import (
+    CANCELLED_MESSAGE,
+    CHECK_NAME,
+    Deadline,
+    ScriptCancelled,
+    ScriptTimeout,
+    compile_with_checks,
+)
 from nexus_runtime.jobs import monotonic
 
 SCRIPT_FILENAME = "<nexus-script>"
@@ -60,18 +67,20 @@ class CappedWriter(object):
 
 
 class ScriptOutcome(object):
-    def __init__(self, ok, stdout, error, stdout_truncated, timed_out=False):
+    def __init__(self, ok, stdout, error, stdout_truncated, timed_out=False, cancelled=False):
         self.ok = ok
         self.stdout = stdout
         self.error = error  # protocol.error_info dict or None
         self.stdout_truncated = stdout_truncated
         self.timed_out = timed_out
+        self.cancelled = cancelled  # stopped at a checkpoint because its run was cancelled
 
 
 def run_script(code, namespace, filename=SCRIPT_FILENAME, stdout_limit=DEFAULT_STDOUT_LIMIT, timeout_s=None,
-               clock=monotonic):
+               clock=monotonic, abort=None):
+    """`abort`: an AbortFlag (aborts.py); once set, the script stops at its next checkpoint."""
     writer = CappedWriter(stdout_limit)
-    deadline = Deadline(filename, timeout_s, clock) if timeout_s else None
+    deadline = Deadline(filename, timeout_s, clock, abort) if (timeout_s or abort is not None) else None
     saved_stdout, saved_stderr, saved_trace = sys.stdout, sys.stderr, sys.gettrace()
     saved_showwarning = warnings.showwarning
     sys.stdout = writer
@@ -91,6 +100,8 @@ def run_script(code, namespace, filename=SCRIPT_FILENAME, stdout_limit=DEFAULT_S
         error = describe_syntax_error(sys.exc_info()[1])
     except SystemExit:
         pass  # sys.exit() in a script ends it normally
+    except ScriptCancelled:
+        error = protocol.error_info("Cancelled", CANCELLED_MESSAGE)
     except ScriptTimeout:
         error = describe_exception(sys.exc_info(), code, filename)
     except Exception:
@@ -100,10 +111,13 @@ def run_script(code, namespace, filename=SCRIPT_FILENAME, stdout_limit=DEFAULT_S
         sys.stdout = saved_stdout
         sys.stderr = saved_stderr
         warnings.showwarning = saved_showwarning
-    timed_out = deadline is not None and deadline.fired
-    if timed_out and error is None:
+    cancelled = deadline is not None and deadline.cancelled
+    timed_out = deadline is not None and deadline.fired and not cancelled
+    if cancelled:
+        error = protocol.error_info("Cancelled", CANCELLED_MESSAGE)  # even if the script swallowed it
+    elif timed_out and error is None:
         error = protocol.error_info("ScriptTimeout", "the script ran longer than its {0:g} s limit".format(timeout_s))
-    return ScriptOutcome(error is None, writer.getvalue(), error, writer.truncated, timed_out)
+    return ScriptOutcome(error is None, writer.getvalue(), error, writer.truncated, timed_out, cancelled)
 
 
 def _warning_writer(writer):

@@ -8,6 +8,7 @@ import { stackedBars } from "./charts.js";
 import { batchesTab } from "./batches.js";
 import { foldersTab } from "./folders.js";
 import { skillsTab } from "./skills.js";
+import { activityPill, activityText, releaseButton } from "./host_activity.js";
 
 const $ = (id) => document.getElementById(id);
 const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations", "skills", "batches", "folders"];
@@ -192,6 +193,7 @@ class AdminConsole {
       { title: "Python", value: (x) => x.python_version || "—" },
       { title: "Connected", value: (x) => formatTime(x.connected_at) },
       { title: "Last seen", value: (x) => formatTime(x.last_seen) },
+      { title: "State", value: (x) => this.activityCell(x) },
       { title: "Doctor", value: (x) => this.doctorCell(x) },
     ], hosts, { empty: "No host is connected." });
     const checks = hosts.flatMap((x) => (x.doctor ? x.doctor.checks.map((c) => ({ host_id: x.host_id, ...c })) : []));
@@ -206,6 +208,17 @@ class AdminConsole {
       { title: "Host app", value: (p) => p.host_app },
       { title: "Capability version", value: (p) => h("span", { class: "mono", text: p.capability_version }) },
     ], providers, { empty: "No capability providers registered." });
+  }
+
+  activityCell(host) {
+    const activity = host.activity || { state: "idle" };
+    const cell = h("span", { class: "inline-form" }, activityPill(activity));
+    if (activity.state !== "idle") cell.append(h("span", { class: "muted", text: activityText(activity) }));
+    if (activity.session_id) cell.append(h("span", { class: "mono", text: activity.session_id }));
+    if (activity.state === "held") {
+      cell.append(releaseButton(host, () => this.loadHosts(), (text) => this.notice(text)));
+    }
+    return cell;
   }
 
   doctorCell(host) {

@@ -6,6 +6,7 @@ import { clear, formatCost, formatTime, h, pill } from "./dom.js";
 import { RunView, beforeRunInProgress, renderTranscript, shortModel, userBubble } from "./conversation.js";
 import { mountSkillsList } from "./skills.js";
 import { ApprovalAttention, offerNotifications } from "./attention.js";
+import { showHostActivity } from "./host_activity.js";
 
 const REMEMBERED = "nexus.session";
 const HOST_POLL_MS = 5000;
@@ -140,6 +141,8 @@ class ChatPage {
     $("host-state").className = "dot " + (connected ? "on" : "off");
     $("host-state").title = connected ? "Connected" : "Not connected";
     $("no-host").hidden = this.hosts.length > 0;
+    showHostActivity($("host-activity"), this.hosts.find((x) => x.host_id === id), () => this.refreshHosts(),
+                     (text) => this.showNotice(text));
   }
 
   hostLabel() {

@@ -11,6 +11,8 @@
    user's home. Landlock also stops it from reading other processes' memory or environment
    (`/proc/<pid>/environ`) and, with ABI 6+, from signalling processes outside the sandbox.
    This is the unprivileged model Chromium and Flatpak-style sandboxes use: namespaces plus an LSM allow-list.
+4. Sockets: last, a seccomp filter (seccomp.py) refuses every new socket, of any family, so no Unix socket
+   file (a database's, gunicorn's control socket, an ssh agent) is reachable either.
 
 Every step that the platform refuses degrades to "not restricted" and is reported, never an error.
 """
@@ -25,6 +27,8 @@ import sysconfig
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from ifc_host import seccomp
 
 _SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every Linux architecture (added after 5.x unification)
 _SYS_LANDLOCK_ADD_RULE = 445
@@ -51,12 +55,14 @@ class SandboxReport:
     environment: str
     network: str
     filesystem: str
+    sockets: str
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
 
     def summary(self) -> str:
-        return f"environment {self.environment}; network {self.network}; files {self.filesystem}"
+        return (f"environment {self.environment}; network {self.network}; files {self.filesystem}; "
+                f"sockets {self.sockets}")
 
 
 def apply(scratch: Path) -> SandboxReport:
@@ -68,7 +74,9 @@ def apply(scratch: Path) -> SandboxReport:
     filesystem, tcp_blocked = _landlock(scratch, block_tcp=network is None)
     if network is None:
         network = "TCP blocked (Landlock)" if tcp_blocked else "NOT restricted (no network namespace or Landlock)"
-    return SandboxReport(environment="scrubbed", network=network, filesystem=filesystem)
+    libc = _libc()
+    sockets = seccomp.block_sockets(libc) if libc is not None else "NOT restricted (no seccomp on this system)"
+    return SandboxReport(environment="scrubbed", network=network, filesystem=filesystem, sockets=sockets)
 
 
 def scrub_environment(scratch: Path) -> None:

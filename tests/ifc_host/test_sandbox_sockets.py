@@ -185,3 +185,20 @@ def test_an_mcp_script_reaches_no_socket_file(tmp_path: Path, listeners: list[Li
     result = anyio.run(scenario)
     assert not result.is_error, text_of(result)
     assert_nothing_reached(result.structured_content["stdout"], listeners)
+
+
+def test_an_eval_task_script_reaches_no_socket_file(tmp_path: Path, listeners: list[Listener]):
+    from cloud.evaluation.runner import run_all
+    from cloud.evaluation.tasks import load_suite
+    from tests.evaluation.conftest import SuiteMaker
+    from tests.support.spine import collect, say
+
+    suite = SuiteMaker(tmp_path / "suite")
+    suite.task("probe", "def check(before, after, answer):\n    return True\n",
+               [collect(probe_code(listeners)), say("Probed.")], policy="readonly")
+    (result,) = run_all(load_suite(suite.root).tasks, [suite.scripted])
+    assert result.status == "pass", result.detail
+    texts = [part["text"] for entry in result.transcript if entry["role"] == "tool" for item in entry["content"]
+             for part in item.get("content", []) if part.get("type") == "text"]
+    assert len(texts) == 1 and "Output:" in texts[0], result.transcript
+    assert_nothing_reached(texts[0].split("Output:", 1)[1], listeners)

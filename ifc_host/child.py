@@ -75,7 +75,7 @@ def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int]) -> 
     code = 70
     try:
         limits = script_limits.from_environment()  # before the environment is scrubbed
-        tree = process_tree.enter_own_tree(scratch, list(fds.values()), limits)  # from here on: the script's process
+        tree = process_tree.enter_own_tree(scratch, list(fds.values()))  # from here on: the script's process
         reset_signals()
         capture_output(fds["stdout"], fds["crash"])
         report = sandbox.apply(scratch, tree, limits)

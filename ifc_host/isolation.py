@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ifc_host import limits as script_limits
-from ifc_host import sandbox
+from ifc_host import process_count, sandbox
 from ifc_host.pipes import MessageReader, send_message
 from ifc_host.process_tree import ScriptHandle, reap_bounded
 
@@ -177,6 +177,7 @@ class _WarmSpares(abc.ABC):
     def __init__(self) -> None:
         self.spare: tuple[ForkedRun | SpawnedRun, Path] | None = None
         self.limits = script_limits.from_environment()
+        self.process_group = process_count.join_keeper_group(self.limits.processes)  # once: see process_count
 
     @abc.abstractmethod
     def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun | SpawnedRun:
@@ -243,6 +244,8 @@ class _WarmSpares(abc.ABC):
 
     def close(self) -> None:
         self.discard_spare()
+        if self.process_group is not None:
+            self.process_group.remove()
 
 
 class ForkStrategy(_WarmSpares):

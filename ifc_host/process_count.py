@@ -1,10 +1,13 @@
-"""A script's process count as a pids cgroup of its own, where this process may make one.
+"""The scripts' process count as a pids cgroup, where the keeper may make one.
 
 RLIMIT_NPROC (limits.py) does not bind root, and outside a user namespace it counts every process of the
 user. So when the cgroup filesystem lets us (a host run as root, or a delegated cgroup v2 subtree with the
-pids controller), the supervisor joins a new cgroup `nexus-script-<pid>` with `pids.max` set, before it makes
-its namespaces and forks the script process, which inherits it; the script cannot leave it (Landlock denies
-every write outside its scratch folder). The supervisor removes it once the script's tree is gone.
+pids controller), the keeper joins a new cgroup `nexus-keeper-<pid>` once, at start, with `pids.max` = the
+script limit plus SLACK (the keeper, its idle spare and a held automation's process). Every script process
+is forked from the keeper or its spawned spares, so it is inside; it cannot leave (Landlock denies every
+write outside its scratch folder). Moving a process between cgroups costs tens of milliseconds, hence once
+per keeper, not per script. The keeper removes the group when it shuts down; groups left by a killed keeper
+are removed by the next one (rmdir only succeeds on an empty group).
 """
 from __future__ import annotations
 
@@ -26,18 +29,27 @@ class Group:
             pass
 
 
-def join_own_group(limit: int) -> Group | None:
-    """Move this process into a new pids cgroup allowing `limit` more tasks (threads count); None if it cannot."""
+SLACK = 16
+PREFIX = "nexus-keeper-"
+
+
+def join_keeper_group(limit: int) -> Group | None:
+    """Move this process (the keeper) into a new pids cgroup; None if it cannot."""
     base = pids_cgroup()
     if base is None:
         return None
-    path = base / f"nexus-script-{os.getpid()}"
+    for stale in base.glob(PREFIX + "*"):
+        try:
+            stale.rmdir()
+        except OSError:
+            pass
+    path = base / f"{PREFIX}{os.getpid()}"
     try:
         path.mkdir()
     except OSError:
         return None
     try:
-        (path / "pids.max").write_text(str(limit + 1))  # the supervisor itself counts too
+        (path / "pids.max").write_text(str(limit + SLACK))
         (path / "cgroup.procs").write_text(str(os.getpid()))
     except OSError:
         try:
@@ -46,6 +58,14 @@ def join_own_group(limit: int) -> Group | None:
             pass
         return None
     return Group(path, base)
+
+
+def in_keeper_group() -> bool:
+    """Whether this process counts in a keeper's pids cgroup."""
+    try:
+        return f"/{PREFIX}" in Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return False
 
 
 def pids_cgroup() -> Path | None:

@@ -2,7 +2,7 @@
 
 The process the keeper starts for a script (forked, or the spawned spare) splits before confinement:
 
-- the *supervisor* (the keeper's direct child) joins a pids cgroup where it may make one, makes the
+- the *supervisor* (the keeper's direct child; in the keeper's pids cgroup where there is one) makes the
   namespaces (a user namespace, a private network, a PID namespace, a mount namespace) and forks. It is never
   confined, and the script cannot address it (outside the script's PID namespace; Landlock's signal scope).
 - *PID 1* of the new PID namespace is a reaper, never confined either: it forks the script process and reaps
@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ifc_host import process_count
-from ifc_host.limits import ScriptLimits
 
 try:
     import resource  # noqa: F401 - os.wait4 imports it to build its result: do it before any confinement
@@ -58,7 +57,7 @@ class Tree:
     mount_namespace: bool
     user: str
     note_fd: int  # write end: the CPU limit for the supervisor, so a SIGKILL at that limit is named
-    counted: process_count.Group | None  # a pids cgroup bounding the process count (else RLIMIT_NPROC)
+    counted: bool  # in the keeper's pids cgroup, bounding the process count (else RLIMIT_NPROC only)
 
     @property
     def pid(self) -> int:
@@ -66,8 +65,8 @@ class Tree:
         return own_pid()
 
     def processes_counted_by(self) -> str:
-        if self.counted is not None:
-            return "pids cgroup"
+        if self.counted:
+            return "pids cgroup of the host"
         if self.supervisor is None:
             return "NOT bounded here"
         if os.getuid() == 0:
@@ -141,18 +140,18 @@ def _unshare(libc: ctypes.CDLL) -> tuple[bool, bool, bool]:
     return bool(flags & _CLONE_NEWPID), True, bool(flags & _CLONE_NEWNS)
 
 
-def enter_own_tree(scratch: Path, supervisor_closes: list[int], limits: ScriptLimits) -> Tree:
+def enter_own_tree(scratch: Path, supervisor_closes: list[int]) -> Tree:
     """Split into supervisor and script process; returns in the script process only (the supervisor waits
     for it, cleans up and exits with its status). `supervisor_closes`: the script's channel and output fds,
     which the supervisor must not hold open."""
     libc = _libc()
     if libc is None:
         user = pwd_name(os.getuid()) if hasattr(os, "getuid") else "this user"
-        return Tree(None, False, False, False, user, -1, None)
+        return Tree(None, False, False, False, user, -1, False)
     keeper = os.getppid()
     die_with_parent(libc, keeper)
     user = pwd_name(os.getuid())
-    counted = process_count.join_own_group(limits.processes)  # before the user namespace: needs our real ids
+    counted = process_count.in_keeper_group()
     pid_ns, net_ns, mount_ns = _unshare(libc)
     _prctl(libc, _PR_SET_CHILD_SUBREAPER, 1)
     note_read, note_write = os.pipe()
@@ -161,7 +160,7 @@ def enter_own_tree(scratch: Path, supervisor_closes: list[int], limits: ScriptLi
     if pid != 0:
         os.close(note_write)
         _close(supervisor_closes)
-        _supervise(pid, note_read, counted)
+        _supervise(pid, note_read)
     os.close(note_read)
     die_with_parent(libc, None if pid_ns else supervisor)
     if pid_ns:
@@ -210,7 +209,7 @@ def _reap_as_init(script: int, note_fd: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
 
 
-def _supervise(child: int, note_fd: int, counted: process_count.Group | None) -> None:
+def _supervise(child: int, note_fd: int) -> None:
     """The supervisor's whole life: reap its child (the namespace's PID 1, or the script process itself)
     and any orphan, kill what is left, pass on how the script process ended."""
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -227,8 +226,6 @@ def _supervise(child: int, note_fd: int, counted: process_count.Group | None) ->
             status, cpu = status_now, usage.ru_utime + usage.ru_stime
             break
     _kill_children(END_GRACE_S)
-    if counted is not None:
-        counted.remove()
     note = _read_note(note_fd)
     signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else note.get("killed")
     if signum:

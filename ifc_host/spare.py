@@ -46,7 +46,7 @@ def spare_main(conn: Connection, model_path: str, scratch: str, files: dict[str,
             conn.send({"kind": "failed", "error": str(exc)})
             return
         limits = script_limits.from_environment()  # before the environment is scrubbed
-        tree = process_tree.enter_own_tree(Path(scratch), [conn.fileno(), *fds.values()], limits)  # the script's process
+        tree = process_tree.enter_own_tree(Path(scratch), [conn.fileno(), *fds.values()])  # the script's process
         report = apply(Path(scratch), tree, limits)
         channel = ConnectionChannel(conn)
         channel.send({"kind": "ready", "sandbox": report.as_dict(), "pid": tree.pid})

@@ -103,8 +103,12 @@ def apply(libc: ctypes.CDLL | None, limits: ScriptLimits, user_namespace: bool) 
     _set("RLIMIT_CORE", 0)
     if not hasattr(os, "getuid"):
         return
-    processes = limits.processes if user_namespace else _user_processes() + limits.processes
-    _set("RLIMIT_NPROC", processes)
+    if user_namespace:
+        _set("RLIMIT_NPROC", limits.processes)
+        return
+    running = _user_processes()
+    if running is not None:  # without /proc the count is unknown: setting it could starve the user
+        _set("RLIMIT_NPROC", running + limits.processes)
 
 
 def apply_cpu(limits: ScriptLimits, timeout_s: float) -> int:
@@ -134,13 +138,13 @@ def _set(which: str, soft: int, hard: int | None = None) -> None:
         pass
 
 
-def _user_processes() -> int:
+def _user_processes() -> int | None:
     """Tasks (threads included) this user runs now: what RLIMIT_NPROC counts outside a user namespace."""
     uid, count = os.getuid(), 0
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return 0
+        return None
     for entry in entries:
         if not entry.isdigit():
             continue

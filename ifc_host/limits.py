@@ -3,8 +3,8 @@ script stopped by one is told ("stopped: memory limit 4096 MB reached").
 
 - memory: `NEXUS_SCRIPT_MEMORY_MB` (default 4096), the script process's address space (RLIMIT_AS: the model
   it holds included, since the process is a copy of the keeper or a spare that loaded it);
-- CPU time: `NEXUS_SCRIPT_CPU_S`, default the script's timeout times the machine's cores (RLIMIT_CPU, set when
-  the script arrives): a backstop behind the keeper's wall-clock deadline that holds even if the keeper
+- CPU time: `NEXUS_SCRIPT_CPU_S`, default the script's timeout times the machine's cores plus 60 s for the
+  host's own work in that process after the script (RLIMIT_CPU, set when the script arrives): a backstop behind the keeper's wall-clock deadline that holds even if the keeper
   cannot act;
 - scratch: `NEXUS_SCRIPT_SCRATCH_MB` (default 1024): the scratch folder is a tmpfs of that size in the
   script's own mount namespace (the folder's total), and RLIMIT_FSIZE bounds any one file it writes (where no
@@ -32,6 +32,7 @@ VARIABLES = (MEMORY_VARIABLE, CPU_VARIABLE, SCRATCH_VARIABLE, PROCESSES_VARIABLE
 DEFAULT_MEMORY_MB = 4096
 DEFAULT_SCRATCH_MB = 1024
 DEFAULT_PROCESSES = 256
+HOST_WORK_CPU_S = 60  # the same process validates, reports and serialises the model after the script
 _M_ARENA_MAX = -8
 _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
 
@@ -50,11 +51,11 @@ class ScriptLimits:
     def cpu_limit_s(self, timeout_s: float) -> int:
         if self.cpu_s is not None:
             return self.cpu_s
-        return math.ceil(timeout_s) * max(1, os.cpu_count() or 1) + 1
+        return math.ceil(timeout_s) * max(1, os.cpu_count() or 1) + HOST_WORK_CPU_S
 
     def describe(self, scratch_bounded: bool, processes_counted_by: str) -> str:
         scratch = f"scratch {self.scratch_mb} MB" + (" (tmpfs)" if scratch_bounded else " per file only")
-        cpu = f"CPU {self.cpu_s} s" if self.cpu_s is not None else "CPU time = timeout x cores"
+        cpu = f"CPU {self.cpu_s} s" if self.cpu_s is not None else "CPU time = timeout x cores + 60 s"
         return f"memory {self.memory_mb} MB, {cpu}, {scratch}, {self.processes} processes ({processes_counted_by})"
 
 

@@ -74,7 +74,7 @@ def test_the_defaults_are_what_the_host_applies(model: Path, isolation: str, mon
     runners.append(runner)
     applied = runner.sandbox["limits"]
     assert "memory 4096 MB" in applied and "scratch 1024 MB (tmpfs)" in applied and "256 processes" in applied
-    assert "CPU time = timeout x cores" in applied
+    assert "CPU time = timeout x cores + 60 s" in applied
 
 
 def test_a_5_gib_allocation_stops_at_the_default_memory_limit(model: Path, isolation: str, monkeypatch, runners):

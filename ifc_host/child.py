@@ -20,7 +20,8 @@ from typing import Any, NoReturn, Protocol
 import ifcopenshell
 from ifcopenshell.file import Transaction
 
-from ifc_host import sandbox
+from ifc_host import limits as script_limits
+from ifc_host import process_tree, sandbox
 from ifc_host.change_details import describe_changes
 from ifc_host.changes import ChangeRecorder, ChangeSet
 from ifc_host.ids_check import IdsRun
@@ -73,16 +74,16 @@ def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int]) -> 
     Never returns (os._exit keeps the keeper's cleanup from running here)."""
     code = 70
     try:
-        die_with_the_keeper()
-        os.setpgid(0, 0)
+        limits = script_limits.from_environment()  # before the environment is scrubbed
+        tree = process_tree.enter_own_tree(scratch, list(fds.values()))  # from here on: the script's process
         reset_signals()
         capture_output(fds["stdout"], fds["crash"])
-        report = sandbox.apply(scratch)
+        report = sandbox.apply(scratch, tree, limits)
         channel = PipeChannel(fds["to_keeper"], fds["from_keeper"])
-        channel.send({"kind": "ready", "sandbox": report.as_dict()})
+        channel.send({"kind": "ready", "sandbox": report.as_dict(), "pid": tree.pid})
         job = channel.recv()
         if job is not None:
-            serve_job(model, job, channel, fds["epilogue"])
+            serve_job(model, job, channel, fds["epilogue"], tree, limits)
         code = 0
     except BaseException:  # noqa: B036 - nothing may escape a forked child
         code = 70
@@ -90,9 +91,14 @@ def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int]) -> 
         os._exit(code)
 
 
-def serve_job(model: ifcopenshell.file, job: dict[str, Any], channel: Channel, epilogue_fd: int) -> None:
-    """Run the job, report its result, then obey the keeper until it says commit or discard."""
+def serve_job(model: ifcopenshell.file, job: dict[str, Any], channel: Channel, epilogue_fd: int,
+              tree: process_tree.Tree, limits: script_limits.ScriptLimits) -> None:
+    """Run the job, report its result, then obey the keeper until it says commit or discard. Whatever the
+    script started is killed before its result is reported."""
+    process_tree.write_note(tree, script_limits.apply_cpu(limits, float(job.get("timeout_s") or 0)))
     result = _run_job(model, job, epilogue_fd)
+    process_tree.end_descendants(tree)
+    result = script_limits.explain(result, limits)
     channel.send({"kind": "result", "result": result})
     _obey_keeper(model, channel)
 

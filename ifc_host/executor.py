@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import ifc_host
+from ifc_host import limits as script_limits
 from ifc_host.isolation import ISOLATIONS, default_isolation
 from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
 from ifc_host.model_file import BadModelError
@@ -38,7 +39,8 @@ DEFAULT_HOLD_TIMEOUT_S = 900.0
 CANCELLED_HELD = "cancelled while awaiting a keep/discard decision: discarded, the model is unchanged"
 # What the keeper's environment keeps from ours: enough for Python to start, nothing secret.
 _KEEPER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
-                       "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV")
+                       "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV",
+                       *script_limits.VARIABLES)
 
 
 def default_keeper_launch() -> str:
@@ -101,6 +103,7 @@ class IsolatedExecutor:
                  hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S, isolation: str | None = None,
                  keeper_launch: str | None = None) -> None:
         self.isolation = isolation or default_isolation()
+        script_limits.from_environment()  # a bad NEXUS_SCRIPT_* value is refused here, naming it (BadLimit)
         if self.isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {self.isolation!r}")
         self.model_path = Path(model_path).resolve()

@@ -8,6 +8,9 @@
   the background (from the new file after a commit). Same guarantees: the script's process is thrown away.
 
 Both hand the keeper a ScriptProcess: send commands, read messages and the serialised model, kill, reap.
+The keeper's child is the script's supervisor; the script runs in a process of its own below it, whose
+whole tree ends with it (process_tree.py). Killing means SIGKILL to that script process through a pidfd,
+then a bounded wait for the supervisor: no process group is trusted and no wait blocks without a bound.
 """
 from __future__ import annotations
 
@@ -22,14 +25,17 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ifc_host import sandbox
+from ifc_host import limits as script_limits
+from ifc_host import process_count, sandbox
 from ifc_host.pipes import MessageReader, send_message
+from ifc_host.process_tree import ScriptHandle, reap_bounded
 
 if TYPE_CHECKING:
     import ifcopenshell
 
 ISOLATIONS = ("fork", "spawn")
 SPARE_START_TIMEOUT_S = 300.0
+SUPERVISOR_GRACE_S = 10.0  # for the supervisor to reap what the script left and exit, once the script is dead
 _OUTPUT_FILES = ("stdout", "epilogue", "crash")
 
 
@@ -78,8 +84,12 @@ def _remove_files(files: dict[str, Path], scratch: Path) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _describe_exit(signum: int | None, status: int | None) -> str:
+def _describe_exit(signum: int | None, status: int | None, limits: script_limits.ScriptLimits | None = None,
+                   timeout_s: float | None = None) -> str:
     if signum is not None:
+        stopped = script_limits.describe_signal(signum, limits, timeout_s) if limits is not None else None
+        if stopped:
+            return stopped
         try:
             name = signal.Signals(signum).name
         except ValueError:
@@ -89,11 +99,29 @@ def _describe_exit(signum: int | None, status: int | None) -> str:
 
 
 class ForkedRun:
-    def __init__(self, pid: int, reader: MessageReader, to_child: int, files: dict[str, Path], scratch: Path) -> None:
+    def __init__(self, pid: int, reader: MessageReader, to_child: int, files: dict[str, Path], scratch: Path,
+                 limits: script_limits.ScriptLimits) -> None:
         self.pid, self.reader, self.to_child, self.files, self.scratch = pid, reader, to_child, files, scratch
         self.request_id, self.mode, self.started = "", "", time.monotonic()
         self.sandbox: dict[str, str] = {}
         self.exit_status: int | None = None
+        self.limits, self.timeout_s = limits, None
+        self.script = ScriptHandle()
+
+    def adopt(self, ready: dict[str, Any]) -> None:
+        """The script process said it is ready (with its pid): hold it by a pidfd while its parent runs."""
+        self.script.adopt(ready.get("pid"), self._supervisor_running())
+
+    def _supervisor_running(self) -> bool:
+        if self.exit_status is not None:
+            return False
+        try:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if done:
+            self.exit_status = status
+        return not done
 
     def send(self, message: dict[str, Any]) -> None:
         send_message(self.to_child, message)
@@ -105,36 +133,28 @@ class ForkedRun:
         return self.reader.read_frame(deadline)
 
     def kill(self) -> None:
-        if self.exit_status is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            except PermissionError:
-                os.kill(self.pid, signal.SIGKILL)
+        self.stop()
         self.reap()
 
     def stop(self) -> None:
-        if self.exit_status is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+        if self.exit_status is None and not self.script.kill():
+            try:  # not ready yet: the supervisor; its script process follows it (parent-death signal)
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
                 pass
 
     def reap(self) -> int:
         if self.exit_status is None:
-            _, status = os.waitpid(self.pid, 0)
-            self.exit_status = status
-            try:
-                os.killpg(self.pid, signal.SIGKILL)  # anything the script started in its process group
-            except (ProcessLookupError, PermissionError):
-                pass
+            status = reap_bounded(self.pid, SUPERVISOR_GRACE_S)
+            self.exit_status = status if status is not None else signal.SIGKILL
+        self.script.close()
         return self.exit_status
 
     def how_it_ended(self) -> str:
+        self.stop()  # it closed its pipe: if it still runs, it ends now
         status = self.reap()
         if os.WIFSIGNALED(status):
-            return _describe_exit(os.WTERMSIG(status), None)
+            return _describe_exit(os.WTERMSIG(status), None, self.limits, self.timeout_s)
         return _describe_exit(None, os.WEXITSTATUS(status))
 
     def close(self) -> None:
@@ -156,6 +176,8 @@ class _WarmSpares(abc.ABC):
 
     def __init__(self) -> None:
         self.spare: tuple[ForkedRun | SpawnedRun, Path] | None = None
+        self.limits = script_limits.from_environment()
+        self.process_group = process_count.join_keeper_group(self.limits.processes)  # once: see process_count
 
     @abc.abstractmethod
     def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun | SpawnedRun:
@@ -188,6 +210,7 @@ class _WarmSpares(abc.ABC):
                     self.discard_spare()
                     continue
                 run.sandbox = ready["sandbox"]
+                run.adopt(ready)
             return run
         raise RuntimeError(f"the script process failed to start: {last_error}")
 
@@ -195,6 +218,7 @@ class _WarmSpares(abc.ABC):
         run = self._ready_spare(model, committed_path)
         self.spare = None
         run.request_id, run.mode, run.started = job["request_id"], job["mode"], time.monotonic()
+        run.timeout_s = float(job["timeout_s"])
         run.send(job)
         if job["mode"] == "collect" and self.prepare_during_collect:
             self._prepare(model, committed_path)  # a collect cannot change the model: the next spare can load now
@@ -220,6 +244,8 @@ class _WarmSpares(abc.ABC):
 
     def close(self) -> None:
         self.discard_spare()
+        if self.process_group is not None:
+            self.process_group.remove()
 
 
 class ForkStrategy(_WarmSpares):
@@ -255,14 +281,19 @@ class ForkStrategy(_WarmSpares):
         os.close(from_child_w)
         for fd in file_fds.values():
             os.close(fd)
-        return ForkedRun(pid, MessageReader(from_child_r), to_child_w, files, scratch)
+        return ForkedRun(pid, MessageReader(from_child_r), to_child_w, files, scratch, self.limits)
 
 
 class SpawnedRun:
     def __init__(self, process: multiprocessing.process.BaseProcess, conn: Connection, files: dict[str, Path],
-                 scratch: Path, sandbox: dict[str, str]) -> None:
+                 scratch: Path, sandbox: dict[str, str], limits: script_limits.ScriptLimits) -> None:
         self.process, self.conn, self.files, self.scratch, self.sandbox = process, conn, files, scratch, sandbox
         self.request_id, self.mode, self.started = "", "", time.monotonic()
+        self.limits, self.timeout_s = limits, None
+        self.script = ScriptHandle()
+
+    def adopt(self, ready: dict[str, Any]) -> None:
+        self.script.adopt(ready.get("pid"), self.process.exitcode is None)
 
     def send(self, message: dict[str, Any]) -> None:
         self.conn.send(message)
@@ -289,30 +320,33 @@ class SpawnedRun:
 
     def kill(self) -> None:
         self.stop()
-        self.process.join()
+        self._join()
 
     def stop(self) -> None:
-        if self.process.exitcode is None and self.process.pid is not None:
-            try:
-                if hasattr(os, "killpg"):
-                    os.killpg(self.process.pid, signal.SIGKILL)  # with anything the script started
-                else:
-                    self.process.kill()
-            except (ProcessLookupError, PermissionError):
-                self.process.kill()
+        if self.process.exitcode is None and self.process.pid is not None and not self.script.kill():
+            self.process.kill()  # not ready yet: the supervisor (the script process follows it)
+
+    def _join(self) -> None:
+        """Bounded: the supervisor ends once the script's tree is gone; killed if it does not."""
+        self.process.join(SUPERVISOR_GRACE_S)
+        if self.process.exitcode is None:
+            self.process.kill()
+            self.process.join(30.0)
+        self.script.close()
 
     def how_it_ended(self) -> str:
-        self.process.join()
+        self.kill()
         code = self.process.exitcode
         if code is not None and code < 0:
-            return _describe_exit(-code, None)
+            return _describe_exit(-code, None, self.limits, self.timeout_s)
         return _describe_exit(None, code)
 
     def close(self) -> None:
         self.kill()
         _remove_files(self.files, self.scratch)
         self.conn.close()
-        self.process.close()
+        if self.process.exitcode is not None:
+            self.process.close()
 
 
 class SpawnStrategy(_WarmSpares):
@@ -338,7 +372,7 @@ class SpawnStrategy(_WarmSpares):
             args=(theirs, str(committed_path), str(scratch), {k: str(v) for k, v in files.items()}))
         process.start()
         theirs.close()
-        return SpawnedRun(process, ours, files, scratch, {})
+        return SpawnedRun(process, ours, files, scratch, {}, self.limits)
 
 
 def _output_files(workdir: Path) -> dict[str, Path]:

@@ -328,7 +328,8 @@ class Keeper:
         how = run.how_it_ended()
         crash_log, _ = _read_capped(run.files["crash"])
         frames = _CRASH_FRAME.findall(crash_log)
-        error = {"type": "HostCrash", "message": f"{how}; the model is unchanged and the host keeps running",
+        kind = "LimitReached" if how.startswith("stopped:") else "HostCrash"  # a limit ended it (limits.py)
+        error = {"type": kind, "message": f"{how}; the model is unchanged and the host keeps running",
                  "line": int(frames[0]) if frames else None,
                  "traceback": "\n".join(line.strip() for line in crash_log.splitlines() if '"<script>"' in line)}
         result = self._collect_output(run, {"ok": False, "error": error})

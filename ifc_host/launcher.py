@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 import ifc_host
+from ifc_host import limits as script_limits
 from ifc_host.isolation import ISOLATIONS
 
 TOKEN_VARIABLE = "NEXUS_TOKEN"
@@ -38,7 +39,7 @@ STOP_TIMEOUT_S = 30.0
 _PR_SET_DUMPABLE = 4
 _HOST_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
                      "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV",
-                     "NEXUS_IFC_ISOLATION", "XDG_RUNTIME_DIR")
+                     "NEXUS_IFC_ISOLATION", "XDG_RUNTIME_DIR", *script_limits.VARIABLES)
 
 
 class TokenMissing(ValueError):

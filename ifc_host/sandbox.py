@@ -2,15 +2,18 @@
 
 1. Environment: scrubbed. Only a minimal PATH, HOME/TMPDIR pointing at a private scratch directory, the
    locale and the thread-count settings survive; tokens, API keys and server settings are gone.
-2. Network: on Linux, a new (empty) network namespace inside a new user namespace (`unshare`), so no socket
-   reaches anything, loopback included. Where that is not permitted, Landlock (ABI 4+) denies every TCP
-   connect and bind instead. Elsewhere the network is not restricted, and the host log says so.
+2. Network: on Linux, a new (empty) network namespace inside a new user namespace (made by process_tree.py
+   when the script's process splits from its supervisor), so no socket reaches anything, loopback included.
+   Where that is not permitted, Landlock (ABI 4+) denies every TCP connect and bind instead. Elsewhere the network is not restricted, and the host log says so.
 3. Files and processes: on Linux with Landlock (5.13+), the script can read the Python installation and the
    system libraries, read and write only its own scratch directory, and open nothing else: not the model
    file (the script works on the copy in memory; the host saves it), not the server's database, not the
    user's home. Landlock also stops it from reading other processes' memory or environment
    (`/proc/<pid>/environ`) and, with ABI 6+, from signalling processes outside the sandbox.
    This is the unprivileged model Chromium and Flatpak-style sandboxes use: namespaces plus an LSM allow-list.
+4. Limits (limits.py): memory, CPU time, scratch size (a tmpfs in the script's mount namespace), processes.
+5. Sockets: last, a seccomp filter (seccomp.py) refuses every new socket, of any family, so no Unix socket
+   file (a database's, gunicorn's control socket, an ssh agent) is reachable either.
 
 Every step that the platform refuses degrades to "not restricted" and is reported, never an error.
 """
@@ -26,14 +29,15 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ifc_host import limits as script_limits
+from ifc_host import process_tree, seccomp
+
 _SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every Linux architecture (added after 5.x unification)
 _SYS_LANDLOCK_ADD_RULE = 445
 _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWNET = 0x40000000
 
 _FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 14, 1 << 15
@@ -51,24 +55,35 @@ class SandboxReport:
     environment: str
     network: str
     filesystem: str
+    sockets: str
+    processes: str
+    limits: str
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
 
     def summary(self) -> str:
-        return f"environment {self.environment}; network {self.network}; files {self.filesystem}"
+        return (f"environment {self.environment}; network {self.network}; files {self.filesystem}; "
+                f"sockets {self.sockets}; processes {self.processes}; limits {self.limits}")
 
 
-def apply(scratch: Path) -> SandboxReport:
-    """Confine the current process (single-threaded, before the script runs) and say what applied."""
+def apply(scratch: Path, tree: process_tree.Tree, limits: script_limits.ScriptLimits) -> SandboxReport:
+    """Confine the current process (single-threaded, before the script runs) and say what applied.
+    `tree`: the namespaces made when the script's process split from its supervisor (process_tree.py)."""
     scratch = Path(scratch).resolve()
+    libc = _libc()
     scrub_environment(scratch)
+    scratch_bounded = tree.mount_namespace and script_limits.mount_scratch(libc, scratch, limits)
     os.chdir(scratch)
-    network = _isolate_network()
+    script_limits.apply(libc, limits, user_namespace=tree.network_namespace)
+    network = "none (private network namespace)" if tree.network_namespace else None
     filesystem, tcp_blocked = _landlock(scratch, block_tcp=network is None)
     if network is None:
         network = "TCP blocked (Landlock)" if tcp_blocked else "NOT restricted (no network namespace or Landlock)"
-    return SandboxReport(environment="scrubbed", network=network, filesystem=filesystem)
+    sockets = seccomp.block_sockets(libc) if libc is not None else "NOT restricted (no seccomp on this system)"
+    return SandboxReport(environment="scrubbed", network=network, filesystem=filesystem, sockets=sockets,
+                         processes=f"run as {tree.user}; {tree.describe()}",
+                         limits=limits.describe(scratch_bounded, tree.processes_counted_by()))
 
 
 def scrub_environment(scratch: Path) -> None:
@@ -89,25 +104,6 @@ def _libc() -> ctypes.CDLL | None:
         return None
     libc.syscall.restype = ctypes.c_long
     return libc
-
-
-def _isolate_network() -> str | None:
-    """A private, empty network namespace (needs a new user namespace when unprivileged)."""
-    libc = _libc()
-    if libc is None:
-        return None
-    uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(ctypes.c_int(_CLONE_NEWUSER | _CLONE_NEWNET)) != 0:
-        return None
-    # Keep our own ids inside the namespace (otherwise files show as owned by "nobody").
-    for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
-                       ("/proc/self/gid_map", f"{gid} {gid} 1")):
-        try:
-            with open(path, "w") as handle:
-                handle.write(text)
-        except OSError:
-            pass
-    return "none (private network namespace)"
 
 
 @functools.cache
@@ -134,7 +130,7 @@ def _fs_rights(abi: int) -> int:
 def read_only_paths(scratch: Path) -> tuple[list[str], list[str]]:
     """(directories, files) a script may read: the Python installation, system libraries, itself."""
     dirs, files = _installation_paths()
-    own = f"/proc/{os.getpid()}"  # /proc/self: this process only
+    own = f"/proc/{process_tree.own_pid()}"  # /proc/self: this process only (os.getpid() is 1 in its namespace)
     return [*dirs, own] if os.path.isdir(own) else list(dirs), list(files)
 
 

@@ -7,6 +7,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from ifc_host import limits as script_limits
+from ifc_host import process_tree
 from ifc_host.child import capture_output, die_with_the_keeper, preimport, reset_signals, serve_job
 from ifc_host.model_file import BadModelError, open_checked
 from ifc_host.sandbox import apply
@@ -34,9 +36,7 @@ class ConnectionChannel:
 def spare_main(conn: Connection, model_path: str, scratch: str, files: dict[str, str]) -> None:
     code = 70
     try:
-        if hasattr(os, "setpgid"):
-            os.setpgid(0, 0)  # the keeper kills the group: the script's own children go with it
-            die_with_the_keeper()
+        die_with_the_keeper()  # while loading, too
         reset_signals()
         fds = {name: os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600) for name, path in files.items()}
         preimport()
@@ -45,15 +45,17 @@ def spare_main(conn: Connection, model_path: str, scratch: str, files: dict[str,
         except BadModelError as exc:
             conn.send({"kind": "failed", "error": str(exc)})
             return
-        report = apply(Path(scratch))
+        limits = script_limits.from_environment()  # before the environment is scrubbed
+        tree = process_tree.enter_own_tree(Path(scratch), [conn.fileno(), *fds.values()])  # the script's process
+        report = apply(Path(scratch), tree, limits)
         channel = ConnectionChannel(conn)
-        channel.send({"kind": "ready", "sandbox": report.as_dict()})
+        channel.send({"kind": "ready", "sandbox": report.as_dict(), "pid": tree.pid})
         job = channel.recv()
         if job is None:
             code = 0
             return
         capture_output(fds["stdout"], fds["crash"])
-        serve_job(model, job, channel, fds["epilogue"])
+        serve_job(model, job, channel, fds["epilogue"], tree, limits)
         code = 0
     except BaseException:  # noqa: B036 - the keeper reads a dead spare as a crash of the script
         code = 70

@@ -32,6 +32,7 @@ class EntityDiff:
     deleted: set[int] = field(default_factory=set)
     differing: set[int] = field(default_factory=set)  # in both, with different text
     records: int = 0  # entity records in the new text
+    new_records: dict[int, bytes] = field(default_factory=dict)  # the created and differing records
 
     @property
     def empty(self) -> bool:
@@ -72,34 +73,26 @@ def diff_records(before: bytes, after: bytes) -> EntityDiff:
     old_set = set(old_lines)
     new_set = set(new_lines)
     gone = {_record_id(line) for line in old_lines if line not in new_set}
-    came: dict[int, int] = {}
+    came: dict[int, bytes] = {}
     for line in new_lines:
         if line not in old_set:
             entity_id = _record_id(line)
-            came[entity_id] = came.get(entity_id, 0) + 1
-    if any(count > 1 for count in came.values()):
-        raise NotCanonical("two records with the same id")
-    diff = EntityDiff(records=len(new_lines))
+            if entity_id in came:
+                raise NotCanonical("two records with the same id")
+            came[entity_id] = line
+    diff = EntityDiff(records=len(new_lines), new_records=came)
     diff.differing = gone & came.keys()
     diff.created = set(came) - gone
     diff.deleted = gone - came.keys()
     return diff
 
 
-def check_against_model(after_text: bytes, diff: EntityDiff, model: ifcopenshell.file) -> None:
+def check_against_model(diff: EntityDiff, model: ifcopenshell.file) -> None:
     """NotCanonical unless every created or rewritten record is exactly its entity in the parsed `model`
     and the model holds one entity per record."""
     if len(model.entity_names()) != diff.records:
         raise NotCanonical(f"{diff.records} records but {len(model.entity_names())} entities after parsing")
-    wanted = diff.created | diff.differing
-    if not wanted:
-        return
-    for line in after_text.split(b"\n"):
-        if not line or not line.startswith(b"#"):
-            continue
-        entity_id = _record_id(line)
-        if entity_id not in wanted:
-            continue
+    for entity_id, line in diff.new_records.items():
         try:
             entity = model.by_id(entity_id)
         except RuntimeError as exc:

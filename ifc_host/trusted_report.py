@@ -93,7 +93,7 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
     try:
         if diff is None or records is None:
             raise NotCanonical("not laid out as IfcOpenShell writes a model")
-        check_against_model(records, diff, adopted)
+        check_against_model(diff, adopted)
     except NotCanonical as exc:
         # Commit the keeper's own serialisation of what it parsed, and compare that.
         data = adopted.to_string().encode("utf-8")

@@ -87,3 +87,26 @@ def test_files_the_script_changes_nothing_in_are_unchanged_and_get_no_output(tmp
     assert {name: line["outcome"] for name, line in per_file.items()} == {name: "unchanged" for name in changed}
     assert (summary["committed"], summary["unchanged"]) == (0, 2)
     assert not list(again.glob("*.ifc"))
+
+
+def test_in_place_an_unchanged_input_is_left_as_it_is(tmp_path: Path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    entry = next(e for e in manifest() if e.file == "small_building.ifc")
+    assert entry.present(), f"{entry.location} missing: run scripts/corpus.sh (scripts/test does)"
+    untouched = folder / entry.file
+    shutil.copyfile(entry.location, untouched)
+    changed = folder / "sample.ifc"
+    write_sample_model(changed, storeys=1)
+    before = {p.name: (sha(p), p.stat().st_mtime_ns) for p in (untouched, changed)}
+    script = tmp_path / "renumber.py"
+    script.write_text(RENUMBER)
+    done = run_batch("--ifc", str(folder / "*.ifc"), "--script", str(script), "--in-place", "--state",
+                     str(tmp_path / "state"), "--json", "--db", str(tmp_path / "nexus.db"))
+    assert done.returncode == 0, done.stderr
+    per_file, summary = json_lines(done.stdout)
+    assert {name: line["outcome"] for name, line in per_file.items()} == {
+        untouched.name: "unchanged", changed.name: "committed"}
+    assert (sha(untouched), untouched.stat().st_mtime_ns) == before[untouched.name]  # bytes and date
+    assert sha(changed) != before[changed.name][0]
+    assert not [p.name for p in folder.iterdir() if p.name not in before]  # no leftover temporary file

@@ -28,9 +28,14 @@ MAX_VALUE_CHARS = 160
 
 # Kinds of change, in the order a report lists them.
 KINDS = ("placement", "rebased", "shape", "openings", "type", "container", "attributes", "properties", "material",
-         "relationships", "followed", "other")
+         "relationships", "followed", "linked", "other")
+# "linked": something the element refers to changed (a material layer, a classification reference); the report
+# names it (ChangeSet.causes). "other" is left only for an element nothing explains; it never comes alone
+# without the entities named either.
+MAX_VIA = 5
 _PROPERTY_CLASSES = ("IfcPropertyAbstraction", "IfcPropertyDefinition", "IfcPhysicalQuantity",
                      "IfcMaterialDefinition", "IfcMaterialUsageDefinition")
+_FACET_ATTRIBUTES = frozenset({"ObjectPlacement", "Representation", "RepresentationMaps", "HasPropertySets"})
 _SKIPPED_ATTRIBUTES = frozenset({"OwnerHistory", "ObjectPlacement", "Representation", "RepresentationMaps",
                                  "HasPropertySets", "GlobalId"})
 _REL_KINDS = (
@@ -189,6 +194,8 @@ def _ids(value: Any) -> list[int]:
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, Ref):
+        return repr(value)
     if isinstance(value, float):
         text = f"{value:.6g}"
     elif isinstance(value, tuple):
@@ -516,7 +523,7 @@ class ChangeDetails:
         snapshot = self.changes.before.get(element_id)
         if snapshot is not None:
             for name, index in now.attribute_names(snapshot.cls).items():
-                if name in ("OwnerHistory", "ObjectPlacement") or snapshot.values[index] == now.get(element_id, name):
+                if name == "ObjectPlacement" or snapshot.values[index] == now.get(element_id, name):
                     continue
                 if name in ("Representation", "RepresentationMaps"):
                     found.add("shape")
@@ -542,8 +549,52 @@ class ChangeDetails:
         if geometric and not found & {"placement", "rebased", "shape", "openings"}:
             found.add("followed")
         if not found:
-            found.add("other")
+            found.add("linked" if self.changes.causes.get(element_id) is not None else "other")
         return tuple(k for k in KINDS if k in found)
+
+    def via(self, element_id: int) -> str | None:
+        """The entity whose change reached a "linked" element, as `IfcClass #id`."""
+        cause = self.changes.causes.get(element_id)
+        if cause is None:
+            return None
+        return f"{self.now.cls(cause) or self.before.cls(cause) or 'entity'} #{cause}"
+
+    def _own_attribute_changes(self, element_id: int, listed: set[str]) -> list[dict[str, Any]]:
+        """Attributes of the element itself that changed and that no facet shows (references, GlobalId)."""
+        snapshot = self.changes.before.get(element_id)
+        if snapshot is None or element_id in self.changes.created:
+            return []
+        out = []
+        for name, index in self.now.attribute_names(snapshot.cls).items():
+            key = f"attribute:{name}"
+            if key in listed or name in _FACET_ATTRIBUTES:
+                continue
+            old, new = snapshot.values[index], self.now.get(element_id, name)
+            if old != new:
+                out.append({"key": key, "old": None if old is None else _text(old),
+                            "new": None if new is None else _text(new)})
+        return out
+
+    def _linked_change(self, element_id: int) -> dict[str, Any] | None:
+        """old → new of the entity whose change reached the element: its attributes that differ."""
+        cause = self.changes.causes.get(element_id)
+        if cause is None:
+            return None
+        key = f"linked:{self.via(element_id)}"
+        if cause in self.changes.created:
+            return {"key": key, "old": None, "new": "created"}
+        snapshot = self.changes.before.get(cause)
+        if snapshot is None:
+            return None
+        if not self.now.exists(cause):
+            return {"key": key, "old": "existed", "new": None}
+        old_parts, new_parts = [], []
+        for name, index in self.now.attribute_names(snapshot.cls).items():
+            old, new = snapshot.values[index], self.now.get(cause, name)
+            if old != new:
+                old_parts.append(f"{name} {_text(old) if old is not None else '(none)'}")
+                new_parts.append(f"{name} {_text(new) if new is not None else '(none)'}")
+        return {"key": key, "old": _text("; ".join(old_parts)), "new": _text("; ".join(new_parts))}
 
     def _moved(self, element_id: int) -> str | None:
         """"placement" when the element's own placement moved it; "rebased" when its own placement changed
@@ -643,6 +694,12 @@ class ChangeDetails:
         keys = sorted(set(old) | set(new), key=_facet_sort_key)
         changes = [{"key": key, "old": old.get(key), "new": new.get(key)} for key in keys
                    if old.get(key) != new.get(key)]
+        if status == "modified":
+            changes += self._own_attribute_changes(element_id, {c["key"] for c in changes})
+            if not changes or set(kinds) & {"linked", "other"}:
+                linked = self._linked_change(element_id)
+                if linked is not None:
+                    changes.append(linked)
         info: dict[str, Any] = {"id": element_id, "status": status, "class": view.cls(element_id),
                                 "name": view.get(element_id, "Name"), "changes": changes}
         tag = view.get(element_id, "Tag") if "Tag" in view.attribute_names(view.cls(element_id) or "IfcRoot") else None
@@ -677,8 +734,11 @@ def _describe(model: ifcopenshell.file, changes: ChangeSet) -> dict[str, Any]:
         for element_id in members:
             cls = details.now.cls(element_id) or "?"
             classes[cls] = classes.get(cls, 0) + 1
-        groups.append({"kinds": list(kinds), "count": len(members), "classes": classes,
-                       "ids": members[:MAX_GROUP_IDS]})
+        group = {"kinds": list(kinds), "count": len(members), "classes": classes, "ids": members[:MAX_GROUP_IDS]}
+        if set(kinds) & {"linked", "other"}:
+            via = list(dict.fromkeys(v for v in (details.via(i) for i in members) if v))
+            group["via"] = via[:MAX_VIA] + ([f"{len(via) - MAX_VIA} more"] if len(via) > MAX_VIA else [])
+        groups.append(group)
     shown: list[dict[str, Any]] = []
     for round_number in range(MAX_MODIFIED_SHOWN):  # the first elements of every group, in turn
         for kinds, members in ordered:

@@ -4,7 +4,13 @@ The recorder plugs into the hook IfcOpenShell already calls on every mutation (t
 a file: `store_create`, `store_edit`, `store_delete`), but unlike IfcOpenShell's own undo log it keeps no
 values, only the ids of touched entities (plus, for relationships, which entities they linked when first
 touched). At the end each touched entity is mapped to the elements it belongs to by walking up inverse
-references. An "element" is an IfcProduct or an IfcTypeProduct (the nearest analogue of a Revit element).
+references. An "element" is an IfcProduct, an IfcTypeProduct (the nearest analogue of a Revit element) or the
+project itself (IfcContext: its name, description, phase).
+
+The recorder runs in the script's own process, so the script can switch it off (`model.transaction = None`).
+What decides is `changes_between`: the same mapping from entities to elements, fed by comparing the model
+the script's process wrote with the committed one, entity by entity (see ifc_host/model_diff.py); only values
+that really differ count, so writing a value back unchanged changes nothing.
 """
 from __future__ import annotations
 
@@ -18,11 +24,11 @@ from ifc_host.model_file import storey_labels
 
 OWNER, RELATIONSHIP, RESOURCE, BOUNDARY = "owner", "relationship", "resource", "boundary"
 
-OWNER_CLASSES = ("IfcProduct", "IfcTypeProduct")
+OWNER_CLASSES = ("IfcProduct", "IfcTypeProduct", "IfcProject", "IfcContext")  # IfcContext is IFC4's
 # Shared infrastructure referenced by (nearly) everything: touching it does not change any one element.
 BOUNDARY_CLASSES = (
     "IfcOwnerHistory", "IfcRepresentationContext", "IfcUnitAssignment", "IfcNamedUnit", "IfcApplication",
-    "IfcPerson", "IfcOrganization", "IfcPersonAndOrganization", "IfcContext", "IfcProject",
+    "IfcPerson", "IfcOrganization", "IfcPersonAndOrganization",
 )
 # Relationships that group, type or describe their related objects. A change of membership affects only
 # the members that joined or left; a change of the relating side affects all members; the relating side
@@ -84,6 +90,9 @@ class ChangeSet:
     created: frozenset[int] = frozenset()
     edited: frozenset[int] = frozenset()  # pre-existing entities the run edited and that still exist
     details: dict[str, Any] = field(default_factory=dict)  # before → after (ifc_host.change_details)
+    # For an element modified through something else (a material layer, a classification reference): one
+    # entity whose change reached it, so the report can name what changed.
+    causes: dict[int, int] = field(default_factory=dict)
 
     def as_contract(self) -> dict[str, list[int]]:
         return {"added": list(self.added), "modified": list(self.modified), "deleted": list(self.deleted)}
@@ -186,16 +195,12 @@ def describe_element(element: ifcopenshell.entity_instance) -> dict[str, Any]:
     }
 
 
-class ChangeRecorder:
-    """Installed as `model.transaction` for one script run; `finish()` turns what it saw into a ChangeSet.
-
-    Scripts that open their own IfcOpenShell transactions (a few API functions do, to discard temporary
-    entities) get real nested transactions stacked on top: they are fed the same events.
-    """
+class _ElementMapping:
+    """What a run did to entities (created, deleted, touched with their kinds and earlier values), mapped
+    by `finish()` to the elements it changed. `model` is the model after the run."""
 
     def __init__(self, model: ifcopenshell.file) -> None:
         self.model = model
-        self.nested: list[Any] = []
         self._kinds = _ClassKinds()
         self._initial_max_id = model.get_max_id()
         self._created: set[int] = set()
@@ -213,67 +218,6 @@ class ChangeRecorder:
         self._original_parent: dict[int, int] = {}
         self._before: dict[int, Snapshot] = {}
         self.counts = {"created": 0, "edited": 0, "deleted": 0}
-
-    # IfcOpenShell checks `if file.transaction:` before calling the hooks below.
-    def __bool__(self) -> bool:
-        return True
-
-    # --- hooks called by IfcOpenShell -------------------------------------------------------------
-    def store_create(self, element: ifcopenshell.entity_instance) -> None:
-        for transaction in self.nested:
-            transaction.store_create(element)
-        element_id = element.id()
-        if not element_id:
-            return
-        self.counts["created"] += 1
-        self._created.add(element_id)
-        kind = self._kinds.kind(element)
-        self._touched[element_id] = kind
-        if kind == RELATIONSHIP:
-            self._snapshots[element_id] = _RelationshipSnapshot(frozenset(), frozenset(), *self._rel_flags(element))
-
-    def store_edit(self, element: ifcopenshell.entity_instance, index: int, value: Any) -> None:
-        for transaction in self.nested:
-            transaction.store_edit(element, index, value)
-        element_id = element.id()
-        if not element_id:
-            return
-        self.counts["edited"] += 1
-        kind = self._touch(element, element_id)
-        if kind == OWNER and element_id not in self._geometric_owners:
-            if self._kinds.attribute_names(element)[index] in GEOMETRIC_ATTRIBUTES:
-                self._geometric_owners.add(element_id)
-
-    def store_delete(self, element: ifcopenshell.entity_instance) -> None:
-        for transaction in self.nested:
-            transaction.store_delete(element)
-        element_id = element.id()
-        if not element_id:
-            return
-        self.counts["deleted"] += 1
-        kind = self._touch(element, element_id)
-        if kind == OWNER and element_id not in self._created and element_id not in self._deleted_info:
-            self._deleted_info[element_id] = self._describe_deleted(element)
-            if element.is_a("IfcProduct"):
-                self._deleted_products.add(element_id)
-        self._deleted.add(element_id)
-        geometric = kind == RESOURCE and self._kinds.is_a_any(element, "geometric", GEOMETRIC_RESOURCES)
-        # Removing an entity edits every entity that references it: those count as touched.
-        for referrer in self.model.get_inverse(element):
-            referrer_id = referrer.id()
-            if referrer_id in self._deleted:
-                continue
-            referrer_kind = self._touch(referrer, referrer_id)
-            if geometric and referrer_kind == OWNER:
-                self._geometric_owners.add(referrer_id)
-
-    def batch(self) -> None:
-        for transaction in self.nested:
-            transaction.batch()
-
-    def unbatch(self) -> None:
-        for transaction in self.nested:
-            transaction.unbatch()
 
     # --- bookkeeping --------------------------------------------------------------------------------
     def _touch(self, element: ifcopenshell.entity_instance, element_id: int) -> str:
@@ -373,6 +317,7 @@ class ChangeRecorder:
         modified: set[int] = set()
         geometric = set(self._geometric_owners)
         walk_cache: dict[int, frozenset[int]] = {}
+        causes: dict[int, int] = {}
         for element_id, kind in self._touched.items():
             if element_id in self._deleted and kind != RELATIONSHIP:
                 continue
@@ -381,6 +326,8 @@ class ChangeRecorder:
             elif kind == RELATIONSHIP:
                 owners, shapes = self._relationship_effect(element_id)
                 modified |= owners
+                for owner in owners:
+                    causes.setdefault(owner, element_id)
                 if shapes:
                     geometric |= owners
             elif kind == RESOURCE:
@@ -389,6 +336,8 @@ class ChangeRecorder:
                     continue
                 owners = self._owners_above(entity, walk_cache)
                 modified |= owners
+                for owner in owners:
+                    causes.setdefault(owner, element_id)
                 if self._kinds.is_a_any(entity, "geometric", GEOMETRIC_RESOURCES):
                     geometric |= owners
         modified -= added
@@ -401,6 +350,7 @@ class ChangeRecorder:
             deleted_info={i: self._deleted_info[i] for i in sorted(deleted)},
             before=self._before, created=frozenset(self._created),
             edited=frozenset(i for i in self._before if i not in self._deleted),
+            causes={i: c for i, c in causes.items() if i in modified},
         )
 
     def _is_product(self, element_id: int) -> bool:
@@ -467,3 +417,145 @@ class ChangeRecorder:
         if source_id not in relating:
             return set()
         return {i for i in related if self._is_owner_id(i)}
+
+
+class ChangeRecorder(_ElementMapping):
+    """Installed as `model.transaction` for one script run; `finish()` turns what it saw into a ChangeSet.
+
+    Scripts that open their own IfcOpenShell transactions (a few API functions do, to discard temporary
+    entities) get real nested transactions stacked on top: they are fed the same events.
+    """
+
+    def __init__(self, model: ifcopenshell.file) -> None:
+        super().__init__(model)
+        self.nested: list[Any] = []
+
+    # IfcOpenShell checks `if file.transaction:` before calling the hooks below.
+    def __bool__(self) -> bool:
+        return True
+
+    # --- hooks called by IfcOpenShell -------------------------------------------------------------
+    def store_create(self, element: ifcopenshell.entity_instance) -> None:
+        for transaction in self.nested:
+            transaction.store_create(element)
+        element_id = element.id()
+        if not element_id:
+            return
+        self.counts["created"] += 1
+        self._created.add(element_id)
+        kind = self._kinds.kind(element)
+        self._touched[element_id] = kind
+        if kind == RELATIONSHIP:
+            self._snapshots[element_id] = _RelationshipSnapshot(frozenset(), frozenset(), *self._rel_flags(element))
+
+    def store_edit(self, element: ifcopenshell.entity_instance, index: int, value: Any) -> None:
+        for transaction in self.nested:
+            transaction.store_edit(element, index, value)
+        element_id = element.id()
+        if not element_id:
+            return
+        self.counts["edited"] += 1
+        kind = self._touch(element, element_id)
+        if kind == OWNER and element_id not in self._geometric_owners:
+            if self._kinds.attribute_names(element)[index] in GEOMETRIC_ATTRIBUTES:
+                self._geometric_owners.add(element_id)
+
+    def store_delete(self, element: ifcopenshell.entity_instance) -> None:
+        for transaction in self.nested:
+            transaction.store_delete(element)
+        element_id = element.id()
+        if not element_id:
+            return
+        self.counts["deleted"] += 1
+        kind = self._touch(element, element_id)
+        if kind == OWNER and element_id not in self._created and element_id not in self._deleted_info:
+            self._deleted_info[element_id] = self._describe_deleted(element)
+            if element.is_a("IfcProduct"):
+                self._deleted_products.add(element_id)
+        self._deleted.add(element_id)
+        geometric = kind == RESOURCE and self._kinds.is_a_any(element, "geometric", GEOMETRIC_RESOURCES)
+        # Removing an entity edits every entity that references it: those count as touched.
+        for referrer in self.model.get_inverse(element):
+            referrer_id = referrer.id()
+            if referrer_id in self._deleted:
+                continue
+            referrer_kind = self._touch(referrer, referrer_id)
+            if geometric and referrer_kind == OWNER:
+                self._geometric_owners.add(referrer_id)
+
+    def batch(self) -> None:
+        for transaction in self.nested:
+            transaction.batch()
+
+    def unbatch(self) -> None:
+        for transaction in self.nested:
+            transaction.unbatch()
+
+
+def changes_between(before: ifcopenshell.file, after: ifcopenshell.file, created: set[int], deleted: set[int],
+                    differing: set[int]) -> ChangeSet:
+    """The ChangeSet of a run from the two models themselves: `created` ids exist only in `after`, `deleted`
+    only in `before`, `differing` in both with text that differs (ifc_host.model_diff). An entity whose
+    values are the same in both (a value written back unchanged) changed nothing."""
+    return _DiffMapping(before, after, set(created), set(deleted), differing).finish()
+
+
+class _DiffMapping(_ElementMapping):
+    def __init__(self, before: ifcopenshell.file, after: ifcopenshell.file, created: set[int], deleted: set[int],
+                 differing: set[int]) -> None:
+        super().__init__(after)
+        self._initial_max_id = before.get_max_id()
+        for entity_id in sorted(differing):
+            old, new = before.by_id(entity_id), after.by_id(entity_id)
+            was = snapshot_of(old)  # (another class under the same id is an edit of everything: cls differs)
+            if was == snapshot_of(new):
+                continue
+            kind = self._kinds.kind(new)
+            self._touched[entity_id] = kind
+            self._before[entity_id] = was
+            self.counts["edited"] += 1
+            if kind == RELATIONSHIP:
+                self._snapshots[entity_id] = _RelationshipSnapshot(*self._relationship_sides(old), *self._rel_flags(old))
+            elif kind == OWNER and self._geometry_differs(old, new):
+                self._geometric_owners.add(entity_id)
+        labels: dict[int, str] | None = None
+        for entity_id in sorted(deleted):
+            old = before.by_id(entity_id)
+            kind = self._kinds.kind(old)
+            self._touched[entity_id] = kind
+            self._before[entity_id] = snapshot_of(old)
+            self._deleted.add(entity_id)
+            self.counts["deleted"] += 1
+            if kind == RELATIONSHIP:
+                self._snapshots[entity_id] = _RelationshipSnapshot(*self._relationship_sides(old), *self._rel_flags(old))
+            elif kind == OWNER:
+                if labels is None:
+                    storeys = before.by_type("IfcBuildingStorey")
+                    labels = dict(zip((s.id() for s in storeys), storey_labels(storeys), strict=True))
+                self._deleted_info[entity_id] = _describe_as_it_was(old, labels)
+                if old.is_a("IfcProduct"):
+                    self._deleted_products.add(entity_id)
+        for entity_id in sorted(created):
+            new = after.by_id(entity_id)
+            kind = self._kinds.kind(new)
+            self._touched[entity_id] = kind
+            self._created.add(entity_id)
+            self.counts["created"] += 1
+            if kind == RELATIONSHIP:
+                self._snapshots[entity_id] = _RelationshipSnapshot(frozenset(), frozenset(), *self._rel_flags(new))
+
+    def _geometry_differs(self, old: ifcopenshell.entity_instance, new: ifcopenshell.entity_instance) -> bool:
+        if old.is_a() != new.is_a():
+            return True
+        names = self._kinds.attribute_names(new)
+        return any(plain_value(old[i]) != plain_value(new[i]) for i, name in enumerate(names)
+                   if name in GEOMETRIC_ATTRIBUTES)
+
+
+def _describe_as_it_was(element: ifcopenshell.entity_instance, storey_names: dict[int, str]) -> dict[str, Any]:
+    """describe_element of a deleted element, read in the model before the run (its links all intact)."""
+    info = describe_element(element)
+    storey = storey_of(element)
+    if storey is not None:
+        info["storey"] = storey_names.get(storey.id()) or info["storey"]
+    return info

@@ -2,10 +2,10 @@
 
 That process is either forked from the keeper (copy-on-write copy of the committed model) or a warm spare
 started with the 'spawn' method that loaded the committed file itself (see isolation.py). Either way it
-confines itself (sandbox.py) before the script runs, runs the script (and, after a successful automation,
-the epilogue), reports, then obeys the keeper: `commit` sends the serialised model and exits, `snapshot`
-sends it and waits for more (a held automation being previewed), `discard` exits. Whatever the script does,
-the keeper's model and the file on disk are untouched.
+confines itself (sandbox.py) before the script runs, runs the script, reports, then obeys the keeper: `commit` sends the serialised model and exits, `snapshot`
+sends it and waits for more (a held automation), `discard` exits. Whatever the script does, the keeper's
+model and the file on disk are untouched, and what it is told about the run (the change report, validation,
+IDS check) is worked out in the keeper from the model this process sends (trusted_report.py).
 """
 from __future__ import annotations
 
@@ -22,16 +22,12 @@ from ifcopenshell.file import Transaction
 
 from ifc_host import limits as script_limits
 from ifc_host import process_tree, sandbox
-from ifc_host.change_details import describe_changes
-from ifc_host.changes import ChangeRecorder, ChangeSet
-from ifc_host.ids_check import IdsRun
+from ifc_host.changes import ChangeRecorder
 from ifc_host.pipes import MessageReader, send_frame, send_message
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
-from ifc_host.validation import validate_run
 
 SCRIPT_FILENAME = "<script>"
 _PR_SET_PDEATHSIG = 1
-EPILOGUE_FILENAME = "<epilogue>"
 _PREIMPORTED_UTILS = (
     "element", "placement", "selector", "unit", "shape_builder", "representation", "pset", "type", "attribute",
     "classification", "date", "schema", "shape", "system", "cost", "constraint", "geolocation", "resource",
@@ -156,9 +152,6 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) ->
     sys.stdout = sys.stderr = stdout
     _forbid_script_transactions()
     _protect_host_files(job.get("protected_paths") or [])
-    ids_run = IdsRun(job["ids"]) if job.get("ids") and job["mode"] == "automate" else None
-    if ids_run is not None:
-        ids_run.start(model)  # the state before the script is gone once it has run
     recorder = ChangeRecorder(model)
     model.transaction = recorder
     try:
@@ -179,58 +172,14 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) ->
                 "this data-collection script changed the model (created {created}, edited {edited}, deleted "
                 "{deleted} entities); everything was rolled back as always for data collection").format(**counts)})
         return result
-    changes = recorder.finish()
-    result["changes"] = changes.as_contract()
-    result["geometry_changed"] = changes.geometry
-    changes.details = result["change_details"] = describe_changes(model, changes)
-    validate_run(model, changes, job.get("validation"), result)
-    if ids_run is not None:
-        ids_run.finish(model, job.get("validation"), result)
-    if job.get("epilogue_code") and result["ok"]:
-        _run_epilogue(model, job["epilogue_code"], changes, epilogue_fd, result)
+    # What the recorder saw: the keeper compares it with the model this process writes, which decides (the
+    # script may have switched the recorder off); the report, validation and IDS check run there too.
+    result["changes"] = recorder.finish().as_contract()
     return result
-
-
-def _run_epilogue(model: ifcopenshell.file, code: str, changes: ChangeSet, epilogue_fd: int,
-                  result: dict[str, Any]) -> None:
-    output = CappedOutput(epilogue_fd, STDOUT_CAP_BYTES)
-    sys.stdout = sys.stderr = output
-    guard = ChangeRecorder(model)
-    model.transaction = guard
-    try:
-        outcome = run_code(code, EPILOGUE_FILENAME, _epilogue_globals(model, changes))
-    finally:
-        output.flush()
-        model.transaction = None
-        sys.stdout = sys.stderr = CappedOutput(1, 0)
-    result["epilogue_truncated"] = output.truncated
-    if not outcome.ok and outcome.error:
-        error = outcome.error
-        result["failures"].append({"severity": "warning", "message": (
-            f"the change report could not be completed: {error['type']}: {error['message']} "
-            f"(epilogue line {error.get('line')})")})
-    if guard.touched_anything:
-        result["ok"] = False
-        result["error"] = {"type": "EpilogueModifiedModel", "line": None, "traceback": "", "message": (
-            "the host's change-report script modified the model, so the automation was not committed")}
 
 
 def _script_globals(model: ifcopenshell.file) -> dict[str, Any]:
     return {"__name__": "__main__", "__builtins__": __builtins__, "model": model, "ifcopenshell": ifcopenshell}
-
-
-def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet) -> dict[str, Any]:
-    def nexus_changes() -> dict[str, list[int]]:
-        return changes.as_contract()
-
-    def nexus_deleted_info() -> dict[int, dict[str, Any]]:
-        return {k: dict(v) for k, v in changes.deleted_info.items()}
-
-    def nexus_geometry_changed() -> list[int]:
-        return list(changes.geometry)
-
-    return {**_script_globals(model), "nexus_changes": nexus_changes, "nexus_deleted_info": nexus_deleted_info,
-            "nexus_geometry_changed": nexus_geometry_changed, "nexus_change_details": lambda: changes.details}
 
 
 def _forbid_script_transactions() -> None:

@@ -140,7 +140,8 @@ def introduced(before: IdsState, after: IdsState) -> list[Finding]:
 
 
 class IdsRun:
-    """One automation's IDS check: `start` before the script, `finish` after it (same process, same model)."""
+    """One automation's IDS check: `start` on the model before the run, `finish` on the model after it (the
+    keeper runs both: on the committed model and on the model the run wrote)."""
 
     def __init__(self, text: str) -> None:
         self.problem: str | None = None
@@ -151,27 +152,35 @@ class IdsRun:
         except IdsProblem as exc:
             self.problem = str(exc)
 
-    def start(self, model: ifcopenshell.file) -> None:
+    def start(self, model: ifcopenshell.file, known: IdsState | None = None) -> None:
+        """Check the model before the run (or take `known`, its state from an earlier check)."""
         if self.ids is None:
+            return
+        if known is not None:
+            self.before = known
             return
         try:
             self.before = check_model(model, self.ids)
         except Exception as exc:  # an ifctester bug must not cost the person their automation
             self.problem = f"the IDS check failed on the model before the run ({type(exc).__name__}: {exc})"
 
-    def finish(self, model: ifcopenshell.file, mode: str | None, result: dict[str, Any]) -> None:
-        """Add the IDS failures the run introduced to `result` like schema findings; under block, fail the run."""
+    def finish(self, model: ifcopenshell.file, mode: str | None, result: dict[str, Any],
+               same_model: bool = False) -> IdsState | None:
+        """Add the IDS failures the run introduced to `result` like schema findings; under block, fail the run.
+        `same_model`: the run changed nothing, so the model after it is the one checked before. Returns the
+        state after the run (None when it could not be checked)."""
         if self.problem is not None or self.before is None:
             result["failures"].append({"severity": "warning", "message": (
                 f"IDS: {self.problem or 'not checked'}; the run was not checked against the IDS")})
-            return
+            return None
         try:
-            findings = introduced(self.before, check_model(model, self.ids))
+            after = self.before if same_model else check_model(model, self.ids)
+            findings = introduced(self.before, after)
         except Exception as exc:
             result["failures"].append({"severity": "warning", "message": (
                 f"IDS: the check failed after the run ({type(exc).__name__}: {exc}); the run was not checked "
                 "against the IDS")})
-            return
+            return None
         other_version = self.before.other_version
         if other_version:
             skipped = ", ".join(f"'{self.before.names[s]}' ({versions})" for s, versions in other_version.items())
@@ -186,7 +195,7 @@ class IdsRun:
         room = max(0, MAX_REPORTED - len(validation["findings"]))
         validation["findings"] += [f.as_dict() for f in findings[:room]]
         if not findings:
-            return
+            return after
         severity = "error" if block else "warning"
         for finding in findings[:room]:
             result["failures"].append({"severity": severity, "message": "validation: " + finding.sentence(),
@@ -200,3 +209,4 @@ class IdsRun:
                 f"validation is set to block and the script introduced {len(findings)} IDS failure(s) (listed "
                 f"under failures); nothing was committed and the model is unchanged. First: "
                 f"{findings[0].sentence()}")}
+        return after

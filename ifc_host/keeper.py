@@ -3,10 +3,14 @@ process (forked, or a warm spawned spare: see isolation.py).
 
 Started fresh (`python -m ifc_host.keeper`, never forked from the multi-threaded runtime), so forking it is
 safe. A script's failure, hang or native crash only ever ends its own process: rolling back costs a kill,
-whatever the model's size. A successful automation's process sends the serialised model; the keeper writes it
-beside the saved file, re-opens it (checked), and, holding a lock on the folder, renames it over the saved
-file unless that file changed on disk since this keeper last read or wrote it (another host or program
-saved it: the commit is refused rather than silently overwriting their work).
+whatever the model's size. A successful automation's process sends the serialised model; the keeper compares
+it with the committed model entity by entity, and from that alone works out what the run changed, its report,
+validation and IDS check (trusted_report.py: nothing the script's process says decides them). A run that
+changed nothing writes nothing. Otherwise the keeper writes it beside the saved file, re-opens it (checked),
+and, holding a lock on the folder, renames it over the saved file unless that file changed on disk since this
+keeper last read or wrote it (another host or program saved it: the commit is refused rather than silently
+overwriting their work). A held automation (policy ask) is worked out the same way when it is held, and
+keeping it commits exactly the model that was reported.
 
 Requests arrive as dicts on a multiprocessing Connection (one at a time) and each gets one reply, except
 `abort` {request_id}, which gets none: while a script runs the keeper waits on the script and on its
@@ -43,6 +47,7 @@ from ifc_host.isolation import (
     SpawnStrategy,
     default_isolation,
 )
+from ifc_host.model_diff import data_section
 from ifc_host.model_file import (
     BadModelError,
     describe_context,
@@ -54,6 +59,7 @@ from ifc_host.model_file import (
     write_beside,
 )
 from ifc_host.script import STDOUT_CAP_BYTES
+from ifc_host.trusted_report import IdsStates, Prepared, prepare, warm_ids
 
 COMMIT_TIMEOUT_S = 600.0
 SNAPSHOT_TIMEOUT_S = 300.0
@@ -73,6 +79,9 @@ class HeldAutomation:
     run: ScriptProcess
     result: dict[str, Any]
     expires: float
+    prepared: Prepared | None = None  # what keeping it commits (worked out when it was held)
+    script_ms: float = 0.0
+    prepare_ms: float = 0.0
 
 
 class Keeper:
@@ -95,6 +104,8 @@ class Keeper:
             self.strategy = SpawnStrategy(self.workdir, self.committed_path)
         self._frozen_model: ifcopenshell.file | None = None
         self._freezes_since_collect = 0
+        self._baseline: bytes | None = None  # the committed model's records as IfcOpenShell writes them
+        self._ids_states = IdsStates()
         self._freeze_for_fork()
         self.sandbox = self.strategy.probe(model, self.committed_path)
         self.connection: Connection | None = None  # the runtime's channel, listened to while a script runs
@@ -137,8 +148,8 @@ class Keeper:
             run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
         except (RuntimeError, OSError) as exc:
             return _failure(job, "HostCrash", f"{exc}; the model is unchanged and the host keeps running")
-        if job.get("ids") and self.strategy.name == "fork":
-            _warm_ids(job["ids"])  # while the script runs: the next forked process inherits the parsed IDS
+        if job.get("ids") and job["mode"] == "automate":
+            warm_ids(job["ids"])  # while the script runs: the keeper checks the IDS after it
         try:
             message = self._await_script(run, run.started + float(job["timeout_s"]))
         except TimeoutError:
@@ -158,9 +169,8 @@ class Keeper:
             self._retire(run)
             return self._finish(run, result, committed=False)
         if job.get("hold"):
-            self.held = HeldAutomation(run, result, time.monotonic() + self.hold_timeout_s)
-            return {**result, "committed": False, "held": True, "duration_ms": _ms_since(run.started)}
-        return self._commit(run, result)
+            return self._hold(run, result, job)
+        return self._commit(run, result, job)
 
     def _await_script(self, run: ScriptProcess, deadline: float) -> Any:
         """The script's next message (None when its process ended), or _ABORTED as soon as an abort for it
@@ -231,6 +241,7 @@ class Keeper:
         except BadModelError as exc:
             return {"ok": False, "error": str(exc)}
         self.committed_path = path
+        self._baseline = None
         self.disk_signature = file_signature(self.save_path)
         self.strategy.after_run(self.committed_path, model_changed=True)
         return {"ok": True}
@@ -242,20 +253,21 @@ class Keeper:
             return {"unknown": True, "message": f"cannot apply '{decision}' to request {request_id}: {why}"}
         self.held = None
         if decision == "keep":
-            return {**self._commit(held.run, held.result), "held": False}
+            return {**self._keep(held), "held": False}
         self._retire(held.run)
+        _forget(held.prepared)
         return {**self._finish(held.run, held.result, committed=False), "held": False}
 
     def snapshot_held(self, path: Path) -> dict[str, Any]:
+        """The held model, as keeping it would commit it (the bytes its report was worked out from)."""
         if self.held is None:
             return {"ok": False, "message": "no automation is held"}
-        run = self.held.run
-        run.send({"op": "snapshot"})
-        data = _read_model(run, time.monotonic() + SNAPSHOT_TIMEOUT_S)
-        if isinstance(data, str):
-            return {"ok": False, "message": data}
+        prepared = self.held.prepared
         try:
-            path.write_bytes(data)
+            if prepared is not None and prepared.data is not None:
+                path.write_bytes(prepared.data)
+            else:  # it changed nothing: the held model is the committed one
+                shutil.copyfile(self.committed_path, path)
         except OSError as exc:
             return {"ok": False, "message": f"the held model could not be written to {path}: {exc}"}
         return {"ok": True}
@@ -264,6 +276,7 @@ class Keeper:
         if self.held is not None and time.monotonic() >= self.held.expires:
             request_id = self.held.run.request_id
             self.held.run.close()
+            _forget(self.held.prepared)
             self.held = None
             self.strategy.after_run(self.committed_path, model_changed=False)
             self.expired[request_id] = (f"no decision arrived within {self.hold_timeout_s:g} s, so the "
@@ -336,37 +349,121 @@ class Keeper:
         run.close()
         return self._finish(run, result, committed=False)
 
-    def _commit(self, run: ScriptProcess, result: dict[str, Any]) -> dict[str, Any]:
-        run.send({"op": "commit"})
-        data = _read_model(run, time.monotonic() + COMMIT_TIMEOUT_S)
-        self._retire(run)
-        if isinstance(data, str):
-            return self._commit_failed(run, result, f"the model could not be written: {data}")
+    def _commit(self, run: ScriptProcess, result: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+        """The whole commit: the model from the script's process, what it changed (worked out here), the
+        report, then write, fsync and rename; its time is `commit_ms`, the script's own `script_ms`."""
+        script_ms = _ms_since(run.started)
+        started = time.monotonic()
         target = Path(os.path.realpath(self.save_path))  # a symlinked model path stays a symlink
-        temp: Path | None = None
+        written: list[Path] = []
         try:
-            temp = write_beside(target, data)
-            try:
-                adopted = open_checked(temp)
-            except BadModelError as exc:
-                return self._commit_failed(run, result, f"the written model did not read back: {exc}")
-            with directory_lock(target.parent):
-                if file_signature(target) != self.disk_signature:
-                    return self._conflict(run, result, target)
-                replace_atomically(temp, target)
-                self.disk_signature = file_signature(target)
+            prepared = self._prepare(run, result, job, "commit", lambda data: _write(written, write_beside(target, data)))
+            if isinstance(prepared, dict):
+                return prepared
+            return self._put_in_place(run, prepared, target, script_ms, started)
         except OSError as exc:
-            return self._commit_failed(run, result, f"saving to {self.save_path} failed: {exc}")
+            return self._timed(self._commit_failed(run, result, f"saving to {self.save_path} failed: {exc}"),
+                               script_ms, started)
         finally:
-            if temp is not None:
-                temp.unlink(missing_ok=True)
+            for path in written:
+                path.unlink(missing_ok=True)
+
+    def _hold(self, run: ScriptProcess, result: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+        """Work the held automation's report out now, on the model it would commit; the process stays until
+        the decision (its model is not asked for again: keeping it commits what was reported)."""
+        script_ms = _ms_since(run.started)
+        started = time.monotonic()
+        held_path = self.workdir / "held.ifc"
+        try:
+            prepared = self._prepare(run, result, job, "snapshot", lambda data: _write([], held_path, data))
+        except OSError as exc:
+            self._retire(run)
+            return self._timed(self._commit_failed(run, result, f"the held model could not be written: {exc}"),
+                               script_ms, started)
+        if isinstance(prepared, dict):
+            return prepared
+        if not prepared.result.get("ok"):
+            self._retire(run)
+            return self._timed(self._finish(run, prepared.result, committed=False), script_ms, started)
+        prepare_ms = _ms_since(started)
+        self.held = HeldAutomation(run, prepared.result, time.monotonic() + self.hold_timeout_s, prepared,
+                                   script_ms, prepare_ms)
+        return {**prepared.result, "committed": False, "held": True, "duration_ms": _ms_since(run.started),
+                "script_ms": script_ms, "commit_ms": prepare_ms}
+
+    def _keep(self, held: HeldAutomation) -> dict[str, Any]:
+        self._retire(held.run)
+        started = time.monotonic() - held.prepare_ms / 1000
+        prepared = held.prepared
+        assert prepared is not None
+        target = Path(os.path.realpath(self.save_path))
+        held_file = prepared.path
+        written: list[Path] = []
+        try:
+            if prepared.data is not None:
+                prepared.path = _write(written, write_beside(target, prepared.data))
+            return self._put_in_place(held.run, prepared, target, held.script_ms, started)
+        except OSError as exc:
+            return self._timed(self._commit_failed(held.run, held.result, f"saving to {self.save_path} failed: {exc}"),
+                               held.script_ms, started)
+        finally:
+            for path in written:
+                path.unlink(missing_ok=True)
+            if held_file is not None:
+                held_file.unlink(missing_ok=True)
+
+    def _prepare(self, run: ScriptProcess, result: dict[str, Any], job: dict[str, Any], op: str,
+                 write: Any) -> Prepared | dict[str, Any]:
+        """The model from the script's process and the trusted report of it, or the failed reply."""
+        script_ms = _ms_since(run.started)
+        started = time.monotonic()
+        run.send({"op": op})
+        data = _read_model(run, time.monotonic() + (COMMIT_TIMEOUT_S if op == "commit" else SNAPSHOT_TIMEOUT_S))
+        if op == "commit":
+            self._retire(run)
+        if isinstance(data, str):
+            if op != "commit":
+                self._retire(run)
+            return self._timed(self._commit_failed(run, result, f"the model could not be written: {data}"),
+                               script_ms, started)
+        if self._baseline is None:
+            self._baseline = data_section(self.model.to_string().encode("utf-8"))
+        prepared = prepare(self.model, self._baseline, data, result, {**job, "mode": run.mode or job.get("mode")},
+                           write, self.workdir, self._ids_states)
+        if isinstance(prepared, str):
+            if op != "commit":
+                self._retire(run)
+            return self._timed(self._commit_failed(run, result, prepared), script_ms, started)
+        return prepared
+
+    def _put_in_place(self, run: ScriptProcess, prepared: Prepared, target: Path, script_ms: float,
+                      started: float) -> dict[str, Any]:
+        """Rename the prepared model over the saved file (nothing to do when it changed nothing)."""
+        result = prepared.result
+        if not result.get("ok"):
+            return self._timed(self._finish(run, result, committed=False), script_ms, started)
+        if prepared.unchanged:  # committed as it is: the saved file, and the processes ready for the next script
+            reply = {**self._finish(run, {**result, "unchanged": True}, committed=False), "committed": True}
+            return self._timed({**reply, "document": describe_document(self.model, self.save_path)}, script_ms, started)
+        assert prepared.path is not None and prepared.adopted is not None
+        with directory_lock(target.parent):
+            if file_signature(target) != self.disk_signature:
+                return self._timed(self._conflict(run, result, target), script_ms, started)
+            replace_atomically(prepared.path, target)
+            self.disk_signature = file_signature(target)
         self.replaced_models.append(self.model)
-        self.model = adopted
+        self.model = prepared.adopted
+        self._baseline = prepared.records
+        if prepared.ids_after is not None:
+            self._ids_states.put(self.model, *prepared.ids_after)
         self.committed_path = self.save_path
         # What the host's next hello says about the model, in this reply: asking for it separately would wait
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
-        document = describe_document(adopted, self.save_path)
-        return {**self._finish(run, result, committed=True), "document": document}
+        document = describe_document(self.model, self.save_path)
+        return self._timed({**self._finish(run, result, committed=True), "document": document}, script_ms, started)
+
+    def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
+        return {**reply, "script_ms": script_ms, "commit_ms": _ms_since(started)}
 
     def _conflict(self, run: ScriptProcess, result: dict[str, Any], target: Path) -> dict[str, Any]:
         """The saved file changed on disk since we read or wrote it: keep their work, refuse ours, and adopt
@@ -376,6 +473,7 @@ class Keeper:
         try:
             self.model = open_checked(target)
             self.committed_path = self.save_path
+            self._baseline = None
             self.disk_signature = file_signature(target)
             message += ("; the host has reloaded the file as it is on disk now: look at the model again and redo "
                         "the change on that version")
@@ -413,6 +511,19 @@ def _readable_handle(run: ScriptProcess) -> Any:
 
 def _ms_since(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 3)
+
+
+def _write(written: list[Path], path: Path, data: bytes | None = None) -> Path:
+    """Note a file written for a commit (removed afterwards unless renamed into place); with `data`, write it."""
+    if data is not None:
+        path.write_bytes(data)
+    written.append(path)
+    return path
+
+
+def _forget(prepared: Prepared | None) -> None:
+    if prepared is not None and prepared.path is not None and prepared.path.name == "held.ifc":
+        prepared.path.unlink(missing_ok=True)
 
 
 def _read_capped(path: Path) -> tuple[str, bool]:
@@ -502,15 +613,6 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runtime's to handle; it shuts us down
     connection = Connection(args.fd)
     return serve(connection, Path(args.model_path), Path(args.save_path), args.hold_timeout, args.isolation)
-
-
-def _warm_ids(text: str) -> None:
-    from ifc_host.ids_check import IdsProblem, parsed_ids
-
-    try:
-        parsed_ids(text)
-    except IdsProblem:
-        pass  # the script's own process reports the problem with the result
 
 
 def exit_now(status: int) -> None:

@@ -19,7 +19,8 @@ CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "
 CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error", "abort")
 RESULT_FIELDS = (
     "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",
-    "stdout_truncated", "held", "external_changes", "change_details", "validation", "cancelled",
+    "stdout_truncated", "held", "external_changes", "change_details", "validation", "cancelled", "script_ms",
+    "commit_ms", "unchanged",
 )
 
 

@@ -45,15 +45,20 @@ class Finding:
         return f"{self.kind} {self.rule}: {where}: {self.message}"
 
 
-def introduced_findings(model: ifcopenshell.file, changes: ChangeSet) -> tuple[list[Finding], int]:
-    """What the run introduced, and how many entities were checked."""
-    checker = _Checker(model, changes)
+def introduced_findings(model: ifcopenshell.file, changes: ChangeSet,
+                        before_model: ifcopenshell.file | None = None) -> tuple[list[Finding], int]:
+    """What the run introduced, and how many entities were checked. `before_model`: the model before the run
+    as its own file (the keeper's committed model), where an existing GlobalId a new one repeats is found
+    (a model parsed with two entities under one GlobalId registers only one of them)."""
+    checker = _Checker(model, changes, before_model)
     return checker.run()
 
 
 class _Checker:
-    def __init__(self, model: ifcopenshell.file, changes: ChangeSet) -> None:
+    def __init__(self, model: ifcopenshell.file, changes: ChangeSet,
+                 before_model: ifcopenshell.file | None = None) -> None:
         self.model = model
+        self.before_model = before_model
         self.changes = changes
         self.schema = ifcopenshell.ifcopenshell_wrapper.schema_by_name(model.schema_identifier)
         self.before = ModelView(model, changes)
@@ -191,11 +196,24 @@ class _Checker:
             except RuntimeError:
                 registered = None
             other = registered.id() if registered is not None and registered.id() != entity.id() else None
+        if other is None and self.before_model is not None:
+            other = self._holder_before(guid, entity.id())
         seen.setdefault(guid, entity.id())
         if other is not None and other != entity.id():
             return [Finding(entity.id(), cls, "GlobalId", "IfcRoot.UR1 unique GlobalId",
                             f"{guid} is also the GlobalId of #{other}")]
         return []
+
+    def _holder_before(self, guid: str, entity_id: int) -> int | None:
+        """Another entity that had this GlobalId before the run and still has it."""
+        try:
+            holder = self.before_model.by_guid(guid)  # type: ignore[union-attr]
+        except RuntimeError:
+            return None
+        if holder is None or holder.id() == entity_id:
+            return None
+        still = self._alive(holder.id())
+        return holder.id() if still is not None and getattr(still, "GlobalId", None) == guid else None
 
     def _model_rules(self, changed: list[ifcopenshell.entity_instance]) -> list[Finding]:
         out: list[Finding] = []
@@ -257,11 +275,12 @@ def _entities(value: Any) -> list[ifcopenshell.entity_instance]:
     return []
 
 
-def validate_run(model: ifcopenshell.file, changes: ChangeSet, mode: str | None, result: dict[str, Any]) -> None:
+def validate_run(model: ifcopenshell.file, changes: ChangeSet, mode: str | None, result: dict[str, Any],
+                 before_model: ifcopenshell.file | None = None) -> None:
     """Add what the run introduced to `result` (failures, `validation`); under `block`, fail the run."""
     mode = mode if mode in MODES else DEFAULT_MODE
     try:
-        findings, checked = introduced_findings(model, changes)
+        findings, checked = introduced_findings(model, changes, before_model)
     except Exception as exc:  # a validator bug must not cost the person their automation
         result["failures"].append({"severity": "warning", "message": (
             f"validation could not be completed ({type(exc).__name__}: {exc}); the run was not validated")})

@@ -30,7 +30,8 @@ def outcome(result: dict[str, Any]) -> str:
 
 def json_line(result: dict[str, Any]) -> dict[str, Any]:
     return {"file": result.get("file"), "ok": bool(result.get("ok")), "committed": bool(result.get("committed")),
-            "changes": result.get("changes", {}), "error": result.get("error"), "seconds": result.get("seconds")}
+            "outcome": outcome(result), "changes": result.get("changes", {}), "error": result.get("error"),
+            "seconds": result.get("seconds")}
 
 
 def summary(spec: BatchSpec, results: list[dict[str, Any]], wall_seconds: float) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 automation, or the agent on the prompt), and the written result moved into place only when committed.
 
 The host writes its commit to a temporary file beside the output; a file that fails (bad file, failing
-script, validation block, no commit) leaves no output and its input untouched.
+script, validation block, no commit) leaves no output and its input untouched. A file the task changed
+nothing in is "unchanged": the host writes nothing for a commit that changed nothing (it compares the model
+the script wrote with the file, entity by entity), so no output is written for it either.
 """
 from __future__ import annotations
 
@@ -83,6 +85,8 @@ def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
             outcome = _drive(spec, path, core)
             if outcome["committed"]:
                 if not os.path.exists(temp):
+                    if not any(outcome.get("changes", {}).values()):  # committed, and nothing changed
+                        return {**outcome, "committed": False, "unchanged": True}
                     return {**outcome, "ok": False, "committed": False, "error": "the host wrote no output"}
                 outcome["output_sha256"] = sha256_file(temp)
                 os.replace(temp, output)

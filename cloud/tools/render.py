@@ -82,8 +82,10 @@ def render_for_model(output: str, max_chars: int = DEFAULT_MAX_CHARS, host_cut: 
 def describe_run(result: dict[str, Any], mode: str, report: str, settings: Settings, *, image_caption: str | None,
                  notes: list[str], extra: list[str], decision: dict[str, Any] | None = None) -> str:
     """The model's copy of an execute_result: outcome first, then errors, output, change report, notes."""
-    ms = result.get("duration_ms") or 0
-    took = f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+    took = _took(result.get("duration_ms") or 0)
+    if result.get("committed") and isinstance(result.get("commit_ms"), (int, float)) \
+            and isinstance(result.get("script_ms"), (int, float)):
+        took = f"script {_took(result['script_ms'])}, commit {_took(result['commit_ms'])}"
     if decision and decision["decision"] == "discard" and decision.get("undecided"):
         lines = [message("outcome_discarded_undecided", reason=decision.get("comment", ""))]
     elif decision and decision["decision"] == "discard":
@@ -93,6 +95,8 @@ def describe_run(result: dict[str, Any], mode: str, report: str, settings: Setti
         lines = [message("outcome_timed_out", timeout=settings.script_timeout_s)]
     elif mode == "collect":
         lines = [message("outcome_collect" if result.get("ok") else "outcome_collect_failed", took=took)]
+    elif result.get("committed") and result.get("unchanged"):
+        lines = [message("outcome_unchanged", took=took)]
     else:
         lines = [message("outcome_committed" if result.get("committed") else "outcome_rolled_back", took=took)]
     external = result.get("external_changes")
@@ -131,3 +135,8 @@ def describe_run(result: dict[str, Any], mode: str, report: str, settings: Setti
         lines.append(message("section_notes", lines="\n".join(f"- {n}" for n in notes)))
     lines.extend(extra)
     return "\n\n".join(lines)
+
+
+def _took(ms: float) -> str:
+    """A duration as the person reads it: 23 ms, 8.4 s."""
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"

@@ -30,8 +30,8 @@ def test_every_good_file_gets_exactly_the_change_and_bad_ones_nothing(models, fi
     for path in models["good"]:
         line = per_file[path.name]
         assert line["ok"] and line["committed"] and line["error"] is None, line
-        assert line["changes"]["modified"] > 0 and set(line) == {"file", "ok", "committed", "changes", "error",
-                                                                  "seconds"}
+        assert line["changes"]["modified"] > 0 and set(line) == {"file", "ok", "committed", "outcome", "changes",
+                                                                  "error", "seconds"}
         assert_exactly_the_change(path, out / path.name)
     assert "truncated" in per_file["truncated.ifc"]["error"]
     assert "not ready for the new standard" in per_file["failing.ifc"]["error"]

@@ -5,7 +5,9 @@
 # nexus_deleted_info() -> {id: {class, type, storey, global_id, name}} captured when each was deleted,
 # nexus_geometry_changed() -> ids of elements whose shape or placement changed (added/deleted included),
 # nexus_change_details() -> {"groups": [{kinds, count, classes, ids}], "elements": [{id, status, class, name,
-# tag, kinds, changes: [{key, old, new}]}]}: modified elements grouped by what changed, old → new values.
+# tag, kinds, changes: [{key, old, new}]}], "recorded"?: {added, modified, deleted}}: modified elements grouped by
+# what changed (a "linked" group names the changed entities that reached its elements in "via"), old → new values;
+# "recorded" is there when the script's own change record disagreed with the model it wrote.
 # Prints the report, then one "@@nexus {json}" directive line that the cloud strips.
 import json
 
@@ -20,7 +22,7 @@ _NX_KIND_WORDS = {
     "properties": "property or quantity values changed", "material": "material changed",
     "relationships": "other relationships changed",
     "followed": "geometry followed (placed relative to, or cut by, something that changed)",
-    "other": "changed indirectly",
+    "linked": "linked data changed", "other": "changed through linked data",
 }
 _NX_STATUS_WORDS = {"modified": " | before -> after", "added": " | new", "deleted": " | last values"}
 
@@ -230,7 +232,8 @@ def _nx_groups_by_change(details):
     groups = details.get("groups") or []
     if groups:
         print("Modified, by what changed: " + "; ".join(
-            " and ".join(_NX_KIND_WORDS.get(k, k) for k in g["kinds"]) + f": {g['count']} "
+            " and ".join(_NX_KIND_WORDS.get(k, k) for k in g["kinds"])
+            + (f" ({', '.join(g['via'])})" if g.get("via") else "") + f": {g['count']} "
             + _nx_classes(g.get("classes") or {}) for g in groups) + ".")
     if details.get("error"):
         print(f"(before -> after could not be worked out: {details['error']})")
@@ -270,11 +273,16 @@ def _nx_report():
                              "name": known.get("name"), "tag": None}
 
     print("=== CHANGE REPORT ===")
+    details = (nexus_change_details() or {}) if "nexus_change_details" in globals() else {}
+    recorded = details.get("recorded")
+    if recorded:
+        print(f"Note: this report comes from the model the script wrote. The script's own change record said "
+              f"{recorded['added']} added, {recorded['modified']} modified, {recorded['deleted']} deleted; it "
+              "worked around the host's change recording.")
     if total == 0:
         print("No elements were added, modified or deleted.")
     else:
         print(f"{len(added)} added, {len(modified)} modified, {len(deleted)} deleted element(s).")
-    details = (nexus_change_details() or {}) if "nexus_change_details" in globals() else {}
     values = {e["id"]: e for e in details.get("elements") or []}
     for title, ids in (("Added", added), ("Modified", modified), ("Deleted", deleted)):
         if not ids:

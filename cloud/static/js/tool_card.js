@@ -251,7 +251,8 @@ const KIND_WORDS = {
   placement: "moved", rebased: "placement re-based onto a moved host (position unchanged)", shape: "shape changed", openings: "openings or fillings changed", type: "type changed",
   container: "container changed", attributes: "attributes changed", properties: "property values changed",
   material: "material changed", relationships: "other relationships changed",
-  followed: "geometry followed (placed relative to, or cut by, something that changed)", other: "changed indirectly",
+  followed: "geometry followed (placed relative to, or cut by, something that changed)",
+  linked: "linked data changed", other: "changed through linked data",
 };
 const STATUS_WORDS = { modified: "modified", added: "added", deleted: "deleted (last values)" };
 
@@ -284,7 +285,8 @@ export function diffView(details, validation) {
   const groups = details.groups || [];
   if (groups.length) {
     box.append(h("ul", { class: "diff-groups" }, groups.map((g) => h("li", { dataset: { kinds: g.kinds.join(" ") } },
-      h("strong", { text: groupLabel(g) }), ": ", g.kinds.map((k) => KIND_WORDS[k] || k).join(" and ")))));
+      h("strong", { text: groupLabel(g) }), ": ", g.kinds.map((k) => KIND_WORDS[k] || k).join(" and "),
+      g.via && g.via.length ? ` (${g.via.join(", ")})` : ""))));
   }
   const elements = details.elements || [];
   if (details.error) box.append(h("div", { class: "note warn", text: "Values could not be worked out: " + details.error }));

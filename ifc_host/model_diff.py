@@ -1,0 +1,107 @@
+"""Which entities a run created, deleted or rewrote, from the serialised models themselves (IFC-SPF text).
+
+The keeper compares what the script's process sent for commit with the committed model's own serialisation,
+record by record (one `#id=...;` line each, as IfcOpenShell writes them): equal lines are untouched
+entities, so the comparison costs two splits and two set lookups per line. It rides on the serialisation the
+commit makes anyway, and nothing in it comes from the script's process except the bytes being committed.
+
+The bytes are trusted only as far as they are checked: each record that differs must be the one entity the
+parsed model holds under its id, written as IfcOpenShell writes it (so no record can hide another entity or
+swallow the lines after it), and the parsed model must hold exactly as many entities as there are records.
+Bytes that fail a check are not committed as sent: the keeper writes its own serialisation of what it parsed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import ifcopenshell
+import ifcopenshell.ifcopenshell_wrapper as wrapper
+
+DATA_START = b"\nDATA;\n"
+DATA_END = b"ENDSEC;"
+_SPF_TEXT = wrapper.entity_instance.to_string  # (entity, True): the record as the file writer writes it
+
+
+class NotCanonical(ValueError):
+    """The text is not laid out as IfcOpenShell writes a model (the message says where)."""
+
+
+@dataclass
+class EntityDiff:
+    created: set[int] = field(default_factory=set)
+    deleted: set[int] = field(default_factory=set)
+    differing: set[int] = field(default_factory=set)  # in both, with different text
+    records: int = 0  # entity records in the new text
+    new_records: dict[int, bytes] = field(default_factory=dict)  # the created and differing records
+
+    @property
+    def empty(self) -> bool:
+        return not (self.created or self.deleted or self.differing)
+
+
+def data_section(text: bytes) -> bytes:
+    """The records of an IFC-SPF text: everything between `DATA;` and the final `ENDSEC;`."""
+    start = text.find(DATA_START)
+    end = text.rfind(DATA_END)
+    if start < 0 or end < start:
+        raise NotCanonical("no DATA section")
+    if b"\n#" in text[:start]:
+        raise NotCanonical("an entity record before the DATA section")
+    if text[end:].split() != [b"ENDSEC;", b"END-ISO-10303-21;"]:
+        raise NotCanonical("text after the DATA section")
+    return text[start + len(DATA_START):end]
+
+
+def _record_id(line: bytes) -> int:
+    equals = line.find(b"=")
+    if not line.startswith(b"#") or equals < 2 or not line.endswith(b";"):
+        raise NotCanonical(f"a line that is not one entity record: {line[:80]!r}")
+    try:
+        return int(line[1:equals])
+    except ValueError as exc:
+        raise NotCanonical(f"a record without a numeric id: {line[:80]!r}") from exc
+
+
+def diff_records(before: bytes, after: bytes) -> EntityDiff:
+    """Entity ids created, deleted and rewritten between two DATA sections (as data_section returns them)."""
+    old_lines = before.split(b"\n")
+    new_lines = after.split(b"\n")
+    if old_lines and not old_lines[-1]:
+        old_lines.pop()
+    if new_lines and not new_lines[-1]:
+        new_lines.pop()
+    old_set = set(old_lines)
+    new_set = set(new_lines)
+    gone = {_record_id(line) for line in old_lines if line not in new_set}
+    came: dict[int, bytes] = {}
+    for line in new_lines:
+        if line not in old_set:
+            entity_id = _record_id(line)
+            if entity_id in came:
+                raise NotCanonical("two records with the same id")
+            came[entity_id] = line
+    diff = EntityDiff(records=len(new_lines), new_records=came)
+    diff.differing = gone & came.keys()
+    diff.created = set(came) - gone
+    diff.deleted = gone - came.keys()
+    return diff
+
+
+def check_against_model(diff: EntityDiff, model: ifcopenshell.file) -> None:
+    """NotCanonical unless every created or rewritten record is exactly its entity in the parsed `model`
+    and the model holds one entity per record."""
+    if len(model.entity_names()) != diff.records:
+        raise NotCanonical(f"{diff.records} records but {len(model.entity_names())} entities after parsing")
+    for entity_id, line in diff.new_records.items():
+        try:
+            entity = model.by_id(entity_id)
+        except RuntimeError as exc:
+            raise NotCanonical(f"record #{entity_id} is not an entity of the parsed model") from exc
+        if (_SPF_TEXT(entity, True) + ";").encode("utf-8") != line:
+            raise NotCanonical(f"record #{entity_id} is not written as IfcOpenShell writes it")
+    for entity_id in diff.deleted:
+        try:
+            model.by_id(entity_id)
+        except RuntimeError:
+            continue
+        raise NotCanonical(f"#{entity_id} has no record but is in the parsed model")

@@ -1,0 +1,226 @@
+"""The report of an automation, worked out in the keeper from the model the script's process wrote.
+
+The script runs in a process it controls entirely (it can switch the change recorder off, patch the host's
+functions, write to its pipes), so nothing that process reports decides what the person is told. The
+keeper compares the written model with the committed one entity by entity (model_diff.py), maps the result
+to elements (changes.changes_between), and runs before → after, validation, the IDS check and the cloud's
+epilogue on that set, against the model it parsed itself: exactly what a commit would write. What the
+script's process reported (its recorder's element sets) is only compared: when it differs, the report says so.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ifcopenshell
+
+from ifc_host.change_details import describe_changes
+from ifc_host.changes import ChangeRecorder, ChangeSet, changes_between
+from ifc_host.ids_check import IdsProblem, IdsRun, IdsState, parsed_ids
+from ifc_host.model_diff import NotCanonical, check_against_model, data_section, diff_records
+from ifc_host.model_file import BadModelError, open_checked
+from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
+from ifc_host.validation import validate_run
+
+EPILOGUE_FILENAME = "<epilogue>"
+
+
+@dataclass
+class Prepared:
+    """A commit worked out but not yet renamed into place."""
+
+    result: dict[str, Any]
+    data: bytes | None = None  # what to write; None when the run changed nothing (nothing is written)
+    records: bytes | None = None  # its DATA section: the next commit's baseline
+    adopted: ifcopenshell.file | None = None  # `data` parsed: the committed model once renamed into place
+    path: Path | None = None  # where `data` was written to be parsed
+    ids_after: tuple[str, IdsState] | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        return self.data is None
+
+
+class IdsStates:
+    """IDS results of the committed model, per IDS text: the state after one commit is the next run's
+    state before, so an unchanged model is never checked twice."""
+
+    def __init__(self) -> None:
+        self._model: ifcopenshell.file | None = None
+        self._states: dict[str, IdsState] = {}
+
+    def get(self, model: ifcopenshell.file, text: str) -> IdsState | None:
+        return self._states.get(text) if model is self._model else None
+
+    def put(self, model: ifcopenshell.file, text: str, state: IdsState) -> None:
+        if model is not self._model:
+            self._model, self._states = model, {}
+        if len(self._states) >= 4:
+            self._states.clear()
+        self._states[text] = state
+
+
+def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported: dict[str, Any],
+            job: dict[str, Any], write: Callable[[bytes], Path], workdir: Path,
+            ids_states: IdsStates) -> Prepared | str:
+    """The trusted result of a run whose process sent `data`, or why it cannot be committed (a message)."""
+    result = {**reported, "failures": list(reported.get("failures") or [])}
+    recorded = reported.get("changes") or {"added": [], "modified": [], "deleted": []}
+    try:
+        records = data_section(data)
+        diff = diff_records(baseline, records)
+    except NotCanonical:
+        records, diff = None, None
+    if diff is not None and diff.empty:
+        changes = ChangeSet()
+        _fill(committed, changes, result, recorded, job, workdir, ids_states, committed_model=True)
+        return Prepared(result)
+    path = write(data)
+    unreadable = None
+    try:
+        adopted = open_checked(path)
+    except BadModelError as exc:
+        # Never committed; still compared and validated, so the person learns what the script broke.
+        unreadable = f"the written model did not read back: {exc}"
+        try:
+            adopted = ifcopenshell.open(str(path))
+        except Exception:  # noqa: BLE001 - not even a lenient parse: nothing to compare
+            return unreadable
+    try:
+        if diff is None or records is None:
+            raise NotCanonical("not laid out as IfcOpenShell writes a model")
+        check_against_model(diff, adopted)
+    except NotCanonical as exc:
+        # Commit the keeper's own serialisation of what it parsed, and compare that.
+        data = adopted.to_string().encode("utf-8")
+        records = data_section(data)
+        diff = diff_records(baseline, records)
+        path = write(data)
+        adopted = open_checked(path)
+        result["failures"].append({"severity": "warning", "message": (
+            f"the model the script's process sent was not written the way IfcOpenShell writes one ({exc}); the "
+            "host saved its own serialisation of it instead")})
+    changes = changes_between(committed, adopted, diff.created, diff.deleted, diff.differing)
+    ids_after = _fill(adopted, changes, result, recorded, job, workdir, ids_states, committed_model=False,
+                      before_model=committed)
+    if unreadable is not None:
+        if result.get("ok"):
+            result["ok"] = False
+            result["error"] = {"type": "CommitFailed", "message": unreadable + "; the model is unchanged",
+                               "line": None, "traceback": ""}
+        return Prepared(result, data=data, records=records, adopted=adopted, path=path)
+    if changes.empty and not (diff.created or diff.deleted) and not _anything_differs(committed, adopted, diff.differing):
+        return Prepared(result)  # only the text differed (values written back unchanged): nothing to write
+    return Prepared(result, data=data, records=records, adopted=adopted, path=path, ids_after=ids_after)
+
+
+def _anything_differs(before: ifcopenshell.file, after: ifcopenshell.file, differing: set[int]) -> bool:
+    from ifc_host.changes import snapshot_of
+
+    return any(snapshot_of(before.by_id(i)) != snapshot_of(after.by_id(i)) for i in differing)
+
+
+def _fill(model: ifcopenshell.file, changes: ChangeSet, result: dict[str, Any], recorded: dict[str, Any],
+          job: dict[str, Any], workdir: Path, ids_states: IdsStates, committed_model: bool,
+          before_model: ifcopenshell.file | None = None) -> tuple[str, IdsState] | None:
+    """Changes, before → after, validation, IDS and the epilogue's report of `changes` on `model`."""
+    result["changes"] = changes.as_contract()
+    result["geometry_changed"] = list(changes.geometry)
+    changes.details = result["change_details"] = describe_changes(model, changes)
+    _compare_with_recorded(changes, recorded, result)
+    validate_run(model, changes, job.get("validation"), result, before_model)
+    ids_after = _check_ids(before_model or model, model, job, result, ids_states, committed_model)
+    if job.get("epilogue_code") and result["ok"]:
+        run_epilogue(model, job["epilogue_code"], changes, workdir, result)
+    return ids_after
+
+
+def _compare_with_recorded(changes: ChangeSet, recorded: dict[str, Any], result: dict[str, Any]) -> None:
+    """Say so when the recorder in the script's process saw something else than the written model shows:
+    the script worked around it (a value written back unchanged is no difference: it changed nothing)."""
+    added, deleted = set(recorded.get("added") or []), set(recorded.get("deleted") or [])
+    modified = set(recorded.get("modified") or [])
+    missed = {"added": len(set(changes.added) - added), "modified": len(set(changes.modified) - modified),
+              "deleted": len(set(changes.deleted) - deleted)}
+    claimed = {"added": len(added - set(changes.added)), "deleted": len(deleted - set(changes.deleted))}
+    if not any(missed.values()) and not any(claimed.values()):
+        return
+    said = f"{len(added)} added, {len(modified)} modified, {len(deleted)} deleted"
+    found = f"{len(changes.added)} added, {len(changes.modified)} modified, {len(changes.deleted)} deleted"
+    message = (f"the change record kept while the script ran ({said}) does not match the model it wrote ({found}); "
+               "this report is taken from the written model. The script bypassed the host's change recording "
+               "(for example by replacing model.transaction)")
+    result["failures"].append({"severity": "warning", "message": message})
+    result["change_details"]["recorded"] = {"added": len(added), "modified": len(modified), "deleted": len(deleted)}
+
+
+def _check_ids(before: ifcopenshell.file, after: ifcopenshell.file, job: dict[str, Any], result: dict[str, Any],
+               states: IdsStates, committed_model: bool) -> tuple[str, IdsState] | None:
+    text = job.get("ids")
+    if not text or job.get("mode") != "automate":
+        return None
+    run = IdsRun(text)
+    known = states.get(before, text)
+    run.start(before, known)
+    if known is None and run.before is not None:
+        states.put(before, text, run.before)
+    after_state = run.finish(after, job.get("validation"), result, same_model=committed_model)
+    return (text, after_state) if after_state is not None else None
+
+
+def warm_ids(text: str) -> None:
+    try:
+        parsed_ids(text)
+    except IdsProblem:
+        pass  # reported with the result
+
+
+def run_epilogue(model: ifcopenshell.file, code: str, changes: ChangeSet, workdir: Path,
+                 result: dict[str, Any]) -> None:
+    """The cloud's change-report script, read-only, against the model the commit writes."""
+    path = workdir / "epilogue-output.txt"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    output = CappedOutput(fd, STDOUT_CAP_BYTES)
+    guard = ChangeRecorder(model)
+    saved = sys.stdout, sys.stderr, model.transaction
+    sys.stdout = sys.stderr = output  # the keeper is single-threaded: nothing else prints meanwhile
+    model.transaction = guard
+    try:
+        outcome = run_code(code, EPILOGUE_FILENAME, _epilogue_globals(model, changes))
+    finally:
+        output.flush()
+        sys.stdout, sys.stderr, model.transaction = saved
+        os.close(fd)
+    try:
+        result["epilogue_stdout"] = path.read_text(encoding="utf-8", errors="replace") or None
+    finally:
+        path.unlink(missing_ok=True)
+    result["epilogue_truncated"] = output.truncated
+    if not outcome.ok and outcome.error:
+        error = outcome.error
+        result["failures"].append({"severity": "warning", "message": (
+            f"the change report could not be completed: {error['type']}: {error['message']} "
+            f"(epilogue line {error.get('line')})")})
+    if guard.touched_anything:
+        result["ok"] = False
+        result["error"] = {"type": "EpilogueModifiedModel", "line": None, "traceback": "", "message": (
+            "the host's change-report script modified the model, so the automation was not committed")}
+
+
+def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet) -> dict[str, Any]:
+    def nexus_changes() -> dict[str, list[int]]:
+        return changes.as_contract()
+
+    def nexus_deleted_info() -> dict[int, dict[str, Any]]:
+        return {k: dict(v) for k, v in changes.deleted_info.items()}
+
+    def nexus_geometry_changed() -> list[int]:
+        return list(changes.geometry)
+
+    return {"__name__": "__main__", "__builtins__": __builtins__, "model": model, "ifcopenshell": ifcopenshell,
+            "nexus_changes": nexus_changes, "nexus_deleted_info": nexus_deleted_info,
+            "nexus_geometry_changed": nexus_geometry_changed, "nexus_change_details": lambda: changes.details}

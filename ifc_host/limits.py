@@ -32,7 +32,7 @@ VARIABLES = (MEMORY_VARIABLE, CPU_VARIABLE, SCRATCH_VARIABLE, PROCESSES_VARIABLE
 DEFAULT_MEMORY_MB = 4096
 DEFAULT_SCRATCH_MB = 1024
 DEFAULT_PROCESSES = 256
-HOST_WORK_CPU_S = 60  # the same process validates, reports and serialises the model after the script
+HOST_WORK_CPU_S = 60  # the same process serialises the model it sends for commit after the script
 _M_ARENA_MAX = -8
 _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
 

@@ -4,13 +4,15 @@ so no script shares the orchestrator's process, keys or database. `nexus run` us
 (the same host process, runs driven in-process)."""
 from __future__ import annotations
 
-from typing import Any
-
-import requests
+from typing import TYPE_CHECKING, Any
 
 from cloud.child_host import host_connect_timeout, start_ifc_host, wait_for_host
 from cloud.config import Settings
-from cloud.store import Store
+
+if TYPE_CHECKING:  # imported by the commands that use them, not by every `nexus` command at start
+    import requests
+
+    from cloud.store import Store
 
 
 class LocalStack:
@@ -42,6 +44,8 @@ class LocalStack:
         return self.server.url
 
     def api(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        import requests
+
         return requests.request(method, self.url + path, headers={"Authorization": f"Bearer {self.token}"}, **kwargs)
 
     def close(self) -> None:

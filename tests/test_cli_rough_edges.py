@@ -198,3 +198,20 @@ def test_run_prints_a_script_as_code_and_never_overwrites_its_input_without_in_p
     in_place = _nexus("run", "go", "--ifc", str(model), "--model", spec, "--in-place", "--db", db)
     assert in_place.returncode == 0, in_place.stdout[-2000:] + in_place.stderr[-2000:]
     assert "ROUGH-EDGE" in model.read_text() and "committed changes are in" not in in_place.stderr
+
+
+def test_nexus_mcp_run_task_on_a_vendor_without_its_key_says_so_in_our_words(tmp_path, sample_ifc):
+    import anyio
+
+    from tests.mcp.support import stdio_session, text_of
+
+    async def scenario():
+        async with stdio_session("--ifc", str(sample_ifc), "--out", str(tmp_path / "out.ifc"),
+                                 "--db", str(tmp_path / "db.sqlite")) as session:
+            return await session.call_tool("run_task", {"prompt": "hi", "model": "openai:gpt-5.1"})
+
+    done = anyio.run(scenario)
+    assert done.is_error
+    text = text_of(done)
+    assert "no API key for openai: set OPENAI_API_KEY" in text
+    assert "Missing credentials" not in text and "workload" not in text

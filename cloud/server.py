@@ -5,12 +5,13 @@ For production, run under gunicorn with the gevent worker (see README): waitress
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import LISTEN_QUEUE, BaseWSGIServer, WSGIRequestHandler, make_server
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
@@ -62,8 +63,24 @@ def first_free_port(bind: str, port: int, tries: int = 100) -> int:
     raise OSError(f"no free port between {port} and {port + tries - 1} on {bind}")
 
 
+def listen(app: WSGIApplication, bind: str, port: int) -> BaseWSGIServer:
+    """Bind the address without serving yet; OSError when it is taken (Werkzeug would print two lines of its
+    own and exit), so a caller says where it serves only once this worked."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request on the terminal
+    with socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if os.name != "nt":  # as socketserver does; on Windows the flag would let two servers share a port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind, port))
+        sock.listen(LISTEN_QUEUE)
+        # Werkzeug serves a duplicate of this descriptor; this one closes with the block.
+        server = make_server(bind, sock.getsockname()[1], app, threaded=True, request_handler=NoDelayRequestHandler,
+                             fd=sock.fileno())
+    server.daemon_threads = True
+    return server
+
+
 def serve_forever(app: WSGIApplication, bind: str, port: int) -> None:
-    _make(app, bind, port).serve_forever()
+    listen(app, bind, port).serve_forever()
 
 
 def start_server(app: WSGIApplication, bind: str = "127.0.0.1", port: int = 0) -> ServerHandle:

@@ -74,16 +74,26 @@ import ifcopenshell.util.element
 
 CATALOG_PATH = Path(__file__).with_name("sample_data") / "catalog.json"
 HEADER_TIMESTAMP = "2025-01-01T00:00:00+00:00"
+MAX_STOREYS = 200
+MAX_SCALE = 500  # storeys=200, scale=500 is already millions of entities
 ORPHAN_COLUMN_TAG = "C-ORPHAN"
 UNHOSTED_DOOR_TAG = "D101A"
 
 
 def build_sample_model(storeys: int = 3, seed: int = 0, scale: int = 1) -> ifcopenshell.file:
     """Build the sample building in memory (see the module docstring for what it contains)."""
-    if storeys < 1 or scale < 1:
-        raise ValueError("storeys and scale must be at least 1")
+    check_sample_arguments(storeys, seed, scale)
     catalog = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
     return _BuildingBuilder(catalog, storeys=storeys, seed=seed, scale=scale).build()
+
+
+def check_sample_arguments(storeys: int, seed: int = 0, scale: int = 1) -> None:
+    """A ValueError naming the first argument out of range (each says what it accepts)."""
+    for name, value, low, high in (("storeys", storeys, 1, MAX_STOREYS), ("scale", scale, 1, MAX_SCALE)):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be a whole number, not {seed!r}")
 
 
 def write_sample_model(path: str | Path, storeys: int = 3, seed: int = 0, scale: int = 1) -> dict[str, Any]:

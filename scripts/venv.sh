@@ -10,7 +10,7 @@ if [ ! -x "$NEXUS_VENV/bin/python" ]; then
   echo "== creating a virtual environment in $NEXUS_VENV with $("$base_python" --version 2>&1) ($(command -v "$base_python"))"
   if ! "$base_python" -m venv "$NEXUS_VENV" >/dev/null 2>&1; then
     rm -rf "$NEXUS_VENV"
-    echo "== installing Debian's python3-venv (this Python has no working venv module; needs root or sudo)"
+    echo "== installing Debian's python3-venv with apt-get (this Python has no working venv module; needs root or sudo; a minute or so)"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv >/dev/null
     "$base_python" -m venv "$NEXUS_VENV"

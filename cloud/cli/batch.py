@@ -12,10 +12,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from cloud.cli.common import fail, open_store, with_db
+from cloud.cli.protocol_stdout import protocol_stdout
 
 POLL_S = 0.3
 IDLE_HINT_S = 10.0  # nothing running this long on a queue with no local workers: say what it waits for
@@ -151,10 +152,13 @@ def _skill_task(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _check_model(spec: Any) -> None:
     from cloud.batch.jobs import SCRIPTED
-    from cloud.vendors.registry import allow_on_command_line, create_model
+    from cloud.vendors.registry import ModelSpecError, allow_on_command_line, create_model, missing_key
 
     if spec.prompt is None:
         return
+    no_key = missing_key(spec.model)
+    if no_key:
+        raise ModelSpecError(no_key)
     if spec.model.startswith(SCRIPTED) and Path(spec.model[len(SCRIPTED):]).is_dir():
         return  # one script per file: a file without one fails alone
     allow_on_command_line(spec.model)
@@ -164,11 +168,9 @@ def _check_model(spec: Any) -> None:
 class Display:
     """Live progress on stderr; per-file JSON lines on stdout with --json."""
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, out: TextIO) -> None:
         self.as_json, self.tty = as_json, sys.stderr.isatty()
-        # This command's stdout, taken before any worker thread starts: a thread that swaps sys.stdout for
-        # a while (contextlib.redirect_stdout is process-wide) must not send the JSON lines elsewhere.
-        self.out = sys.stdout
+        self.out = out  # this command's stdout (cloud.cli.protocol_stdout)
         self.shown: set[str] = set()
         self.last = ""
 
@@ -189,11 +191,21 @@ class Display:
             if self.as_json:
                 print(json.dumps(json_line(result)), file=self.out, flush=True)
             elif not result.get("ok"):
-                self.progress(f"failed: {path}: {(result.get('error') or '').splitlines()[0][:300]}")
+                self.progress(failure_line(path, result.get("error") or ""))
 
     def end(self) -> None:
         if self.tty and self.last:
             print(file=sys.stderr)
+
+
+def failure_line(path: str, error: str) -> str:
+    """`failed: PATH: why`, the path once (a bad model's error already starts with it)."""
+    first = (error.splitlines() or [""])[0]
+    for prefix in (f"{path}: ", f"{Path(path).resolve()}: "):
+        if first.startswith(prefix):
+            first = first[len(prefix):]
+            break
+    return f"failed: {path}: {first[:300]}"
 
 
 def shown_url(url: str) -> str:
@@ -215,6 +227,11 @@ def _take_queue_url(explicit: str | None) -> str | None:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    with protocol_stdout() as out:  # before any worker thread starts
+        return _batch(args, out)
+
+
+def _batch(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.batch.jobs import BatchError, result_path, save_manifest, sha256_file
     from cloud.batch.progress import Tracker
     from cloud.batch.report import summary, write_reports
@@ -248,7 +265,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for path in pending:
         if tracker.results.pop(path, None) is not None:
             result_path(spec, path).unlink(missing_ok=True)  # a failure being retried: not the record anymore
-    display = Display(args.json)
+    display = Display(args.json, out)
     try:
         if url:
             from cloud.batch.queue import BatchQueue

@@ -5,10 +5,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
-from cloud.store import Store
+if TYPE_CHECKING:
+    from cloud.store import Store
 
 
 def default_db() -> str:
@@ -18,6 +20,9 @@ def default_db() -> str:
 
 
 def open_store(args: argparse.Namespace) -> Store:
+    # Imported here: SQLAlchemy and Alembic take a second or more, spent only by the commands that need them.
+    from cloud.store import Store
+
     return Store(args.db or default_db())
 
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from cloud import migrations
 from cloud.cli.common import default_db, fail, with_db
-from cloud.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +25,9 @@ def _shown(target: str) -> str:
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from cloud import migrations
+    from cloud.store import Store
+
     target = args.db or default_db()
     store = Store(target, migrate=False)
     try:
@@ -45,6 +46,9 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_db_current(args: argparse.Namespace) -> int:
+    from cloud import migrations
+    from cloud.store import Store
+
     target = args.db or default_db()
     store = Store(target, migrate=False)
     try:

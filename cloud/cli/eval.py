@@ -8,8 +8,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from cloud.cli.common import fail
+from cloud.cli.protocol_stdout import protocol_stdout
 from ifc_host.launcher import add_isolation_argument
 
 
@@ -31,6 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    with protocol_stdout() as out:  # before the task runs' threads start
+        return _eval(args, out)
+
+
+def _eval(args: argparse.Namespace, stdout: TextIO) -> int:
     from cloud.evaluation.ifcbench import ImportError_, import_csv
     from cloud.evaluation.report import default_out, write_report
     from cloud.evaluation.runner import Interrupted, TaskRun, run_all, summarise
@@ -41,7 +48,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             count = import_csv(Path(args.suite), Path(args.import_csv))
         except ImportError_ as exc:
             return fail(str(exc), 2)
-        print(f"Wrote {count} tasks to {args.import_csv}")
+        print(f"Wrote {count} tasks to {args.import_csv}", file=stdout)
         return 0
     if not args.models:
         return fail("give at least one --model SPEC", 2)
@@ -57,10 +64,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"skipped {task_id}: {why}", file=sys.stderr)
     if not suite.tasks:
         return fail("no task to run (check --tags)", 2)
-
-    # This command's stdout, taken before the task runs start: a thread that swaps sys.stdout for a while
-    # (contextlib.redirect_stdout is process-wide) must not send a result line elsewhere.
-    stdout = sys.stdout
 
     def show(run: TaskRun) -> None:
         if args.json:
@@ -83,11 +86,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     paths = write_report(out, suite, results, summary)
     summary["report"] = {kind: str(path) for kind, path in paths.items()}
     if args.json:
-        print(json.dumps(summary), flush=True)
+        print(json.dumps(summary), file=stdout, flush=True)
     else:
         for model, block in summary["models"].items():
             rate = "n/a" if block["pass_rate"] is None else f"{block['pass_rate']:.0%}"
             print(f"{model}: {block['passed']}/{block['runs']} passed ({rate} of those that ran), "
-                  f"{block['errors']} errors, ${block['cost']:.4f}, {block['seconds']:.0f} s")
-        print(f"Report: {paths['html']}")
+                  f"{block['errors']} errors, ${block['cost']:.4f}, {block['seconds']:.0f} s", file=stdout)
+        print(f"Report: {paths['html']}", file=stdout, flush=True)
     return 130 if interrupted else 0

@@ -7,13 +7,15 @@ The stack's tokens (the person's and the host's) live only as long as the stack:
 stopped demo leaves no working token behind (and each start does not add one more that stays valid)."""
 from __future__ import annotations
 
-from typing import Any
-
-import requests
+from typing import TYPE_CHECKING, Any
 
 from cloud.child_host import host_connect_timeout, start_ifc_host, wait_for_host
 from cloud.config import Settings
-from cloud.store import Store
+
+if TYPE_CHECKING:  # imported by the commands that use them, not by every `nexus` command at start
+    import requests
+
+    from cloud.store import Store
 
 
 class LocalStack:
@@ -52,6 +54,8 @@ class LocalStack:
         return self.server.url
 
     def api(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        import requests
+
         return requests.request(method, self.url + path, headers={"Authorization": f"Bearer {self.token}"}, **kwargs)
 
     def _revoke(self) -> None:

@@ -61,7 +61,13 @@ def serve_ifc(args: argparse.Namespace) -> int:
     from cloud.mcp.calls import Backend
     from cloud.mcp.server import NexusMcp
     from cloud.mcp.starting import Starting, step_file_problem
-    from cloud.vendors.registry import allow_on_command_line, create_model, default_model_spec
+    from cloud.vendors.registry import (
+        ModelSpecError,
+        allow_on_command_line,
+        create_model,
+        default_model_spec,
+        missing_key,
+    )
 
     problem = step_file_problem(args.ifc)
     if problem:
@@ -86,6 +92,9 @@ def serve_ifc(args: argparse.Namespace) -> int:
         return Backend.of(core.state)
 
     def models(spec: str):  # the person's own machine: any spec they could type on `nexus run`
+        no_key = missing_key(spec)  # in our words, not the vendor SDK's
+        if no_key:
+            raise ModelSpecError(no_key)
         allow_on_command_line(spec)
         return create_model(spec)
 

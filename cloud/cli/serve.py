@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import os
 import re
 import sys
 
-from cloud.cli.common import default_db, open_store, with_db
+from cloud.cli.common import default_db, fail, open_store, with_db
 from cloud.config import Settings
 
 
@@ -24,20 +25,36 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers != 1:
         return _serve_workers(args)
-    from cloud.server import serve_forever
+    from cloud.server import listen
     from cloud.vendors.registry import default_model_spec
     from cloud.web.app import create_app
 
     app = create_app(open_store(args), Settings.from_env(), default_model=default_model_spec())
-    database = re.sub(r"//[^@/]*@", "//", args.db or default_db())  # no password in the output
-    print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {database})", flush=True)
+    try:  # both addresses bound before either is printed: a URL shown is one that answers
+        server = listen(app, args.bind, args.port)
+    except OSError as exc:
+        return fail(_cannot_listen("--port", args.bind, args.port, exc))
+    mcp = None
     if args.mcp_port is not None:
         from cloud.mcp.http import start_mcp_http
 
-        mcp = start_mcp_http(app.extensions["nexus"], args.bind, args.mcp_port)
+        try:
+            mcp = start_mcp_http(app.extensions["nexus"], args.bind, args.mcp_port)
+        except OSError as exc:
+            server.server_close()
+            return fail(_cannot_listen("--mcp-port", args.bind, args.mcp_port, exc))
+    database = re.sub(r"//[^@/]*@", "//", args.db or default_db())  # no password in the output
+    print(f"NexusAI orchestrator on http://{args.bind}:{args.port} (database {database})", flush=True)
+    if mcp is not None:
         print(f"MCP endpoint (streamable HTTP, bearer token) on {mcp.url}", flush=True)
-    serve_forever(app, args.bind, args.port)
+    server.serve_forever()
     return 0
+
+
+def _cannot_listen(option: str, bind: str, port: int, exc: OSError) -> str:
+    why = exc.strerror or str(exc)
+    hint = f"; is another `nexus serve` running? pass another {option}" if exc.errno == errno.EADDRINUSE else ""
+    return f"cannot listen on {bind}:{port}: {why}{hint}"
 
 
 def _serve_workers(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TextIO
 
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
@@ -49,17 +50,19 @@ def parse_args(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import sys
+    from cloud.cli.protocol_stdout import protocol_stdout
 
+    with protocol_stdout() as out:  # before the core's threads start
+        return _run(args, out)
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
     from cloud.skills.direct import run_skill_directly
     from cloud.skills.library import SkillLibrary
     from ifc_host.model_file import BadModelError, open_checked
 
-    # This command's stdout, taken before the core's threads start: a thread that swaps sys.stdout for a
-    # while (contextlib.redirect_stdout is process-wide) must not send the JSON result elsewhere.
-    out = sys.stdout
     try:
         values = parse_args(args.arg)
         open_checked(args.ifc)
@@ -74,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     try:
         row = core.new_session(f"skill:{args.name}")
-        printer = Printer()
+        printer = Printer(out)
         runner = run_skill_directly(store, core.settings, core.link(row), row, args.name, values)
         try:
             while True:

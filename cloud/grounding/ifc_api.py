@@ -5,10 +5,6 @@ import importlib
 import inspect
 import pkgutil
 import re
-import sys
-import threading
-from types import ModuleType
-from typing import Any, TextIO
 
 import ifcopenshell
 import ifcopenshell.api
@@ -18,7 +14,6 @@ from ifcopenshell import ifcopenshell_wrapper
 from cloud.grounding.index import ApiEntry, ApiIndex
 
 _NAMED_TYPE = re.compile(r"<(?:type|entity|enumeration|select) (\w+)")
-_IMPORTING = threading.Lock()  # one import at a time stands in for sys.stdout
 # Modules that are tooling rather than API a script would call.
 SKIPPED_UTIL = {"ifc4x3dev_scrape_data_for_docs", "generate_pset_templates", "profiler", "doc", "mvd_info"}
 
@@ -35,43 +30,16 @@ def _signature(fn: object) -> str:
         return "(...)"
 
 
-class _StdoutOfOtherThreads:
-    """Stands in for sys.stdout during an import: what the importing thread prints goes to stderr, what any
-    other thread prints goes where it always did. (contextlib.redirect_stdout swaps it for every thread: a
-    `--json` line printed meanwhile by the main thread would land on stderr.)"""
-
-    def __init__(self, stdout: TextIO, importing: threading.Thread) -> None:
-        self._stdout, self._importing = stdout, importing
-
-    def write(self, text: str) -> int:
-        target = sys.stderr if threading.current_thread() is self._importing else self._stdout
-        return target.write(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stdout, name)
-
-
-def _import_quietly(name: str) -> ModuleType:
-    """Some ifcopenshell modules print a note on import when an optional dependency is missing. This index is
-    built inside `nexus run --json`, `nexus eval --json`, `nexus batch --json` and the stdio MCP server, whose
-    stdout is a protocol: what the import prints goes to stderr instead."""
-    if name in sys.modules:
-        return sys.modules[name]
-    with _IMPORTING:
-        stdout = sys.stdout
-        sys.stdout = _StdoutOfOtherThreads(stdout, threading.current_thread())  # type: ignore[assignment]
-        try:
-            return importlib.import_module(name)
-        finally:
-            if isinstance(sys.stdout, _StdoutOfOtherThreads):
-                sys.stdout = stdout
-
-
+# Some ifcopenshell modules print a note on import when an optional dependency is missing. This index is
+# built on a thread, so that is not silenced here: replacing sys.stdout from a thread while another thread
+# prints frees the stream the print is using (a segfault). The commands whose stdout is a protocol (`nexus
+# run`, `eval --json`, `batch --json`, the stdio MCP server) point descriptor 1 at stderr once, before any
+# thread starts (cloud.cli.protocol_stdout; the MCP SDK's stdio transport does the same).
 def _api_functions() -> list[ApiEntry]:
     entries = []
     for info in pkgutil.iter_modules(ifcopenshell.api.__path__):
         try:
-            module = _import_quietly(f"ifcopenshell.api.{info.name}")
+            module = importlib.import_module(f"ifcopenshell.api.{info.name}")
         except Exception:  # an optional dependency of one api module must not hide the rest
             continue
         entries.append(ApiEntry(module.__name__, "module", "", _doc(module)))
@@ -88,7 +56,7 @@ def _util_functions() -> list[ApiEntry]:
         if info.name in SKIPPED_UTIL:
             continue
         try:
-            module = _import_quietly(f"ifcopenshell.util.{info.name}")
+            module = importlib.import_module(f"ifcopenshell.util.{info.name}")
         except Exception:
             continue
         for name, obj in vars(module).items():

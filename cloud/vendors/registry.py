@@ -13,7 +13,8 @@ from cloud.vendors import compat_endpoints
 from cloud.vendors.base import ModelAdapter, ModelSpecError, VendorInfo
 
 __all__ = ["ModelSpecError", "VENDOR_MODULES", "check_allowed_for_http", "configured_vendors", "create_model",
-           "default_model_spec", "allow_on_command_line", "register_vendor", "unregister_vendor", "vendor_info", "vendors"]
+           "default_model_spec", "allow_on_command_line", "missing_key", "register_vendor", "unregister_vendor",
+           "vendor_info", "vendors"]
 
 VENDOR_MODULES = {
     "anthropic": "cloud.vendors.anthropic",
@@ -22,6 +23,32 @@ VENDOR_MODULES = {
     "openai-compat": "cloud.vendors.openai_compat",
     "scripted": "cloud.vendors.scripted",
 }
+
+# The built-in vendors that need a key, and the environment variables any one of which configures them (as
+# each module's is_configured() reads them): checked here before a vendor module is imported, because
+# importing one imports its SDK (anthropic, openai and google-genai take seconds each). A vendor replaced by
+# register_vendor is asked itself.
+KEY_ENVS = {
+    "anthropic": ("cloud.vendors.anthropic", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")),
+    "openai": ("cloud.vendors.openai_responses", ("OPENAI_API_KEY",)),
+    "gemini": ("cloud.vendors.gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+}
+NO_DEFAULT_MODEL = {"openai-compat": "cloud.vendors.openai_compat", "scripted": "cloud.vendors.scripted"}
+
+
+def _known_keys(vendor: str) -> tuple[str, ...] | None:
+    """The key variables of a built-in keyed vendor (None for any other vendor, or one replaced)."""
+    module, keys = KEY_ENVS.get(vendor, (None, ()))
+    return keys if module is not None and VENDOR_MODULES.get(vendor) == module else None
+
+
+def missing_key(spec: str) -> str | None:
+    """What to set when `spec`'s vendor needs a key and none is in the environment, else None. Imports no SDK."""
+    vendor, _ = split_spec(spec)
+    keys = _known_keys(vendor)
+    if keys is None or any(os.environ.get(k) for k in keys):
+        return None
+    return f"no API key for {vendor}: set {' or '.join(keys)} (or pass another --model)"
 
 
 def register_vendor(name: str, module: str) -> None:
@@ -102,8 +129,18 @@ def configured_vendors() -> list[str]:
 
 
 def default_model_spec() -> str | None:
-    """The first configured vendor's default model, or None when no key is configured."""
-    for info in vendors():
+    """The first configured vendor's default model, or None when no key is configured. A built-in vendor
+    without its key in the environment is skipped unimported: without any key, this imports no SDK."""
+    for name in VENDOR_MODULES:
+        keys = _known_keys(name)
+        if keys is not None and not any(os.environ.get(k) for k in keys):
+            continue
+        if NO_DEFAULT_MODEL.get(name) == VENDOR_MODULES[name]:
+            continue
+        try:
+            info = vendor_info(name)
+        except ModelSpecError:
+            continue
         if info.listed and info.default_model and info.is_configured():
             return info.default_model
     return None

@@ -34,12 +34,15 @@ print("moved", first.Tag)
 
 
 def test_a_conversation_on_the_ifc_host_really_changes_the_ifc_file(server, alice, scripts_dir, tmp_path,
-                                                                    browser_factory):
+                                                                    browser_factory, monkeypatch):
+    # Its screenshot is the README's (docs/screenshots/chat-page.png): the model field shows the spec as
+    # typed, so it names the script relative to the server's working folder, not by a test's temporary path.
+    monkeypatch.chdir(scripts_dir)
     model_path = tmp_path / "building.ifc"
     sample.write_sample_model(model_path, storeys=2)
     before = digest(model_path)
     with connected_host(model_path, server.url, alice.token) as (_, host_id):
-        spec = write_script(scripts_dir / "ifc.json", [
+        write_script(scripts_dir / "ifc.json", [
             [{"thinking": "Renumber the Level 1 doors and nudge the first one."},
              {"text": "I'll renumber the doors on **Level 1** and move the first door 0.4 m."},
              {"tool_call": {"name": "execute_task_automation", "input": {"code": RENUMBER_AND_MOVE}}}],
@@ -48,7 +51,7 @@ def test_a_conversation_on_the_ifc_host_really_changes_the_ifc_file(server, alic
         browser = open_chat(browser_factory, server.url, alice, host_id, 1100, 1560)
         page = browser.page
         assert page.locator("#host").input_value() == host_id
-        browser.send("Renumber the doors on Level 1 and move the first one a little", model=spec)
+        browser.send("Renumber the doors on Level 1 and move the first one a little", model="scripted:ifc.json")
 
         card = page.locator(".tool-card")
         assert card.get_attribute("data-state") == "committed", card.text_content()

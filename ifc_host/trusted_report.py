@@ -9,8 +9,8 @@ script's process reported (its recorder's element sets) is only compared: when i
 """
 from __future__ import annotations
 
+import functools
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,14 +186,13 @@ def run_epilogue(model: ifcopenshell.file, code: str, changes: ChangeSet, workdi
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     output = CappedOutput(fd, STDOUT_CAP_BYTES)
     guard = ChangeRecorder(model)
-    saved = sys.stdout, sys.stderr, model.transaction
-    sys.stdout = sys.stderr = output  # the keeper is single-threaded: nothing else prints meanwhile
+    saved = model.transaction
     model.transaction = guard
-    try:
-        outcome = run_code(code, EPILOGUE_FILENAME, _epilogue_globals(model, changes))
+    try:  # the epilogue prints into its own file: the keeper's sys.stdout is never swapped
+        outcome = run_code(code, EPILOGUE_FILENAME, _epilogue_globals(model, changes, output))
     finally:
         output.flush()
-        sys.stdout, sys.stderr, model.transaction = saved
+        model.transaction = saved
         os.close(fd)
     try:
         result["epilogue_stdout"] = path.read_text(encoding="utf-8", errors="replace") or None
@@ -211,7 +210,7 @@ def run_epilogue(model: ifcopenshell.file, code: str, changes: ChangeSet, workdi
             "the host's change-report script modified the model, so the automation was not committed")}
 
 
-def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet) -> dict[str, Any]:
+def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet, output: CappedOutput) -> dict[str, Any]:
     def nexus_changes() -> dict[str, list[int]]:
         return changes.as_contract()
 
@@ -221,6 +220,7 @@ def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet) -> dict[str,
     def nexus_geometry_changed() -> list[int]:
         return list(changes.geometry)
 
-    return {"__name__": "__main__", "__builtins__": __builtins__, "model": model, "ifcopenshell": ifcopenshell,
+    return {"__name__": "__main__", "__builtins__": __builtins__, "print": functools.partial(print, file=output),
+            "model": model, "ifcopenshell": ifcopenshell,
             "nexus_changes": nexus_changes, "nexus_deleted_info": nexus_deleted_info,
             "nexus_geometry_changed": nexus_geometry_changed, "nexus_change_details": lambda: changes.details}

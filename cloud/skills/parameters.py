@@ -165,6 +165,18 @@ def coerce(parameter: dict[str, Any], value: Any) -> Any:
     return value
 
 
+def value_spans(code: str, names: list[str]) -> dict[str, list[int]]:
+    """For a binder outside this process (the pyRevit button, IronPython 2.7): where each parameter's value
+    is in `code`, as [start, end) offsets in UTF-16 code units (IronPython's string indexes); a name that
+    is no longer a parameter is left out."""
+    found = _parameters_of(code)
+
+    def units(offset: int) -> int:
+        return len(code[:offset].encode("utf-16-le")) // 2
+
+    return {name: [units(found[name].start), units(found[name].end)] for name in names if name in found}
+
+
 def _written(name: str, value: Any) -> str:
     """`value` as Python source that `ast.literal_eval` reads back as the same value of the same type."""
     text = repr(value)

@@ -8,6 +8,33 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+SECRET_ENV = "NEXUS_SECRET"
+REDIS_URL_ENV = "NEXUS_REDIS_URL"
+MIN_SECRET_CHARS = 32
+
+
+class ConfigurationError(ValueError):
+    """The deployment cannot start as configured; the message is one line saying what to set."""
+
+
+def redis_secret(required: bool = False) -> bytes:
+    """NEXUS_SECRET, which signs every message between server processes through Redis (b"" when unset and
+    not `required`). With NEXUS_REDIS_URL set it is required: whoever can write to Redis would otherwise
+    run code on every connected host."""
+    value = os.environ.get(SECRET_ENV, "").strip()
+    if not value:
+        if required or os.environ.get(REDIS_URL_ENV):
+            given = f"{REDIS_URL_ENV} is set" if os.environ.get(REDIS_URL_ENV) else "a Redis URL is given"
+            raise ConfigurationError(f"{given} but {SECRET_ENV} is not: set {SECRET_ENV} to the same "
+                                     f"random value (at least {MIN_SECRET_CHARS} characters, e.g. `openssl rand -hex "
+                                     f"32`) on every server process; it signs their messages through Redis")
+        return b""
+    if len(value) < MIN_SECRET_CHARS:
+        raise ConfigurationError(f"{SECRET_ENV} is {len(value)} characters long: use at least {MIN_SECRET_CHARS} "
+                                 f"(e.g. `openssl rand -hex 32`)")
+    return value.encode("utf-8")
+
+
 # Environment variable -> setting, for what an operator tunes without code.
 ENVIRONMENT = {
     "NEXUS_TRUSTED_PROXIES": "trusted_proxies",

@@ -19,6 +19,10 @@ FAST = {"keepalive_s": 0.2, "tool_timeout_s": 5.0}
 # Set by .ci/run: in CI a skipped test is a failure (a missing browser, stub package or project module
 # must never pass as a skip).
 FAIL_ON_SKIP = os.environ.get("NEXUS_FAIL_ON_SKIP") == "1"
+# The deployment secret that signs messages through Redis (required with NEXUS_REDIS_URL): one for every
+# server a test starts, in this process or a child, so they trust each other.
+TEST_SECRET = "test-secret-" + "0123456789abcdef" * 3
+os.environ.setdefault("NEXUS_SECRET", TEST_SECRET)
 
 
 def _skip_fails(report: pytest.CollectReport | pytest.TestReport) -> None:

@@ -5,9 +5,14 @@ A message carries only the batch folder and the file: the manifest and the per-f
 record, so a message delivered twice (a worker lost after finishing, before acknowledging) finds its result
 and is not redone. A worker that dies mid-job stops heartbeating; after `heartbeat_timeout` the broker's
 maintenance hands its unacknowledged messages to the other workers.
+
+Each message is signed with the deployment's secret (NEXUS_SECRET, cloud.distributed.signing) over its
+folder and file: a worker drops (and logs) a message this deployment did not enqueue.
 """
 from __future__ import annotations
 
+import json
+import logging
 import os
 import socket
 import threading
@@ -19,7 +24,10 @@ from dramatiq.brokers.redis import RedisBroker
 
 from cloud.batch.jobs import load_manifest
 from cloud.batch.worker import process_file, wait_for_hosts
+from cloud.distributed.signing import signer_from_env
 from cloud.store import Store
+
+log = logging.getLogger(__name__)
 
 NAMESPACE = "nexus-batch"
 QUEUE = "files"
@@ -29,10 +37,15 @@ DEFAULT_HEARTBEAT_S = 30.0
 MAINTENANCE_EVERY_FETCH = 1_000_000  # the broker's scale: requeue dead workers' messages on every fetch
 JOB_TIME_LIMIT_MS = 2 * 60 * 60 * 1000
 MAX_RETRIES = 3  # a job that raises (a crash of the worker code, not a failing file) is retried
+MESSAGE_MAX_AGE_S = 30 * 86400  # a queued job may wait long for a worker; the signature, not its age, matters
 
 
 def redis_url(explicit: str | None) -> str | None:
     return explicit or os.environ.get("NEXUS_REDIS_URL") or None
+
+
+def _job_text(state_dir: str, path: str) -> str:
+    return json.dumps([state_dir, path])
 
 
 def running_key(batch_id: str) -> str:
@@ -42,6 +55,7 @@ def running_key(batch_id: str) -> str:
 class BatchQueue:
     def __init__(self, url: str, store: Store | None = None) -> None:
         heartbeat_s = float(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_S))
+        self.signer = signer_from_env()  # no secret, no queue
         self.redis = redis.Redis.from_url(url)
         self.broker = RedisBroker(url=url, namespace=NAMESPACE, heartbeat_timeout=int(heartbeat_s * 1000),
                                   maintenance_chance=MAINTENANCE_EVERY_FETCH)
@@ -54,15 +68,19 @@ class BatchQueue:
         self.redis.ping()
 
     def enqueue(self, state_dir: str, paths: list[str]) -> None:
+        folder = os.path.abspath(state_dir)
         for path in paths:
-            self.actor.send(os.path.abspath(state_dir), path)
+            self.actor.send(folder, path, self.signer.seal(_job_text(folder, path), ACTOR))
 
     def running(self, batch_id: str) -> list[str]:
         return [k.decode() for k in self.redis.hkeys(running_key(batch_id))]
 
-    def _process(self, state_dir: str, path: str) -> None:
+    def _process(self, state_dir: str, path: str, signature: str = "") -> None:
         if self.store is None:
             raise RuntimeError("this queue was opened to enqueue, not to work")
+        if self.signer.unseal(signature, ACTOR, MESSAGE_MAX_AGE_S) != _job_text(state_dir, path):
+            log.warning("batch queue: dropped a job for %s in %s not enqueued by this deployment", path, state_dir)
+            return
         spec = load_manifest(state_dir)
         key = running_key(spec.batch_id)
         self.redis.hset(key, path, self.name)

@@ -9,6 +9,7 @@ import threading
 
 from cloud.cli import batch, db, demo, eval, ifc_host, mcp, models, run, sample_model, serve, skill, token
 from cloud.cli.common import default_db
+from cloud.config import ConfigurationError
 
 __all__ = ["build_parser", "default_db", "main"]
 
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except ConfigurationError as exc:  # the deployment's settings, said in one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def run_main() -> None:

@@ -9,7 +9,7 @@ import re
 import sys
 
 from cloud.cli.common import default_db, fail, open_store, with_db
-from cloud.config import Settings
+from cloud.config import Settings, redis_secret
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,6 +68,7 @@ def _serve_workers(args: argparse.Namespace) -> int:
         print(f"error: several workers share runs, results and host connections through Redis: set {REDIS_URL_ENV}",
               file=sys.stderr)
         return 2
+    redis_secret()  # ConfigurationError (one line) before any worker starts
     if args.mcp_port is not None:
         print("error: --mcp-port serves from one process; run `nexus serve --mcp-port` as its own instance",
               file=sys.stderr)

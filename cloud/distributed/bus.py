@@ -5,6 +5,10 @@ call: all named by session id) and on its own inbox (commands for host websocket
 code never holds a Redis connection: it waits on a local signal the subscriber raises, and re-reads the
 state from Redis when woken or after a slow poll interval, so a lost message (pub/sub is at most once,
 and Redis may restart) only delays, never loses.
+
+Every message is sealed with the deployment's secret (cloud.distributed.signing, NEXUS_SECRET) for the
+channel it is published on; one that is unsigned, badly signed or stale is dropped and logged. `seal` and
+`unseal` do the same for values the other modules keep in Redis keys.
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ from typing import Any
 
 import redis
 
+from cloud.distributed.signing import MESSAGE_MAX_AGE_S, Signer, signer_from_env
+
 log = logging.getLogger(__name__)
 
 PREFIX = "nx:"
@@ -34,7 +40,8 @@ def process_id() -> str:
 
 
 class Bus:
-    def __init__(self, url: str, process: str | None = None) -> None:
+    def __init__(self, url: str, process: str | None = None, signer: Signer | None = None) -> None:
+        self.signer = signer or signer_from_env()  # before any connection: no secret, no start
         self.process = process or process_id()
         # A bounded pool that makes a caller wait for a free connection (redis-py's default pool refuses
         # the 101st at once): every stream, waiting run and host lookup of a busy process shares it.
@@ -97,11 +104,18 @@ class Bus:
                 self._generation[key] = self._generation.get(key, 0) + 1
             self._cond.notify_all()
 
+    # signed values: what this deployment's processes wrote, for the key (or channel) named by `purpose`
+    def seal(self, payload: str, purpose: str) -> str:
+        return self.signer.seal(payload, purpose)
+
+    def unseal(self, sealed: object, purpose: str, max_age_s: float = MESSAGE_MAX_AGE_S) -> str | None:
+        return self.signer.unseal(sealed, purpose, max_age_s)
+
     def signal(self, key: str) -> None:
         """Wake `key`'s waiters in every process (this one included)."""
         self._signal(key)
         try:
-            self.redis.publish(BROADCAST, key)
+            self.redis.publish(BROADCAST, self.seal(key, BROADCAST))
         except redis.RedisError as exc:  # the waiters' slow poll still finds the change
             log.warning("could not publish a wake-up for %s: %s", key, exc)
 
@@ -111,7 +125,8 @@ class Bus:
 
     def send_to(self, process: str, message: dict[str, Any]) -> int:
         """Publish to a process's inbox; the number of receivers (0: that process is gone)."""
-        return int(self.redis.publish(f"{PREFIX}proc:{process}", json.dumps(message)))
+        channel = f"{PREFIX}proc:{process}"
+        return int(self.redis.publish(channel, self.seal(json.dumps(message), channel)))
 
     def close(self) -> None:
         self.closed.set()
@@ -148,13 +163,16 @@ class Bus:
         self._watchers.append(watcher)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        data = self.unseal(message["data"], message["channel"])
+        if data is None:  # unsigned, forged or stale: dropped (logged by unseal)
+            return
         if message["channel"] == BROADCAST:
-            self._signal(message["data"])
+            self._signal(data)
             for watcher in self._watchers:
-                watcher(message["data"])
+                watcher(data)
             return
         try:
-            body = json.loads(message["data"])
+            body = json.loads(data)
             handler = self._handlers.get(body.get("kind"))
             if handler is not None:
                 handler(body)

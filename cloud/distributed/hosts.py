@@ -8,6 +8,10 @@ elsewhere is published to the owner's inbox; no subscriber (the owner is gone) f
 A host that reconnects to another process takes its id over there: the new owner tells the previous one,
 which forgets its stale connection (its socket loop then sees the id held elsewhere and closes it), and a
 heartbeat never re-advertises a connection whose id another process now owns.
+
+A host's record and its queued on-connect messages are sealed with the deployment's secret
+(cloud.distributed.signing), the record naming its owner: a record this deployment did not write, or one
+that names another owner than the owner key, is no host (commands are never routed by it).
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ log = logging.getLogger(__name__)
 HOST_TTL_S = 30
 LOOKUP_CACHE_S = 0.5  # a remote host's record is re-read at most this often (waiting calls ask often)
 ALL_HOSTS = PREFIX + "hosts"
+ON_CONNECT_KEEP_S = 7 * 86400
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1], KEYS[2]) end
@@ -92,9 +97,9 @@ class RedisHostDirectory(HostDirectory):
     def _describe(self, connections: list[HostConnection]) -> None:
         with self.bus.redis.pipeline() as pipe:
             for c in connections:
-                pipe.set(_info_key(c.host_id), json.dumps({"user": c.user_name, "hello": dict(c.hello),
-                                                           "connected_at": c.connected_at,
-                                                           "last_seen": c.last_seen}), ex=HOST_TTL_S)
+                record = json.dumps({"user": c.user_name, "hello": dict(c.hello), "connected_at": c.connected_at,
+                                     "last_seen": c.last_seen, "owner": self.bus.process})
+                pipe.set(_info_key(c.host_id), self.bus.seal(record, _info_key(c.host_id)), ex=HOST_TTL_S)
                 pipe.sadd(_user_key(c.user_name), c.host_id)
                 pipe.sadd(ALL_HOSTS, c.host_id)
             pipe.execute()
@@ -154,7 +159,13 @@ class RedisHostDirectory(HostDirectory):
             return None
         if owner is None or info is None or owner == self.bus.process:
             return None
-        record = json.loads(info)
+        text = self.bus.unseal(info, _info_key(host_id))
+        record = json.loads(text) if text is not None else None
+        if record is None or record.get("owner") != owner:
+            if record is not None:
+                log.warning("host %s: its owner key names %s, its signed record %s; not routed", host_id, owner,
+                            record.get("owner"))
+            return None
         connection = HostConnection(host_id, record["user"], Hello.parse(record["hello"]),
                                     lambda message: self._send_remote(owner, host_id, message),
                                     connected_at=record["connected_at"], last_seen=record["last_seen"])
@@ -235,15 +246,16 @@ class RedisHostDirectory(HostDirectory):
         return HostActivity.from_json(json.loads(raw)).current() if raw else HostActivity()
 
     def send_on_connect(self, host_id: str, message: dict[str, Any]) -> None:
-        self.bus.redis.rpush(_on_connect_key(host_id), json.dumps(message))
-        self.bus.redis.expire(_on_connect_key(host_id), 7 * 86400)
+        self.bus.redis.rpush(_on_connect_key(host_id), self.bus.seal(json.dumps(message), _on_connect_key(host_id)))
+        self.bus.redis.expire(_on_connect_key(host_id), ON_CONNECT_KEEP_S)
 
     def take_on_connect(self, host_id: str) -> list[dict[str, Any]]:
         with self.bus.redis.pipeline() as pipe:
             pipe.lrange(_on_connect_key(host_id), 0, -1)
             pipe.delete(_on_connect_key(host_id))
             raw, _ = pipe.execute()
-        return [json.loads(m) for m in raw]
+        opened = (self.bus.unseal(m, _on_connect_key(host_id), ON_CONNECT_KEEP_S) for m in raw)
+        return [json.loads(m) for m in opened if m is not None]
 
     def _heartbeat(self) -> None:
         while not self.bus.closed.wait(HOST_TTL_S / 3):

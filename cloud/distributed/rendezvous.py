@@ -9,6 +9,10 @@ even when Redis lost the pending request in between. Redis then carries the answ
 waiting process. The waiting call re-reads the hash when woken and on a 1 s poll, reads the database
 record on a slow poll and whenever Redis cannot say (unreachable, or restarted without persistence: the
 pending request is written back so an answer posted after Redis returns is still accepted).
+
+What Redis holds is signed (cloud.distributed.signing): the pending request's fields carry a signature
+checked before a delivery is recorded, and the answer's copy is sealed for its request; a forged or stale
+copy is dropped (logged) and the waiting call reads the database record instead.
 """
 from __future__ import annotations
 
@@ -38,9 +42,11 @@ KEEP_S = 86400  # how long pending requests and the answered-id memory live in R
 
 # KEYS: pending hash, answered list. ARGV: tool_call_id, kind, request_id ('' when by tool call), host_id
 # ('' for a browser). A host's delivery names the request; a browser's the tool call. Returns the outcome,
-# and for 'accepted' the pending_id and tool_call_id the database record is keyed by.
+# and for 'accepted' the pending_id and tool_call_id the database record is keyed by, and the fields the
+# request's signature covers. An answer already given is refused by the database record (the gate), not by
+# the copy in the hash, which anyone with Redis access could write.
 _CHECK = """
-local p = redis.call('HMGET', KEYS[1], 'request_id', 'tool_call_id', 'kind', 'host_id', 'result', 'pending_id')
+local p = redis.call('HMGET', KEYS[1], 'request_id', 'tool_call_id', 'kind', 'host_id', 'result', 'pending_id', 'sig')
 local function refused()
   local ids = redis.call('LRANGE', KEYS[2], 0, -1)
   for _, id in ipairs(ids) do
@@ -55,9 +61,9 @@ if ARGV[3] ~= '' then
 else
   if p[2] ~= ARGV[1] or p[3] ~= ARGV[2] then return refused() end
 end
-if p[5] then return {'already_answered'} end
-return {'accepted', p[6] or (p[1] .. ':' .. p[3]), p[2]}
+return {'accepted', p[6] or (p[1] .. ':' .. p[3]), p[2], p[1], p[3], p[4] or '', p[7] or ''}
 """
+SIGNED_FIELDS = ("request_id", "tool_call_id", "kind", "host_id", "pending_id")
 
 # KEYS: pending hash. ARGV: pending_id, result JSON. The answer's copy, only on the request it answers.
 _KEEP_COPY = """
@@ -79,6 +85,14 @@ def _answered_key(session_id: str) -> str:
 
 def _request_key(request_id: str) -> str:
     return f"{PREFIX}req:{request_id}"
+
+
+def _fields_text(fields: dict[str, str]) -> str:
+    return json.dumps([fields.get(name, "") for name in SIGNED_FIELDS])
+
+
+def _copy_purpose(session_id: str, pending_id: str) -> str:
+    return f"{_pending_key(session_id)}:result:{pending_id}"
 
 
 def wake_key(session_id: str) -> str:
@@ -109,7 +123,8 @@ class RedisToolResultChannel:
     def _write_pending(self, session_id: str, fields: dict[str, str]) -> None:
         with self._redis.pipeline() as pipe:
             pipe.delete(_pending_key(session_id))
-            pipe.hset(_pending_key(session_id), mapping=fields)
+            pipe.hset(_pending_key(session_id), mapping={
+                **fields, "sig": self.bus.seal(_fields_text(fields), _pending_key(session_id))})
             pipe.expire(_pending_key(session_id), KEEP_S)
             pipe.set(_request_key(fields["request_id"]), session_id, ex=KEEP_S)
             pipe.execute()
@@ -129,12 +144,19 @@ class RedisToolResultChannel:
         if delivery is not Delivery.ACCEPTED:
             return delivery
         pending_id, pending_call = checked[1], checked[2]
+        written = {"request_id": checked[3], "tool_call_id": pending_call, "kind": checked[4],
+                   "host_id": checked[5], "pending_id": pending_id}
+        if self.bus.unseal(checked[6], _pending_key(session_id), KEEP_S) != _fields_text(written):
+            log.warning("session %s: a pending request in Redis not written by this deployment; delivery refused",
+                        session_id)
+            return Delivery.NOT_PENDING
         # The gate: of every delivery of this answer, on any process, one inserts the record.
         if not self.store.record_delivery(session_id, pending_id, pending_call, kind, result):
             log.info("session %s: a second delivery for %s refused (already applied)", session_id, pending_call)
             return Delivery.ALREADY_ANSWERED
         try:
-            self._keep_copy(keys=[_pending_key(session_id)], args=[pending_id, json.dumps(result)])
+            self._keep_copy(keys=[_pending_key(session_id)],
+                            args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id))])
             self.bus.signal(wake_key(session_id))
         except redis.RedisError as exc:  # recorded: the waiting call finds it on its database poll
             log.warning("session %s: answer recorded, Redis unreachable to wake its run: %s", session_id, exc)
@@ -193,7 +215,11 @@ class RedisToolResultChannel:
         try:
             stored = self._redis.hgetall(_pending_key(session_id))
             if "result" in stored:
-                return json.loads(stored["result"])
+                pending_id = (fields or stored).get("pending_id", "")
+                copy = self.bus.unseal(stored["result"], _copy_purpose(session_id, pending_id))
+                if copy is not None:
+                    return json.loads(copy)
+                check_record = True  # a forged or stale copy: the database record alone says
             if not stored and fields is not None:  # Redis lost it (restarted without persistence): put it back
                 log.warning("session %s: the pending request was gone from Redis; restored", session_id)
                 self._write_pending(session_id, fields)

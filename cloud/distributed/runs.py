@@ -5,6 +5,8 @@ wakes followers through the bus; a page on any process reads the list from index
 A cancel sets a key and wakes the driving process. Chunks published while Redis is unreachable are kept
 and sent, in order, once it is back; the run itself goes on. A finished run's list expires after the
 retention time; a run whose process died is ended by whichever process recovers its session.
+Each chunk and the cancel mark are sealed with the deployment's secret (cloud.distributed.signing): a
+follower skips a chunk this deployment did not write, and only a signed cancel mark cancels.
 """
 from __future__ import annotations
 
@@ -45,6 +47,24 @@ def _cancel_key(session_id: str) -> str:
     return f"{PREFIX}run:{session_id}:cancel"
 
 
+def _sealed_chunk(bus: Bus, session_id: str, chunk: dict[str, Any]) -> str:
+    return bus.seal(json.dumps(chunk), _chunks_key(session_id))
+
+
+def _unsealed_chunk(bus: Bus, session_id: str, raw: str) -> dict[str, Any] | None:
+    text = bus.unseal(raw, _chunks_key(session_id), RETAIN_S + MISSING_PATIENCE_S)
+    return None if text is None else json.loads(text)
+
+
+def set_cancel_mark(bus: Bus, session_id: str) -> None:
+    bus.redis.set(_cancel_key(session_id), bus.seal("1", _cancel_key(session_id)), ex=int(RETAIN_S))
+
+
+def cancel_marked(bus: Bus, session_id: str) -> bool:
+    raw = bus.redis.get(_cancel_key(session_id))
+    return raw is not None and bus.unseal(raw, _cancel_key(session_id), RETAIN_S) == "1"
+
+
 def chunk_signal(session_id: str) -> str:
     return f"run:{session_id}"
 
@@ -60,11 +80,11 @@ class _RemoteCancel:
         self.bus, self.session_id = bus, session_id
 
     def set(self) -> None:
-        self.bus.redis.set(_cancel_key(self.session_id), "1", ex=int(RETAIN_S))
+        set_cancel_mark(self.bus, self.session_id)
         self.bus.signal(cancel_signal(self.session_id))
 
     def is_set(self) -> bool:
-        return bool(self.bus.redis.exists(_cancel_key(self.session_id)))
+        return cancel_marked(self.bus, self.session_id)
 
 
 class _LocalCancel(threading.Event):
@@ -112,7 +132,7 @@ class RedisRun(Run):
 
     def publish(self, chunk: Chunk) -> None:
         with self._send_lock:
-            self._all.append(json.dumps(chunk.to_json()))
+            self._all.append(_sealed_chunk(self.bus, self.session_id, chunk.to_json()))
             self._flush()
 
     def _flush(self) -> bool:
@@ -171,7 +191,9 @@ class RedisRun(Run):
                 batch, done = [], "away"  # Redis is away: keep the stream open with keepalives
             index += len(batch)
             for raw in batch:
-                yield json.loads(raw)
+                chunk = _unsealed_chunk(self.bus, self.session_id, raw)
+                if chunk is not None:  # one this deployment did not write is dropped (logged)
+                    yield chunk
             now = time.monotonic()
             if batch:
                 quiet_since = now
@@ -241,7 +263,7 @@ class RedisRunRegistry(RunRegistry):
         """End the chunk stream of a run whose process died (its session was just recovered)."""
         if self._local(session_id) is not None:
             return
-        self.bus.redis.rpush(_chunks_key(session_id), json.dumps(chunks.error(message).to_json()))
+        self.bus.redis.rpush(_chunks_key(session_id), _sealed_chunk(self.bus, session_id, chunks.error(message).to_json()))
         mark_done(self.bus, session_id, self._retain_s)
 
     def _on_signal(self, key: str) -> None:
@@ -261,7 +283,7 @@ class RedisRunRegistry(RunRegistry):
                 runs = list(self._runs.values())
             for run in runs:
                 try:
-                    if not run.cancel.is_set() and self.bus.redis.exists(_cancel_key(run.session_id)):
+                    if not run.cancel.is_set() and cancel_marked(self.bus, run.session_id):
                         run.cancel.set()
                 except redis.RedisError:
                     break

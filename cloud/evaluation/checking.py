@@ -1,5 +1,6 @@
 """Loading a task's checker and calling it: `check(before, after, answer)` returns a bool or (bool, detail);
-an exception is a failure whose detail is the exception's message.
+an exception is a failure whose detail is the exception's message. A `.json` checker is an answer file, read
+as data by the one fixed checker cloud.evaluation.answer_check (an imported question set); nothing in it runs.
 
 A checker is loaded as a module of a package made for its folder, so checkers of one suite can share
 code with a relative import: `from .shared import renumbering` loads `checkers/shared/renumbering.py` once
@@ -16,6 +17,8 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from cloud.evaluation import answer_check
 
 _lock = threading.Lock()
 _loaded: dict[Path, ModuleType] = {}
@@ -59,8 +62,11 @@ def _folder_package(folder: Path) -> str:
 def run_checker(path: Path, before: Any, after: Any, answer: str) -> tuple[bool, str]:
     """(passed, detail). Never raises: a checker that raises (or cannot load) fails with its message."""
     try:
-        result = load_checker(path).check(before, after, answer)
-    except CheckerError as exc:
+        if path.suffix == answer_check.SUFFIX:
+            result = answer_check.check(path, before, after, answer)
+        else:
+            result = load_checker(path).check(before, after, answer)
+    except (CheckerError, answer_check.AnswerFileError) as exc:
         return False, f"checker error: {exc}"
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]

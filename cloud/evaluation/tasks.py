@@ -1,13 +1,18 @@
 """A suite on disk: a folder with `tasks/*.json` (the format is fixed; docs/evaluation.md, "Writing a suite").
 
-A task: {"id": str, "prompt": str, "model": IFC path relative to the suite, "check": checker .py relative to
-the suite, "tags": [str], "policy": "auto" | "readonly" (default "auto"), "max_turns": int (optional)}.
-A task tagged "corpus" whose model file is absent is skipped (real files that may not be checked out);
-any other missing file is an error in the suite.
+A task: {"id": str, "prompt": str, "model": IFC path relative to the suite, or "corpus:NAME", "check":
+checker .py (or answer file .json, cloud.evaluation.answer_check) relative to the suite, "tags": [str],
+"policy": "auto" | "readonly" (default "auto"), "max_turns": int (optional)}.
+`model` and `check` must resolve inside the suite folder once symlinks are followed (a checker is code the
+harness runs; a suite cannot point it at a file elsewhere). "corpus:NAME" is a file name looked up in the
+corpus folders the operator names ($NEXUS_IFC_CORPUS, separated like PATH) and the checkout's corpus/ and
+.cache/ifc-corpus/. A task tagged "corpus" whose model file is absent is skipped (real files that may not be
+checked out); any other missing file is an error in the suite.
 """
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +20,9 @@ from typing import Any
 POLICIES = ("auto", "readonly")
 OPTIONAL_TAG = "corpus"
 KNOWN_FIELDS = {"id", "prompt", "model", "check", "tags", "policy", "max_turns"}
+CORPUS_SCHEME = "corpus:"
+CORPUS_ENV = "NEXUS_IFC_CORPUS"
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 class SuiteError(ValueError):
@@ -50,6 +58,29 @@ def _field(data: dict[str, Any], name: str, kind: type, where: str) -> Any:
     return value
 
 
+def corpus_dirs() -> list[Path]:
+    """Where a "corpus:NAME" model is looked for, in order."""
+    named = [Path(p) for p in os.environ.get(CORPUS_ENV, "").split(os.pathsep) if p]
+    return [*named, CHECKOUT / "corpus", CHECKOUT / ".cache" / "ifc-corpus"]
+
+
+def _corpus_model(name: str, where: str) -> Path:
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise SuiteError(f"{where}: 'model' {CORPUS_SCHEME}{name} must name a file (no folders)")
+    folders = corpus_dirs()
+    return next(((d / name).resolve() for d in folders if (d / name).is_file()), folders[0] / name)
+
+
+def _inside(root: Path, data: dict[str, Any], name: str, where: str) -> Path:
+    """The suite file that field `name` names, refused unless it resolves inside the suite."""
+    value = _field(data, name, str, where)
+    path = (root / value).resolve()
+    suite = root.resolve()
+    if not path.is_relative_to(suite):
+        raise SuiteError(f"{where}: '{name}' {value!r} resolves to {path}, outside the suite folder {suite}")
+    return path
+
+
 def parse_task(data: Any, root: Path, where: str) -> Task:
     if not isinstance(data, dict):
         raise SuiteError(f"{where}: a task is a JSON object")
@@ -68,9 +99,11 @@ def parse_task(data: Any, root: Path, where: str) -> Task:
     max_turns = data.get("max_turns")
     if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1):
         raise SuiteError(f"{where}: 'max_turns' must be a positive integer")
-    return Task(id=task_id, prompt=_field(data, "prompt", str, where),
-                model=(root / _field(data, "model", str, where)).resolve(),
-                check=(root / _field(data, "check", str, where)).resolve(),
+    model_name = _field(data, "model", str, where)
+    model = (_corpus_model(model_name[len(CORPUS_SCHEME):], where) if model_name.startswith(CORPUS_SCHEME)
+             else _inside(root, data, "model", where))
+    return Task(id=task_id, prompt=_field(data, "prompt", str, where), model=model,
+                check=_inside(root, data, "check", where),
                 tags=tuple(tags), policy=policy, max_turns=max_turns, source=Path(where))
 
 

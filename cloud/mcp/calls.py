@@ -24,7 +24,7 @@ from cloud.session import Session, SessionState
 from cloud.store import Store
 from cloud.tools.base import ToolContext
 from cloud.tools.dispatch import execute_tool
-from cloud.web.quotas import QuotaExceeded
+from cloud.web.quotas import QuotaExceeded, RunSlot
 
 LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
               "run_skill")
@@ -69,7 +69,7 @@ class Quotas(Protocol):
 
     def admit_session(self, user: str) -> None: ...
 
-    def admit_run(self, user: str) -> None: ...
+    def admit_run(self, user: str) -> RunSlot: ...
 
 
 @dataclass

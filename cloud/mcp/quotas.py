@@ -2,8 +2,8 @@
 
 Every tool call counts towards the requests per minute, in the same sliding window as the user's API
 requests; a call that opens a session (a client's first call on a host, every run_task) is held to the
-sessions per hour; run_task starts a run in the deployment's run registry and is held to the concurrent
-runs, counted with the chat page's runs (on every process, with Redis).
+sessions per hour; run_task starts a run in the deployment's run registry and takes a slot among the
+concurrent runs, shared with the chat page's runs (on every process, with Redis), in one atomic step.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from cloud.config import Settings
 from cloud.runs import RunRegistry
 from cloud.store import Store
-from cloud.web.quotas import RequestRate, check_concurrent_runs, check_sessions_per_hour
+from cloud.web.quotas import RequestRate, RunSlot, check_sessions_per_hour, reserve_run
 
 
 @dataclass
@@ -28,5 +28,6 @@ class DeploymentQuotas:
     def admit_session(self, user: str) -> None:
         check_sessions_per_hour(self.store, self.settings, user)
 
-    def admit_run(self, user: str) -> None:
-        check_concurrent_runs(self.store, self.settings, self.runs, user)
+    def admit_run(self, user: str) -> RunSlot:
+        """A slot for the user's new run (released by the caller when the run ends or does not start)."""
+        return reserve_run(self.settings, self.runs, user)

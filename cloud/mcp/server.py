@@ -244,18 +244,30 @@ class NexusMcp:
 
     async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         user, client = self.user_of(), client_name(ctx)
+        slot = None
         try:
-            # As the chat API: a new session (sessions per hour), a run in progress (concurrent runs).
+            # As the chat API: a new session (sessions per hour), a slot among the runs in progress (concurrent
+            # runs, counted and taken in one step); the slot is released when the run ends or does not start.
             await self._admit_call(user)
             if self.backend.quotas is not None:
                 await anyio.to_thread.run_sync(self.backend.quotas.admit_session, user)
-                await anyio.to_thread.run_sync(self.backend.quotas.admit_run, user)
+                slot = await anyio.to_thread.run_sync(self.backend.quotas.admit_run, user)
             host = self.calls.resolve_host(user, arguments.get("host"))
         except QuotaExceeded as exc:
             self.calls.audit(user, client, None, None, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
             return quota_result(exc)
         except Refused as exc:
+            if slot is not None:
+                slot.release()
             return error_result(str(exc))
+        try:
+            return await self._start_run(user, client, host, arguments, ctx, slot)
+        finally:
+            if slot is not None and not slot.bound:
+                slot.release()
+
+    async def _start_run(self, user: str, client: str, host: Any, arguments: dict[str, Any], ctx: Context,
+                         slot: Any) -> CallToolResult:
         self.calls.audit(user, client, None, host, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
         spec = arguments.get("model") or await anyio.to_thread.run_sync(self._default_model)
         if not spec:
@@ -265,6 +277,8 @@ class NexusMcp:
         except Exception as exc:  # the spec's own error names what was wrong
             return error_result(say("bad_model", spec=spec, detail=exc))
         run = await anyio.to_thread.run_sync(self.runs.start, user, host.host_id, model, arguments["prompt"])
+        if slot is not None:
+            slot.release_on(run.done)
         return await self._follow(run, ctx, float(arguments.get("wait_s", DEFAULT_RUN_WAIT_S)))
 
     def _default_model(self) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cloud.skills.library import SkillLibrary, SkillVersion
+from cloud.skills.parameters import value_spans
 from cloud.store import Store
 
 TEMPLATE = Path(__file__).resolve().parent / "pyrevit_bundle" / "script.py.tmpl"
@@ -29,8 +30,9 @@ def bundle_name(skill_name: str) -> str:
 
 
 def script_source(skill: SkillVersion) -> str:
+    spans = value_spans(skill.code, [p["name"] for p in skill.parameters])  # bound by position, not by line
     payload = {"name": skill.name, "version": skill.version, "code": skill.code, "sha256": skill.sha256,
-               "parameters": skill.parameters}
+               "parameters": skill.parameters, "spans": spans}
     encoded = base64.b64encode(json.dumps(payload).encode("utf-8")).decode("ascii")
     return TEMPLATE.read_text(encoding="utf-8").replace("__SKILL__", encoded)
 

@@ -19,7 +19,7 @@ from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.vendors.base import ModelError
 from cloud.vendors.registry import ModelSpecError, check_allowed_for_http, create_model
 from cloud.web.auth import api_error, require_user
-from cloud.web.quotas import check_concurrent_runs, check_sessions_per_hour
+from cloud.web.quotas import check_sessions_per_hour, reserve_run
 from cloud.web.sse import KEEPALIVE_FRAME, frame, stream_response
 from cloud.web.state import nexus
 
@@ -210,14 +210,16 @@ def post_message(row: dict[str, Any]):
     if not spec:
         raise ContractError("model: this session has no model; send one (e.g. anthropic:claude-sonnet-4-5)")
     _check_model(spec)  # again at use: a scripted file may have become a symlink out of the allowed dirs
-    if state.runs.get(session_id) is None:
-        check_concurrent_runs(state.store, state.settings, state.runs, g.user.name, session_id)
     model = create_model(spec)
     stored_model, row["model"] = row["model"], spec
     host = session_link(state.hosts, state.channel, row)
-    run = state.runs.start(session_id, lambda run: run_session(state.store, state.settings, model, host, row, text,
-                                                               run.cancel))
+    if state.runs.get(session_id) is not None:  # refused below; a slot is taken only for a run that may start
+        return api_error(409, "a run is already in progress in this session")
+    slot = reserve_run(state.settings, state.runs, g.user.name)  # counts and registers in one step
+    run = state.runs.start(session_id, slot.around(lambda run: run_session(state.store, state.settings, model,
+                                                                           host, row, text, run.cancel)))
     if run is None:  # a refused message must not switch the session's model either
+        slot.release()
         return api_error(409, "a run is already in progress in this session")
     if spec != stored_model:
         state.store.update_session(session_id, model=spec)

@@ -168,7 +168,7 @@ def test_a_bad_task_is_refused_naming_the_file_and_the_field(make_suite, change,
 
 
 def test_an_absent_corpus_file_skips_its_task_and_tags_filter(make_suite):
-    make_suite.task("real", UNCHANGED, model="../corpus/not-here.ifc", tags=["corpus"])
+    make_suite.task("real", UNCHANGED, model="corpus:not-here.ifc", tags=["corpus"])
     make_suite.task("mine", UNCHANGED, tags=["audit"])
     make_suite.task("other", UNCHANGED, tags=["edit"])
     suite = load_suite(make_suite.root)

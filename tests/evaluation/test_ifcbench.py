@@ -1,6 +1,7 @@
 """ifc-bench CSV import and its tolerant checker: numbers (with units), yes/no, lists, text."""
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -66,3 +67,33 @@ def test_a_csv_without_the_columns_is_refused(tmp_path):
     done = subprocess.run([sys.executable, "-m", "cloud.cli", "eval", str(bad), "--import-csv", str(tmp_path / "o")],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2 and "question,answer,ifc_model" in done.stderr
+
+
+def test_a_hostile_answer_cell_stays_data(tmp_path):
+    """Issue 23, H2: an answer holding triple quotes once closed a generated checker's docstring and ran in the
+    eval process. Now the answer is only compared, as text or as a number."""
+    shutil.copyfile(SHIPPED / "models" / "small-office.ifc", tmp_path / "small.ifc")
+    marker = tmp_path / "ran"
+    hostile = f'10"""; __import__("pathlib").Path(r"{marker}").write_text("ran"); """'
+    csv_path = tmp_path / "questions.csv"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["question", "answer", "ifc_model"])
+        writer.writerow(["What is the code?", hostile, "small.ifc"])
+        writer.writerow(["And again?", hostile, "small.ifc"])
+        writer.writerow(["What is the floor area?", "12.5 m2", "small.ifc"])
+    suite_dir = tmp_path / "suite"
+    assert import_csv(csv_path, suite_dir) == 3
+    assert not list(suite_dir.rglob("*.py")), "no Python is written from a CSV"
+    answer_file = json.loads((suite_dir / "checkers" / "ifcbench-0001.json").read_text())
+    assert answer_file == {"expected_answer": hostile}
+    assert sorted(p.name for p in (suite_dir / "models").iterdir()) == ["small.ifc"]  # placed once, inside
+    suite = load_suite(suite_dir)
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    for task_id, text in [("ifcbench-0001", f"The code is {hostile}"), ("ifcbench-0002", "The code is 10."),
+                          ("ifcbench-0003", "The total is 12.50 m².")]:
+        (scripts / f"{task_id}.json").write_text(json.dumps({"turns": [[{"text": text}]]}))
+    results = run_all(suite.tasks, [f"scripted:{scripts}"], parallel=2)
+    assert not marker.exists(), "the answer cell ran as code"
+    assert [r.status for r in results] == ["pass", "fail", "pass"], [r.detail for r in results]

@@ -24,6 +24,8 @@ THREADS = 12
 ROUNDS = 8
 SOURCE = Path(cloud.__file__).with_name("tools").joinpath("edits.py").read_text(encoding="utf-8")
 SCRIPT = 'PREFIX = "D-"\nLIMIT = 3\nfor door in model.by_type("IfcDoor")[:LIMIT]:\n    door.Name = PREFIX + door.Tag\n'
+LOOP = SCRIPT.split("\n", 2)[2]
+LONG_SCRIPT = SCRIPT + LOOP * 20  # parameters are assigned once: a repeated assignment would override them
 
 
 @pytest.fixture
@@ -69,7 +71,7 @@ def test_many_threads_parsing_at_once_never_fail(busy_collector):
                     done = apply_edits(SOURCE, [{"old": "NEAREST_CONTEXT = 2", "new": "NEAREST_CONTEXT = 3"}])
                     assert done.script is not None and "NEAREST_CONTEXT = 3" in done.script
                 elif kind == 3:  # a skill's parameters, read with literal_eval
-                    assert [p["name"] for p in propose_parameters(SCRIPT * 20)] == ["PREFIX", "LIMIT"]
+                    assert [p["name"] for p in propose_parameters(LONG_SCRIPT)] == ["PREFIX", "LIMIT"]
                 else:  # every Flask app a batch thread starts compiles its URL rules with ast.parse
                     urls = Map([Rule(f"/r{k}/<int:x>/<name>", endpoint=f"e{k}") for k in range(6)]).bind("h")
                     assert urls.build("e5", {"x": i, "name": "n"}) == f"/r5/{i}/n"

@@ -118,3 +118,22 @@ def test_a_tampered_button_or_library_is_refused(tmp_path, revit):
         tx.execute("UPDATE skill_versions SET code = ? WHERE version = 1 AND code = ?", (MARKS + "# x\n", MARKS))
     refused = _export(db, tmp_path / "again")
     assert refused.returncode == 2 and "does not match its sha256" in refused.stderr
+
+
+def test_the_button_binds_the_statement_not_a_line_inside_a_string(tmp_path, revit):
+    """Issue 23, L1 on the pyRevit button: a `PREFIX = ...` line in the docstring is left alone, and a value
+    holding triple quotes is written as one literal (it once closed the string and ran)."""
+    code = '"""Marks walls. Usage:\nPREFIX = "doc"\n"""\n' + MARKS
+    store = Store(tmp_path / "nexus.db")
+    SkillLibrary(store).save(user_name="cli", name="Wall marks", description="marks", host_app="revit", code=code,
+                             parameters=[{"name": "PREFIX", "type": "string", "default": "W-"}],
+                             capability_version="1", provenance={}, example={})
+    store.close()
+    out = tmp_path / "panel"
+    assert _export(tmp_path / "nexus.db", out).returncode == 0
+    hostile = 'X"""; DB.FilteredElementCollector(doc).OfClass(DB.Wall)[0].LookupParameter("Mark").Set("pwn"); """'
+    revit.prompt_answers.append(hostile)
+    revit.run_on_main(runpy.run_path, str(out / "Wall marks.pushbutton" / "script.py"), None, "__main__")
+    assert revit.alerts[-1][1].startswith("Done."), revit.alerts[-1]
+    marks = _marks(revit)
+    assert marks and all(m.startswith(hostile) for m in marks), marks

@@ -1,4 +1,4 @@
-"""Rename the storey 'Ground Floor' to 'Level 0'."""
+"""Rename the storey 'Dachgeschoss' to 'Attic'."""
 from .shared import edits
 
-check = edits.storey_renamed("Ground Floor", "Level 0")
+check = edits.storey_renamed("Dachgeschoss", "Attic")

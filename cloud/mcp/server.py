@@ -8,6 +8,7 @@ import copy
 import json
 import threading
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
@@ -24,7 +26,7 @@ from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_tool_definitions
-from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, CallOutcome, McpCalls, Ready, Refused
+from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, Caller, CallOutcome, McpCalls, Ready, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
 from cloud.mcp.wording import host_argument, own_tool, prompt_text, prompts, say
 from cloud.vendors.base import ModelAdapter
@@ -87,10 +89,31 @@ def offered_tools(host_app: str | None) -> tuple[dict[str, Any], ...]:
                                        document={}))
 
 
-def client_name(ctx: Context) -> str:
+def client_info(ctx: Context) -> tuple[str, str]:
+    """The client's own name and version, as it said in `initialize` (or, under 2026-07-28, in the request)."""
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
-    return (info.name if info is not None and info.name else "unknown")[:100]
+    name = info.name if info is not None and info.name else "unknown"
+    version = info.version if info is not None and info.version else ""
+    return name[:100], version[:100]
+
+
+class Connections:
+    """The transport's session of a request: the HTTP `Mcp-Session-Id` the SDK issued for the connection,
+    else the SDK's session object (one stdio process; under 2026-07-28 over HTTP, where no session exists,
+    one request). Never the client's name: two connections of one client program are two sessions."""
+
+    def __init__(self) -> None:
+        self._ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def of(self, ctx: Context) -> str:
+        headers = ctx.headers
+        session_header = headers.get(MCP_SESSION_ID_HEADER) if headers is not None else None
+        if session_header:
+            return "http:" + session_header
+        with self._lock:
+            return self._ids.setdefault(ctx.session, "conn:" + uuid.uuid4().hex)
 
 
 class NexusMcp:
@@ -107,6 +130,11 @@ class NexusMcp:
         self.user_of, self.models = user_of, models
         self.default_model, self.image_max_px, self.policy = default_model, image_max_px, policy
         self._parts: tuple[Backend, McpCalls, DelegatedRuns] | None = None
+        self.connections = Connections()
+
+    def caller(self, ctx: Context) -> Caller:
+        name, version = client_info(ctx)
+        return Caller(self.user_of(), name, version, self.connections.of(ctx))
 
     async def ready(self) -> None:
         """Once the backend is up (raises Refused if it cannot start)."""
@@ -168,13 +196,13 @@ class NexusMcp:
             await anyio.to_thread.run_sync(self.backend.quotas.admit_call, user)
 
     async def loop_call(self, name: str, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user, client = self.user_of(), client_name(ctx)
+        caller = self.caller(ctx)
         arguments = dict(arguments)
         host_id = arguments.pop("host", None)
         call_id = "mcp_" + uuid.uuid4().hex[:16]
         try:
             session_id, items = await anyio.to_thread.run_sync(
-                self.calls.start, user, client, call_id, name, arguments, host_id)
+                self.calls.start, caller, call_id, name, arguments, host_id)
         except Refused as exc:
             return error_result(str(exc))
         except QuotaExceeded as exc:
@@ -224,21 +252,21 @@ class NexusMcp:
 
     # hosts, delegated runs
     async def list_hosts(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user = self.user_of()
+        caller = self.caller(ctx)
         try:
-            await self._admit_call(user)
+            await self._admit_call(caller.user)
         except QuotaExceeded as exc:
-            self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts",
-                             arguments)
+            self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
             return quota_result(exc)
-        hosts = [connection.describe() for connection in self.calls.hosts_for(user)]
-        self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
+        hosts = [connection.describe() for connection in self.calls.hosts_for(caller.user)]
+        self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
         listing = {"hosts": [{k: h[k] for k in ("host_id", "host_app", "host_version", "document", "display_name")
                               if k in h} for h in hosts]}
         return CallToolResult(content=[TextContent(text=json.dumps(listing, indent=1))], structured_content=listing)
 
     async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user, client = self.user_of(), client_name(ctx)
+        caller = self.caller(ctx)
+        user = caller.user
         try:
             # As the chat API: a new session (sessions per hour), a run in progress (concurrent runs).
             await self._admit_call(user)
@@ -247,11 +275,11 @@ class NexusMcp:
                 await anyio.to_thread.run_sync(self.backend.quotas.admit_run, user)
             host = self.calls.resolve_host(user, arguments.get("host"))
         except QuotaExceeded as exc:
-            self.calls.audit(user, client, None, None, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
+            self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
             return quota_result(exc)
         except Refused as exc:
             return error_result(str(exc))
-        self.calls.audit(user, client, None, host, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
+        self.calls.audit(caller, None, host, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
         spec = arguments.get("model") or await anyio.to_thread.run_sync(self._default_model)
         if not spec:
             return error_result(say("no_model"))
@@ -266,8 +294,9 @@ class NexusMcp:
         return self.default_model() if callable(self.default_model) else self.default_model
 
     async def get_run(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user = self.user_of()
-        self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "get_run", arguments)
+        caller = self.caller(ctx)
+        user = caller.user
+        self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "get_run", arguments)
         try:
             await self._admit_call(user)
         except QuotaExceeded as exc:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,15 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 @cache
 def _json(name: str) -> dict[str, Any]:
     return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+
+
+@cache
+def package_version() -> str:
+    """NexusAI's version, as the package says (serverInfo.version)."""
+    try:
+        return metadata.version("nexusai")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 def say(key: str, **values: object) -> str:

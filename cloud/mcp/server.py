@@ -5,10 +5,8 @@ streamable HTTP (http.py) build the same server, differing only in how the user 
 from __future__ import annotations
 
 import copy
-import json
 import threading
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,9 +15,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ImageContent, TextContent
+from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from cloud.context import fetch_context, render_context_block
@@ -28,7 +25,8 @@ from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_tool_definitions
 from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, Caller, CallOutcome, McpCalls, Ready, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
-from cloud.mcp.wording import host_argument, own_tool, prompt_text, prompts, say
+from cloud.mcp.results import as_text, capped_copy, output_schema
+from cloud.mcp.wording import annotations, host_argument, own_tool, prompt_text, prompts, say
 from cloud.vendors.base import ModelAdapter
 from cloud.web.quotas import QuotaExceeded
 
@@ -38,8 +36,14 @@ PROGRESS_POLL_S = 0.2
 
 
 class ContractTool(Tool):
-    """A tool whose input schema is given (the shared contract's), not derived from a function signature."""
+    """A tool whose input and output schemas are given (the shared contract's, results.py's), not derived
+    from a function signature."""
     handler: Any = Field(exclude=True)
+    result_schema: dict[str, Any] = Field(exclude=True)
+
+    @property
+    def output_schema(self) -> dict[str, Any]:  # type: ignore[override]
+        return self.result_schema
 
     async def run(self, arguments: dict[str, Any], context: Context, convert_result: bool = False) -> Any:
         return await self.handler(arguments, context)
@@ -51,7 +55,9 @@ async def _placeholder() -> None:
 
 def contract_tool(name: str, description: str, schema: dict[str, Any], handler: ToolHandler) -> ContractTool:
     return ContractTool(fn=_placeholder, name=name, description=description, parameters=schema,
-                        fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True, handler=handler)
+                        fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True,
+                        handler=handler, result_schema=output_schema(name),
+                        annotations=ToolAnnotations.model_validate(annotations(name)))
 
 
 def with_host(schema: dict[str, Any]) -> dict[str, Any]:
@@ -65,9 +71,15 @@ class ApprovalAnswer(BaseModel):
     comment: str = Field(default="", description="Optional note for the agent")
 
 
+def structured_result(structured: dict[str, Any], is_error: bool = False,
+                      images: list[ImageContent] | None = None) -> CallToolResult:
+    """The structured content, and its JSON as the text content: a client's model reads the same either way."""
+    return CallToolResult(content=[TextContent(text=as_text(structured)), *(images or [])],
+                          structured_content=structured, is_error=is_error)
+
+
 def error_result(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(text=text)], structured_content={"ok": False, "error": text},
-                          is_error=True)
+    return structured_result({"ok": False, "error": text}, is_error=True)
 
 
 def quota_text(exc: QuotaExceeded) -> str:
@@ -75,9 +87,8 @@ def quota_text(exc: QuotaExceeded) -> str:
 
 
 def quota_result(exc: QuotaExceeded) -> CallToolResult:
-    text = quota_text(exc)
-    return CallToolResult(content=[TextContent(text=text)], is_error=True, structured_content={
-        "ok": False, "error": text, "quota": exc.quota, "limit": exc.limit, "retry_after_s": exc.retry_after_s})
+    return structured_result({"ok": False, "error": quota_text(exc), "quota": exc.quota, "limit": exc.limit,
+                              "retry_after_s": exc.retry_after_s}, is_error=True)
 
 
 def offered_tools(host_app: str | None) -> tuple[dict[str, Any], ...]:
@@ -98,22 +109,16 @@ def client_info(ctx: Context) -> tuple[str, str]:
     return name[:100], version[:100]
 
 
-class Connections:
+def connection_of(ctx: Context) -> str:
     """The transport's session of a request: the HTTP `Mcp-Session-Id` the SDK issued for the connection,
-    else the SDK's session object (one stdio process; under 2026-07-28 over HTTP, where no session exists,
-    one request). Never the client's name: two connections of one client program are two sessions."""
-
-    def __init__(self) -> None:
-        self._ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
-
-    def of(self, ctx: Context) -> str:
-        headers = ctx.headers
-        session_header = headers.get(MCP_SESSION_ID_HEADER) if headers is not None else None
-        if session_header:
-            return "http:" + session_header
-        with self._lock:
-            return self._ids.setdefault(ctx.session, "conn:" + uuid.uuid4().hex)
+    else the SDK's connection itself (one stdio process; under 2026-07-28 over HTTP, where no session
+    exists, one request). Never the client's name: two connections of one client program are two sessions.
+    The SDK's per-request session keeps its connection private; the connection's `state` is the SDK's own
+    place for per-connection data."""
+    connection = ctx.session._connection
+    if connection.session_id:
+        return "http:" + connection.session_id
+    return connection.state.setdefault("nexus_connection", "conn:" + uuid.uuid4().hex)
 
 
 class NexusMcp:
@@ -130,11 +135,10 @@ class NexusMcp:
         self.user_of, self.models = user_of, models
         self.default_model, self.image_max_px, self.policy = default_model, image_max_px, policy
         self._parts: tuple[Backend, McpCalls, DelegatedRuns] | None = None
-        self.connections = Connections()
 
     def caller(self, ctx: Context) -> Caller:
         name, version = client_info(ctx)
-        return Caller(self.user_of(), name, version, self.connections.of(ctx))
+        return Caller(self.user_of(), name, version, connection_of(ctx))
 
     async def ready(self) -> None:
         """Once the backend is up (raises Refused if it cannot start)."""
@@ -214,7 +218,7 @@ class NexusMcp:
                 outcome = item
             elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":
                 await self._review(ctx, session_id, call_id, item.content)
-        return self.result(outcome)
+        return self.result(outcome, call_id, name)
 
     async def _review(self, ctx: Context, session_id: str, call_id: str, summary: str) -> None:
         """Under `ask`: the person decides through elicitation where the client can ask them; otherwise
@@ -242,13 +246,13 @@ class NexusMcp:
                 decision = {"decision": "discard", "by": "mcp", "comment": say("approval_declined")}
         await anyio.to_thread.run_sync(self.calls.decide, session_id, call_id, decision)
 
-    @staticmethod
-    def result(outcome: CallOutcome) -> CallToolResult:
-        content: list[TextContent | ImageContent] = [TextContent(text=outcome.text)]
-        content += [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
-                    for image in outcome.images]
-        structured = outcome.person or {"ok": not outcome.is_error, "summary": outcome.text}
-        return CallToolResult(content=content, structured_content=structured, is_error=outcome.is_error)
+    def result(self, outcome: CallOutcome, call_id: str, name: str) -> CallToolResult:
+        person = outcome.person or {"tool_call_id": call_id, "name": name, "ok": not outcome.is_error,
+                                    "summary": outcome.text}
+        images = [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
+                  for image in outcome.images]
+        return structured_result(capped_copy(person, outcome.session_id, self.backend.settings),
+                                 outcome.is_error, images)
 
     # hosts, delegated runs
     async def list_hosts(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
@@ -262,7 +266,7 @@ class NexusMcp:
         self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
         listing = {"hosts": [{k: h[k] for k in ("host_id", "host_app", "host_version", "document", "display_name")
                               if k in h} for h in hosts]}
-        return CallToolResult(content=[TextContent(text=json.dumps(listing, indent=1))], structured_content=listing)
+        return structured_result(listing)
 
     async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         caller = self.caller(ctx)
@@ -330,14 +334,12 @@ class NexusMcp:
             await anyio.to_thread.run_sync(self.runs.released, run)
         return self._run_result(run.summary())
 
-    @staticmethod
-    def _run_result(summary: dict[str, Any]) -> CallToolResult:
+    def _run_result(self, summary: dict[str, Any]) -> CallToolResult:
+        summary = {**summary, "results": [capped_copy(r, summary["handle"], self.backend.settings)
+                                          for r in summary["results"]]}
         if summary["status"] == "running":
-            text = say("run_running", handle=summary["handle"], steps=len(summary["steps"]))
-        else:
-            text = summary["answer"] or summary["error"] or summary["status"]
-        return CallToolResult(content=[TextContent(text=text)], structured_content=summary,
-                              is_error=summary["status"] in ("error", "cancelled"))
+            summary["note"] = say("run_running", handle=summary["handle"], steps=len(summary["steps"]))
+        return structured_result(summary, is_error=summary["status"] in ("error", "cancelled"))
 
     # resources and prompts
     async def read_context(self, host_id: str | None) -> str:

@@ -33,6 +33,11 @@ def own_tool(name: str) -> dict[str, Any]:
     return _json("tools.json")[name]
 
 
+def annotations(tool: str) -> dict[str, Any]:
+    """The tool's MCP annotations (title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint)."""
+    return _json("annotations.json")[tool]
+
+
 def host_argument() -> str:
     return _json("tools.json")["host_argument"]
 

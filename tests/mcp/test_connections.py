@@ -99,3 +99,27 @@ def test_the_audit_names_the_client_and_its_version_directly_and_through_the_bri
     assert {("probe-direct", "3.1.4"), ("probe-bridged", "2.7.1")} <= clients, clients
     models = {row["model"] for row in _mcp_sessions(server)}
     assert {"mcp:probe-direct", "mcp:probe-bridged"} <= models
+
+
+def test_the_capped_result_names_where_the_whole_is_and_the_person_reads_it_there(deployment):
+    import requests
+
+    server, url, _ = deployment
+    token = server.token("carol")
+    code = "for i in range(1600):\n    print('row %04d ' % i + 'y' * 24)\n"  # 48,000 characters
+
+    async def scenario():
+        async with http_session(url, token) as session:
+            return await session.call_tool("execute_data_collection", {"code": code})
+
+    result = anyio.run(scenario)
+    capped = result.structured_content
+    assert capped["capped"] == ["stdout"] and len(capped["stdout"]) < 24_000
+    assert json.loads(text_of(result)) == capped
+    whole = requests.get(server.url + capped["full_result"]["path"], headers={"Authorization": f"Bearer {token}"},
+                         timeout=10)
+    assert whole.status_code == 200, whole.text
+    assert len(whole.json()["stdout"]) == 1600 * 34 and whole.json()["summary"]
+    other = requests.get(server.url + capped["full_result"]["path"],
+                         headers={"Authorization": f"Bearer {server.token('dave')}"}, timeout=10)
+    assert other.status_code in (403, 404)  # another user's result stays theirs

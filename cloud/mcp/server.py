@@ -16,7 +16,18 @@ from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolResult,
+    Completion,
+    CompletionArgument,
+    ImageContent,
+    PromptReference,
+    ResourceTemplateReference,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
 from cloud.context import fetch_context, render_context_block
@@ -26,7 +37,7 @@ from cloud.hosts.registry import host_tool_definitions
 from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, Caller, CallOutcome, McpCalls, Ready, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
 from cloud.mcp.results import as_text, capped_copy, output_schema
-from cloud.mcp.wording import annotations, host_argument, own_tool, prompt_text, prompts, say
+from cloud.mcp.wording import annotations, host_argument, own_tool, package_version, prompt_text, prompts, say
 from cloud.vendors.base import ModelAdapter
 from cloud.web.quotas import QuotaExceeded
 
@@ -67,7 +78,8 @@ def with_host(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class ApprovalAnswer(BaseModel):
-    keep: bool = Field(default=True, description="Keep the change (uncheck to discard it)")
+    """The Keep/Discard form. It defaults to discard: a change is kept only if the person says so."""
+    keep: bool = Field(default=False, description="Keep the change (leave unchecked to discard it)")
     comment: str = Field(default="", description="Optional note for the agent")
 
 
@@ -119,6 +131,21 @@ def connection_of(ctx: Context) -> str:
     if connection.session_id:
         return "http:" + connection.session_id
     return connection.state.setdefault("nexus_connection", "conn:" + uuid.uuid4().hex)
+
+
+class NexusServer(MCPServer):
+    """The SDK's server, with a prompt request that names what is wrong with it answered as invalid params
+    (-32602), as the spec says, instead of an internal error with a traceback on standard error."""
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context | None = None) -> Any:
+        known = {prompt.name: prompt for prompt in await self.list_prompts()}
+        if name not in known:
+            raise MCPError(INVALID_PARAMS, say("unknown_prompt", name=name, known=", ".join(sorted(known))))
+        missing = [arg.name for arg in known[name].arguments or [] if arg.required and not (arguments or {}).get(arg.name)]
+        if missing:
+            raise MCPError(INVALID_PARAMS, say("prompt_arguments_missing", name=name, missing=", ".join(missing)))
+        return await super().get_prompt(name, arguments, context)
 
 
 class NexusMcp:
@@ -174,10 +201,14 @@ class NexusMcp:
                                            with_host(definition["input_schema"]), self._loop_tool(definition["name"])))
         for name, handler in (("list_hosts", self.list_hosts), ("run_task", self.run_task), ("get_run", self.get_run)):
             spec = own_tool(name)
-            tools.append(contract_tool(name, spec["description"], spec["input_schema"], self._when_ready(handler)))
-        server: MCPServer = MCPServer("NexusAI", tools=tools, **server_args)
+            schema = spec["input_schema"]
+            if "host" in schema["properties"]:
+                schema = with_host(schema)
+            tools.append(contract_tool(name, spec["description"], schema, self._when_ready(handler)))
+        server = NexusServer("NexusAI", version=package_version(), tools=tools, **server_args)
         self._resources(server)
         self._prompts(server)
+        self._completions(server)
         return server
 
     # the loop's tools
@@ -242,8 +273,11 @@ class NexusMcp:
                 decision = {"decision": "keep", "by": "mcp", "comment": answer.data.comment}
             elif answer.action == "accept" and answer.data is not None:
                 decision = {"decision": "discard", "by": "mcp", "comment": answer.data.comment}
-            else:
+            elif answer.action == "decline":  # the person said no
                 decision = {"decision": "discard", "by": "mcp", "comment": say("approval_declined")}
+            else:  # cancel: the question was dismissed, nobody decided
+                decision = {"decision": "discard", "by": "mcp", "undecided": True,
+                            "comment": say("approval_dismissed")}
         await anyio.to_thread.run_sync(self.calls.decide, session_id, call_id, decision)
 
     def result(self, outcome: CallOutcome, call_id: str, name: str) -> CallToolResult:
@@ -343,21 +377,20 @@ class NexusMcp:
 
     # resources and prompts
     async def read_context(self, host_id: str | None) -> str:
+        """The context block; a read that cannot be answered (no such host, over quota, the host could not
+        start) is an error of the read, not a block whose text is the error."""
         user = self.user_of()
         try:
             await self.ready()
             await self._admit_call(user)  # a read asks the host: it counts as a call
+            return await anyio.to_thread.run_sync(self.context_block, user, host_id)
         except Refused as exc:
-            return str(exc)
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         except QuotaExceeded as exc:
-            return quota_text(exc)
-        return await anyio.to_thread.run_sync(self.context_block, user, host_id)
+            raise MCPError(INVALID_REQUEST, quota_text(exc)) from None
 
     def context_block(self, user: str, host_id: str | None) -> str:
-        try:
-            host = self.calls.resolve_host(user, host_id)
-        except Refused as exc:
-            return str(exc)
+        host = self.calls.resolve_host(user, host_id)
         link = WebSocketHostLink(self.backend.hosts, self.backend.channel, host.host_id, user,
                                  "ctx_" + uuid.uuid4().hex[:12])
         return render_context_block(link, fetch_context(link, threading.Event()))
@@ -387,4 +420,23 @@ class NexusMcp:
             return prompt_text("report").format(topic=topic)
 
         for name, fn in (("audit", audit), ("renumber", renumber), ("report", report)):
-            server.add_prompt(Prompt.from_function(fn, name=name, description=specs[name]["description"]))
+            prompt = Prompt.from_function(fn, name=name, description=specs[name]["description"])
+            for argument in prompt.arguments or []:
+                argument.description = specs[name]["arguments"][argument.name]
+            server.add_prompt(prompt)
+
+    def _completions(self, server: MCPServer) -> None:
+        """Host ids for the host context resource, the suggestions prompts.json lists for prompt arguments."""
+        @server.completion()
+        async def complete(ref: Any, argument: CompletionArgument, context: Any) -> Completion | None:
+            typed = argument.value.lower()
+            if isinstance(ref, ResourceTemplateReference) and argument.name == "host_id":
+                if self._parts is None:  # the host is still starting: nothing connected yet to offer
+                    return Completion(values=[])
+                values = [h.host_id for h in self.calls.hosts_for(self.user_of())]
+            elif isinstance(ref, PromptReference) and ref.name in prompts():
+                values = prompts()[ref.name].get("suggestions", {}).get(argument.name, [])
+            else:
+                return None
+            matching = [v for v in values if v.lower().startswith(typed)]
+            return Completion(values=matching[:100], total=len(matching), has_more=len(matching) > 100)

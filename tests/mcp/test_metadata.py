@@ -4,14 +4,22 @@ own check), and text content that is the structured content's JSON, both within 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from importlib import metadata
 from pathlib import Path
+from typing import TextIO
 
 import anyio
 import jsonschema
+import mcp_types as types
 import pytest
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 from cloud.config import Settings
-from tests.mcp.support import stdio_session, text_of
+from tests.mcp.support import nexus_mcp_params, stdio_session, text_of
 
 READ_ONLY = {"execute_data_collection", "capture_view", "lookup_api", "list_hosts", "find_skill", "get_run"}
 DESTRUCTIVE = {"execute_task_automation", "run_skill", "run_task"}
@@ -80,3 +88,61 @@ def test_every_tool_is_annotated_and_its_structured_content_follows_its_output_s
     assert results["execute_task_automation"].structured_content["committed"] is True
     assert results["capture_view"].structured_content["image"]["width"] > 0
     assert [c.type for c in results["capture_view"].content] == ["text", "image"]
+
+
+@asynccontextmanager
+async def _session(era: str, *args: str, errlog: TextIO) -> AsyncIterator[ClientSession]:
+    """The official client on `nexus mcp`, by handshake (2025-11-25) or by discovery (2026-07-28)."""
+    async with stdio_client(nexus_mcp_params(*args), errlog=errlog) as (read, write):
+        async with ClientSession(read, write) as session:
+            await (session.initialize() if era == "handshake" else session.discover())
+            yield session
+
+
+async def _error_code(call: Awaitable[object]) -> tuple[int, str]:
+    try:
+        await call
+    except MCPError as exc:
+        return exc.error.code, exc.error.message
+    raise AssertionError("the request succeeded")
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_protocol_details_under_both_protocol_versions(era, sample_ifc, tmp_path):
+    script = tmp_path / "turns.json"
+    script.write_text(json.dumps({"turns": [
+        [{"text": "First I count the doors."},
+         {"tool_call": {"name": "execute_data_collection", "input": {"code": "print(1)"}}}],
+        [{"text": "There is one."}]]}))
+    errlog = tmp_path / "stderr.txt"
+
+    async def scenario():
+        with errlog.open("w") as err:
+            async with _session(era, "--ifc", str(sample_ifc), "--db", str(tmp_path / "db.sqlite"),
+                                errlog=err) as session:
+                info = session.server_info
+                unknown = await _error_code(session.get_prompt("nope", {}))
+                missing = await _error_code(session.get_prompt("renumber", {"category": "doors"}))
+                listed = (await session.list_prompts()).prompts
+                tools = {t.name: t for t in (await session.list_tools()).tools}
+                hosts = await session.call_tool("list_hosts", {})
+                no_host = await _error_code(session.read_resource("nexus://hosts/h_nothere/context"))
+                category = await session.complete(types.PromptReference(name="renumber"),
+                                                  {"name": "category", "value": "d"})
+                host_ids = await session.complete(
+                    types.ResourceTemplateReference(uri="nexus://hosts/{host_id}/context"),
+                    {"name": "host_id", "value": ""})
+                ran = await session.call_tool("run_task", {"prompt": "count", "model": f"scripted:{script}"})
+                return info, unknown, missing, listed, tools, hosts, no_host, category, host_ids, ran
+
+    info, unknown, missing, listed, tools, hosts, no_host, category, host_ids, ran = anyio.run(scenario)
+    assert info is not None and info.version == metadata.version("nexusai")
+    assert unknown[0] == -32602 and "nope" in unknown[1]
+    assert missing[0] == -32602 and "scheme" in missing[1]
+    assert no_host[0] == -32602 and "h_nothere" in no_host[1]
+    assert "Traceback" not in errlog.read_text()
+    assert all(arg.description for prompt in listed for arg in prompt.arguments or []), listed
+    assert tools["run_task"].input_schema["properties"]["host"]["description"]
+    assert category.completion.values == ["doors"]
+    assert host_ids.completion.values == [h["host_id"] for h in hosts.structured_content["hosts"]]
+    assert ran.structured_content["answer"] == "First I count the doors.\n\nThere is one.", ran.structured_content

@@ -98,7 +98,8 @@ class Relay:
 
         self._callers.append(ctx)
         try:
-            return await (await self.upstream.session(ctx)).call_tool(params.name, params.arguments or {}, progress_callback=progress)
+            remote = await self.upstream.session(ctx)
+            return await remote.call_tool(params.name, params.arguments or {}, progress_callback=progress)
         finally:
             self._callers.remove(ctx)
 

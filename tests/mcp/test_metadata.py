@@ -4,6 +4,7 @@ own check), and text content that is the structured content's JSON, both within 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from importlib import metadata
@@ -19,7 +20,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from cloud.config import Settings
-from tests.mcp.support import nexus_mcp_params, stdio_session, text_of
+from tests.mcp.support import nexus_mcp_params, text_of
 
 READ_ONLY = {"execute_data_collection", "capture_view", "lookup_api", "list_hosts", "find_skill", "get_run"}
 DESTRUCTIVE = {"execute_task_automation", "run_skill", "run_task"}
@@ -35,13 +36,14 @@ def sample_ifc(tmp_path_factory) -> Path:
     return path
 
 
-def test_every_tool_is_annotated_and_its_structured_content_follows_its_output_schema(sample_ifc, tmp_path):
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_every_tool_is_annotated_and_its_structured_content_follows_its_output_schema(era, sample_ifc, tmp_path):
     script = tmp_path / "done.json"
     script.write_text(json.dumps({"turns": [[{"text": "Nothing to do."}]]}))
 
     async def scenario():
-        async with stdio_session("--ifc", str(sample_ifc), "--out", str(tmp_path / "out.ifc"),
-                                 "--db", str(tmp_path / "db.sqlite")) as session:
+        async with _session(era, "--ifc", str(sample_ifc), "--out", str(tmp_path / "out.ifc"),
+                            "--db", str(tmp_path / "db.sqlite"), errlog=sys.stderr) as session:
             tools = (await session.list_tools()).tools
             calls = {
                 "execute_data_collection": {"code": BIG_OUTPUT},

@@ -31,6 +31,17 @@ LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_vie
 AUDIT_KIND = "mcp_call"
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who makes an MCP call, over which connection: the user (the token's, or the stdio server's), the
+    client's own name and version (as it said in `initialize`: recorded, never trusted as an identity) and
+    the transport's session (the HTTP `Mcp-Session-Id`, or one stdio process) that store sessions are keyed on."""
+    user: str
+    client: str
+    client_version: str
+    connection: str
+
+
 class Refused(Exception):
     """A call that cannot go ahead, with the reason in the caller's words."""
 
@@ -108,7 +119,7 @@ class McpCalls:
         self.backend, self.policy = backend, policy  # policy: for the sessions created here (None: auto)
         self.image_max_px = image_max_px or backend.settings.image_max_px
         self._lock = threading.Lock()
-        self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, client) -> session id
+        self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, connection) -> session id
         self._session_locks: dict[str, threading.Lock] = {}  # one call at a time per session (capacity one)
         self._running: dict[str, _Worker] = {}  # call id -> its worker, while it runs
 
@@ -130,16 +141,17 @@ class McpCalls:
             raise Refused(say("choose_host", known=known))
         return hosts[0]
 
-    def session_for(self, user: str, host_id: str, client: str) -> str:
-        """The store session this client's calls on this host are recorded in (visible in the chat page and
-        the admin console; anchored edits apply to the script it last ran there)."""
-        key = (user, host_id, client)
+    def session_for(self, caller: Caller, host_id: str) -> str:
+        """The store session this connection's calls on this host are recorded in (visible in the chat page and
+        the admin console; anchored edits apply to the script it last ran there). One per transport session:
+        two connections of the same client program never share one."""
+        key = (caller.user, host_id, caller.connection)
         with self._lock:
             if key in self._sessions:
                 return self._sessions[key]
         if self.backend.quotas is not None:
-            self.backend.quotas.admit_session(user)
-        session_id = self.backend.store.create_session(user, host_id, f"mcp:{client}", {})
+            self.backend.quotas.admit_session(caller.user)
+        session_id = self.backend.store.create_session(caller.user, host_id, f"mcp:{caller.client}", {})
         if self.policy:
             self.backend.store.update_session(session_id, policy=self.policy)
         with self._lock:
@@ -147,29 +159,31 @@ class McpCalls:
             self._session_locks.setdefault(self._sessions[key], threading.Lock())
             return self._sessions[key]
 
-    def audit(self, user: str, client: str, session_id: str | None, host: HostConnection | None, call_id: str,
+    def audit(self, caller: Caller, session_id: str | None, host: HostConnection | None, call_id: str,
               tool: str, arguments: dict[str, Any]) -> None:
-        """Every MCP call, as an audit row: what was asked, by whom, from which client, with its sha256."""
-        code = json.dumps({"tool": tool, "client": client, "arguments": arguments}, sort_keys=True)
+        """Every MCP call, as an audit row: what was asked, by whom, from which client (name and version),
+        with its sha256."""
+        code = json.dumps({"tool": tool, "client": caller.client, "client_version": caller.client_version,
+                           "arguments": arguments}, sort_keys=True)
         self.backend.store.record_scripts([{
-            "session_id": session_id, "tool_call_id": call_id, "user_name": user,
+            "session_id": session_id, "tool_call_id": call_id, "user_name": caller.user,
             "host_id": host.host_id if host else None, "host_app": host.host_app if host else None,
             "capability_version": None, "kind": AUDIT_KIND, "code": code, "sha256": content_hash(code)}])
 
-    def start(self, user: str, client: str, call_id: str, name: str, arguments: dict[str, Any],
+    def start(self, caller: Caller, call_id: str, name: str, arguments: dict[str, Any],
               host_id: str | None) -> tuple[str, Iterator[Chunk | CallOutcome]]:
         """Start a loop tool call; returns its session id and an iterator of chunks ending in its CallOutcome.
         Raises Refused (or QuotaExceeded) before anything runs."""
         host = None
         try:
             if self.backend.quotas is not None:
-                self.backend.quotas.admit_call(user)
-            host = self.resolve_host(user, host_id)
-            session_id = self.session_for(user, host.host_id, client)
+                self.backend.quotas.admit_call(caller.user)
+            host = self.resolve_host(caller.user, host_id)
+            session_id = self.session_for(caller, host.host_id)
         except (Refused, QuotaExceeded):
-            self.audit(user, client, None, host, call_id, name, {**arguments, "host": host_id})
+            self.audit(caller, None, host, call_id, name, {**arguments, "host": host_id})
             raise
-        self.audit(user, client, session_id, host, call_id, name, {**arguments, "host": host_id})
+        self.audit(caller, session_id, host, call_id, name, {**arguments, "host": host_id})
         worker = _Worker()
         with self._lock:
             self._running[call_id] = worker

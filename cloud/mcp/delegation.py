@@ -21,6 +21,7 @@ from cloud.mcp.wording import say
 from cloud.vendors.base import ModelAdapter
 
 RELEASE_WAIT_S = 5.0
+TURN_SEPARATOR = "\n\n"  # between the model's texts of two turns (a tool call came between them)
 
 
 @dataclass
@@ -29,6 +30,7 @@ class DelegatedRun:
     user: str
     steps: list[str] = field(default_factory=list)  # one line per tool call or message, for progress
     answer: list[str] = field(default_factory=list)  # the model's text, in pieces
+    turn_ended: bool = False  # a tool call since the last text: the next text starts a new turn
     results: list[dict[str, Any]] = field(default_factory=list)  # the person's tool results
     approvals: list[tuple[str, str]] = field(default_factory=list)  # (tool_call_id, summary) held for review
     error: str | None = None
@@ -84,8 +86,12 @@ class DelegatedRuns:
         data = chunk.metadata or {}
         with run.changed:
             if chunk.type == "Message":
+                if run.turn_ended and "".join(run.answer).strip():
+                    run.answer.append(TURN_SEPARATOR)
+                run.turn_ended = False
                 run.answer.append(chunk.content)
             elif chunk.type == "ToolCall":
+                run.turn_ended = True
                 run.steps.append(f"tool call: {data.get('name') or chunk.content}")
             elif chunk.type == "Metadata" and data.get("kind") == "tool_result":
                 run.results.append({k: v for k, v in data.items() if k != "kind"})

@@ -66,9 +66,10 @@ def mcp_http_app(state: Any, public_url: str, bind: str = "127.0.0.1") -> Starle
     """The endpoint for a Flask app's NexusState (`app.extensions["nexus"]`)."""
     quotas = DeploymentQuotas(state.store, state.settings, state.runs, state.request_rate)
     backend = Backend.of(state, quotas)  # the chat API's quotas, and its request-rate window
-    # The store's tokens are not issued per resource: the verifier is the whole check.
-    auth = AuthSettings(issuer_url=public_url, resource_server_url=public_url.rstrip("/") + "/mcp",
-                        validate_token_resource=False)
+    # The store's tokens are not issued per resource and there is no OAuth server: the verifier is the whole
+    # check, and no protected-resource metadata is published (it would name an authorization server that
+    # does not exist, and clients would try OAuth). A 401 says `WWW-Authenticate: Bearer`: send a token.
+    auth = AuthSettings(issuer_url=public_url, resource_server_url=None, validate_token_resource=False)
     server = NexusMcp(backend, token_user, http_models, default_model=state.default_model).build(
         token_verifier=StoreTokenVerifier(state.store), auth=auth)
     # On 127.0.0.1 the SDK also checks Host/Origin against DNS rebinding; elsewhere the token guards.

@@ -20,6 +20,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from cloud.mcp.wording import package_version
+
 MCP_PATH = "/mcp"
 
 
@@ -35,21 +37,59 @@ def endpoint(server_url: str) -> str:
     return url if url.endswith(MCP_PATH) else url + MCP_PATH
 
 
-class Relay:
-    """The stdio side's handlers, each answered by the deployment through `remote`."""
+class Upstream:
+    """The connection to the deployment, opened once the stdio client has said who it is: the deployment
+    records the real client's name and version (the bridge's own would say `mcp` for every client)."""
 
-    def __init__(self, remote: ClientSession) -> None:
-        self.remote = remote
+    def __init__(self, server_url: str, token: str) -> None:
+        self.server_url, self.token = server_url, token
+        self._client: types.Implementation | None = None
+        self._introduced = anyio.Event()
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._session: ClientSession | None = None
+
+    async def session(self, ctx: ServerRequestContext[Any]) -> ClientSession:
+        if not self._introduced.is_set():
+            params = ctx.session.client_params
+            self._client = params.client_info if params is not None else None
+            self._introduced.set()
+        await self._ready.wait()
+        assert self._session is not None
+        return self._session
+
+    async def hold(self, elicit: Any) -> None:
+        """Connect once introduced, and keep the connection until stop()."""
+        await self._introduced.wait()
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {self.token}"})
+        async with http, streamable_http_client(endpoint(self.server_url), http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1], elicitation_callback=elicit,
+                                     client_info=self._client) as remote:
+                await remote.initialize()
+                self._session = remote
+                self._ready.set()
+                await self._stop.wait()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._introduced.set()  # a client that never called anything: nothing to connect
+
+
+class Relay:
+    """The stdio side's handlers, each answered by the deployment through the upstream connection."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
         self._callers: list[ServerRequestContext[Any]] = []  # stdio requests in flight (for elicitations)
 
     def server(self) -> Server[Any]:
-        return Server("NexusAI", on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+        return Server("NexusAI", version=package_version(), on_list_tools=self.list_tools, on_call_tool=self.call_tool,
                       on_list_resources=self.list_resources, on_list_resource_templates=self.list_templates,
                       on_read_resource=self.read_resource, on_list_prompts=self.list_prompts,
                       on_get_prompt=self.get_prompt)
 
     async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return await self.remote.list_tools()
+        return await (await self.upstream.session(ctx)).list_tools()
 
     async def call_tool(self, ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -58,27 +98,28 @@ class Relay:
 
         self._callers.append(ctx)
         try:
-            return await self.remote.call_tool(params.name, params.arguments or {}, progress_callback=progress)
+            remote = await self.upstream.session(ctx)
+            return await remote.call_tool(params.name, params.arguments or {}, progress_callback=progress)
         finally:
             self._callers.remove(ctx)
 
     async def list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
-        return await self.remote.list_resources()
+        return await (await self.upstream.session(ctx)).list_resources()
 
     async def list_templates(self, ctx: ServerRequestContext[Any],
                              params: Any) -> types.ListResourceTemplatesResult:
-        return await self.remote.list_resource_templates()
+        return await (await self.upstream.session(ctx)).list_resource_templates()
 
     async def read_resource(self, ctx: ServerRequestContext[Any],
                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        return await self.remote.read_resource(params.uri)
+        return await (await self.upstream.session(ctx)).read_resource(params.uri)
 
     async def list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
-        return await self.remote.list_prompts()
+        return await (await self.upstream.session(ctx)).list_prompts()
 
     async def get_prompt(self, ctx: ServerRequestContext[Any],
                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        return await self.remote.get_prompt(params.name, params.arguments)
+        return await (await self.upstream.session(ctx)).get_prompt(params.name, params.arguments)
 
     async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         """The deployment asks the person (a held automation): relayed to the stdio client when it can
@@ -94,24 +135,20 @@ class Relay:
 
 def serve_remote(server_url: str, token: str) -> int:
     async def main() -> None:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-        async with http, streamable_http_client(endpoint(server_url), http_client=http) as streams:
-            relay_holder: list[Relay] = []
-
-            async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-                return await relay_holder[0].elicit(context, params)
-
-            async with ClientSession(streams[0], streams[1], elicitation_callback=elicit) as remote:
-                await remote.initialize()
-                relay = Relay(remote)
-                relay_holder.append(relay)
-                server = relay.server()
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
+        upstream = Upstream(server_url, token)
+        relay = Relay(upstream)
+        server = relay.server()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(upstream.hold, relay.elicit)
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            upstream.stop()
 
     try:
         anyio.run(main)
     except Exception as exc:  # the deployment refused or went away: say so on stderr, not in the protocol
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
         print(f"nexus mcp --server: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0

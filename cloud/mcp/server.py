@@ -5,7 +5,6 @@ streamable HTTP (http.py) build the same server, differing only in how the user 
 from __future__ import annotations
 
 import copy
-import json
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
@@ -17,16 +16,28 @@ from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ImageContent, TextContent
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolResult,
+    Completion,
+    CompletionArgument,
+    ImageContent,
+    PromptReference,
+    ResourceTemplateReference,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
 from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_tool_definitions
-from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, CallOutcome, McpCalls, Ready, Refused
+from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, Caller, CallOutcome, McpCalls, Ready, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
-from cloud.mcp.wording import host_argument, own_tool, prompt_text, prompts, say
+from cloud.mcp.results import as_text, capped_copy, output_schema
+from cloud.mcp.wording import annotations, host_argument, own_tool, package_version, prompt_text, prompts, say
 from cloud.vendors.base import ModelAdapter
 from cloud.web.quotas import QuotaExceeded
 
@@ -36,8 +47,14 @@ PROGRESS_POLL_S = 0.2
 
 
 class ContractTool(Tool):
-    """A tool whose input schema is given (the shared contract's), not derived from a function signature."""
+    """A tool whose input and output schemas are given (the shared contract's, results.py's), not derived
+    from a function signature."""
     handler: Any = Field(exclude=True)
+    result_schema: dict[str, Any] = Field(exclude=True)
+
+    @property
+    def output_schema(self) -> dict[str, Any]:  # type: ignore[override]
+        return self.result_schema
 
     async def run(self, arguments: dict[str, Any], context: Context, convert_result: bool = False) -> Any:
         return await self.handler(arguments, context)
@@ -49,7 +66,9 @@ async def _placeholder() -> None:
 
 def contract_tool(name: str, description: str, schema: dict[str, Any], handler: ToolHandler) -> ContractTool:
     return ContractTool(fn=_placeholder, name=name, description=description, parameters=schema,
-                        fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True, handler=handler)
+                        fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True,
+                        handler=handler, result_schema=output_schema(name),
+                        annotations=ToolAnnotations.model_validate(annotations(name)))
 
 
 def with_host(schema: dict[str, Any]) -> dict[str, Any]:
@@ -59,13 +78,20 @@ def with_host(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class ApprovalAnswer(BaseModel):
-    keep: bool = Field(default=True, description="Keep the change (uncheck to discard it)")
+    """The Keep/Discard form. It defaults to discard: a change is kept only if the person says so."""
+    keep: bool = Field(default=False, description="Keep the change (leave unchecked to discard it)")
     comment: str = Field(default="", description="Optional note for the agent")
 
 
+def structured_result(structured: dict[str, Any], is_error: bool = False,
+                      images: list[ImageContent] | None = None) -> CallToolResult:
+    """The structured content, and its JSON as the text content: a client's model reads the same either way."""
+    return CallToolResult(content=[TextContent(text=as_text(structured)), *(images or [])],
+                          structured_content=structured, is_error=is_error)
+
+
 def error_result(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(text=text)], structured_content={"ok": False, "error": text},
-                          is_error=True)
+    return structured_result({"ok": False, "error": text}, is_error=True)
 
 
 def quota_text(exc: QuotaExceeded) -> str:
@@ -73,9 +99,8 @@ def quota_text(exc: QuotaExceeded) -> str:
 
 
 def quota_result(exc: QuotaExceeded) -> CallToolResult:
-    text = quota_text(exc)
-    return CallToolResult(content=[TextContent(text=text)], is_error=True, structured_content={
-        "ok": False, "error": text, "quota": exc.quota, "limit": exc.limit, "retry_after_s": exc.retry_after_s})
+    return structured_result({"ok": False, "error": quota_text(exc), "quota": exc.quota, "limit": exc.limit,
+                              "retry_after_s": exc.retry_after_s}, is_error=True)
 
 
 def offered_tools(host_app: str | None) -> tuple[dict[str, Any], ...]:
@@ -87,10 +112,40 @@ def offered_tools(host_app: str | None) -> tuple[dict[str, Any], ...]:
                                        document={}))
 
 
-def client_name(ctx: Context) -> str:
+def client_info(ctx: Context) -> tuple[str, str]:
+    """The client's own name and version, as it said in `initialize` (or, under 2026-07-28, in the request)."""
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
-    return (info.name if info is not None and info.name else "unknown")[:100]
+    name = info.name if info is not None and info.name else "unknown"
+    version = info.version if info is not None and info.version else ""
+    return name[:100], version[:100]
+
+
+def connection_of(ctx: Context) -> str:
+    """The transport's session of a request: the HTTP `Mcp-Session-Id` the SDK issued for the connection,
+    else the SDK's connection itself (one stdio process; under 2026-07-28 over HTTP, where no session
+    exists, one request). Never the client's name: two connections of one client program are two sessions.
+    The SDK's per-request session keeps its connection private; the connection's `state` is the SDK's own
+    place for per-connection data."""
+    connection = ctx.session._connection
+    if connection.session_id:
+        return "http:" + connection.session_id
+    return connection.state.setdefault("nexus_connection", "conn:" + uuid.uuid4().hex)
+
+
+class NexusServer(MCPServer):
+    """The SDK's server, with a prompt request that names what is wrong with it answered as invalid params
+    (-32602), as the spec says, instead of an internal error with a traceback on standard error."""
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context | None = None) -> Any:
+        known = {prompt.name: prompt for prompt in await self.list_prompts()}
+        if name not in known:
+            raise MCPError(INVALID_PARAMS, say("unknown_prompt", name=name, known=", ".join(sorted(known))))
+        missing = [arg.name for arg in known[name].arguments or [] if arg.required and not (arguments or {}).get(arg.name)]
+        if missing:
+            raise MCPError(INVALID_PARAMS, say("prompt_arguments_missing", name=name, missing=", ".join(missing)))
+        return await super().get_prompt(name, arguments, context)
 
 
 class NexusMcp:
@@ -107,6 +162,10 @@ class NexusMcp:
         self.user_of, self.models = user_of, models
         self.default_model, self.image_max_px, self.policy = default_model, image_max_px, policy
         self._parts: tuple[Backend, McpCalls, DelegatedRuns] | None = None
+
+    def caller(self, ctx: Context) -> Caller:
+        name, version = client_info(ctx)
+        return Caller(self.user_of(), name, version, connection_of(ctx))
 
     async def ready(self) -> None:
         """Once the backend is up (raises Refused if it cannot start)."""
@@ -142,10 +201,14 @@ class NexusMcp:
                                            with_host(definition["input_schema"]), self._loop_tool(definition["name"])))
         for name, handler in (("list_hosts", self.list_hosts), ("run_task", self.run_task), ("get_run", self.get_run)):
             spec = own_tool(name)
-            tools.append(contract_tool(name, spec["description"], spec["input_schema"], self._when_ready(handler)))
-        server: MCPServer = MCPServer("NexusAI", tools=tools, **server_args)
+            schema = spec["input_schema"]
+            if "host" in schema["properties"]:
+                schema = with_host(schema)
+            tools.append(contract_tool(name, spec["description"], schema, self._when_ready(handler)))
+        server = NexusServer("NexusAI", version=package_version(), tools=tools, **server_args)
         self._resources(server)
         self._prompts(server)
+        self._completions(server)
         return server
 
     # the loop's tools
@@ -168,13 +231,13 @@ class NexusMcp:
             await anyio.to_thread.run_sync(self.backend.quotas.admit_call, user)
 
     async def loop_call(self, name: str, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user, client = self.user_of(), client_name(ctx)
+        caller = self.caller(ctx)
         arguments = dict(arguments)
         host_id = arguments.pop("host", None)
         call_id = "mcp_" + uuid.uuid4().hex[:16]
         try:
             session_id, items = await anyio.to_thread.run_sync(
-                self.calls.start, user, client, call_id, name, arguments, host_id)
+                self.calls.start, caller, call_id, name, arguments, host_id)
         except Refused as exc:
             return error_result(str(exc))
         except QuotaExceeded as exc:
@@ -191,7 +254,7 @@ class NexusMcp:
         except anyio.get_cancelled_exc_class():
             self.calls.cancel(call_id)  # the host aborts the script: killed, rolled back, a hold discarded
             raise
-        return self.result(outcome)
+        return self.result(outcome, call_id, name)
 
     async def _review(self, ctx: Context, session_id: str, call_id: str, summary: str) -> None:
         """Under `ask`: the person decides through elicitation where the client can ask them; otherwise
@@ -215,35 +278,38 @@ class NexusMcp:
                 decision = {"decision": "keep", "by": "mcp", "comment": answer.data.comment}
             elif answer.action == "accept" and answer.data is not None:
                 decision = {"decision": "discard", "by": "mcp", "comment": answer.data.comment}
-            else:
+            elif answer.action == "decline":  # the person said no
                 decision = {"decision": "discard", "by": "mcp", "comment": say("approval_declined")}
+            else:  # cancel: the question was dismissed, nobody decided
+                decision = {"decision": "discard", "by": "mcp", "undecided": True,
+                            "comment": say("approval_dismissed")}
         await anyio.to_thread.run_sync(self.calls.decide, session_id, call_id, decision)
 
-    @staticmethod
-    def result(outcome: CallOutcome) -> CallToolResult:
-        content: list[TextContent | ImageContent] = [TextContent(text=outcome.text)]
-        content += [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
-                    for image in outcome.images]
-        structured = outcome.person or {"ok": not outcome.is_error, "summary": outcome.text}
-        return CallToolResult(content=content, structured_content=structured, is_error=outcome.is_error)
+    def result(self, outcome: CallOutcome, call_id: str, name: str) -> CallToolResult:
+        person = outcome.person or {"tool_call_id": call_id, "name": name, "ok": not outcome.is_error,
+                                    "summary": outcome.text}
+        images = [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
+                  for image in outcome.images]
+        return structured_result(capped_copy(person, outcome.session_id, self.backend.settings),
+                                 outcome.is_error, images)
 
     # hosts, delegated runs
     async def list_hosts(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user = self.user_of()
+        caller = self.caller(ctx)
         try:
-            await self._admit_call(user)
+            await self._admit_call(caller.user)
         except QuotaExceeded as exc:
-            self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts",
-                             arguments)
+            self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
             return quota_result(exc)
-        hosts = [connection.describe() for connection in self.calls.hosts_for(user)]
-        self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
+        hosts = [connection.describe() for connection in self.calls.hosts_for(caller.user)]
+        self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "list_hosts", arguments)
         listing = {"hosts": [{k: h[k] for k in ("host_id", "host_app", "host_version", "document", "display_name")
                               if k in h} for h in hosts]}
-        return CallToolResult(content=[TextContent(text=json.dumps(listing, indent=1))], structured_content=listing)
+        return structured_result(listing)
 
     async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user, client = self.user_of(), client_name(ctx)
+        caller = self.caller(ctx)
+        user = caller.user
         slot = None
         try:
             # As the chat API: a new session (sessions per hour), a slot among the runs in progress (concurrent
@@ -254,21 +320,21 @@ class NexusMcp:
                 slot = await anyio.to_thread.run_sync(self.backend.quotas.admit_run, user)
             host = self.calls.resolve_host(user, arguments.get("host"))
         except QuotaExceeded as exc:
-            self.calls.audit(user, client, None, None, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
+            self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
             return quota_result(exc)
         except Refused as exc:
             if slot is not None:
                 slot.release()
             return error_result(str(exc))
         try:
-            return await self._start_run(user, client, host, arguments, ctx, slot)
+            return await self._start_run(caller, host, arguments, ctx, slot)
         finally:
             if slot is not None and not slot.bound:
                 slot.release()
 
-    async def _start_run(self, user: str, client: str, host: Any, arguments: dict[str, Any], ctx: Context,
+    async def _start_run(self, caller: Caller, host: Any, arguments: dict[str, Any], ctx: Context,
                          slot: Any) -> CallToolResult:
-        self.calls.audit(user, client, None, host, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
+        self.calls.audit(caller, None, host, "mcp_" + uuid.uuid4().hex[:16], "run_task", arguments)
         spec = arguments.get("model") or await anyio.to_thread.run_sync(self._default_model)
         if not spec:
             return error_result(say("no_model"))
@@ -276,7 +342,7 @@ class NexusMcp:
             model = await anyio.to_thread.run_sync(self.models, spec)
         except Exception as exc:  # the spec's own error names what was wrong
             return error_result(say("bad_model", spec=spec, detail=exc))
-        run = await anyio.to_thread.run_sync(self.runs.start, user, host.host_id, model, arguments["prompt"])
+        run = await anyio.to_thread.run_sync(self.runs.start, caller.user, host.host_id, model, arguments["prompt"])
         if slot is not None:
             slot.release_on(run.done)
         return await self._follow(run, ctx, float(arguments.get("wait_s", DEFAULT_RUN_WAIT_S)))
@@ -285,8 +351,9 @@ class NexusMcp:
         return self.default_model() if callable(self.default_model) else self.default_model
 
     async def get_run(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
-        user = self.user_of()
-        self.calls.audit(user, client_name(ctx), None, None, "mcp_" + uuid.uuid4().hex[:16], "get_run", arguments)
+        caller = self.caller(ctx)
+        user = caller.user
+        self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "get_run", arguments)
         try:
             await self._admit_call(user)
         except QuotaExceeded as exc:
@@ -320,32 +387,29 @@ class NexusMcp:
             await anyio.to_thread.run_sync(self.runs.released, run)
         return self._run_result(run.summary())
 
-    @staticmethod
-    def _run_result(summary: dict[str, Any]) -> CallToolResult:
+    def _run_result(self, summary: dict[str, Any]) -> CallToolResult:
+        summary = {**summary, "results": [capped_copy(r, summary["handle"], self.backend.settings)
+                                          for r in summary["results"]]}
         if summary["status"] == "running":
-            text = say("run_running", handle=summary["handle"], steps=len(summary["steps"]))
-        else:
-            text = summary["answer"] or summary["error"] or summary["status"]
-        return CallToolResult(content=[TextContent(text=text)], structured_content=summary,
-                              is_error=summary["status"] in ("error", "cancelled"))
+            summary["note"] = say("run_running", handle=summary["handle"], steps=len(summary["steps"]))
+        return structured_result(summary, is_error=summary["status"] in ("error", "cancelled"))
 
     # resources and prompts
     async def read_context(self, host_id: str | None) -> str:
+        """The context block; a read that cannot be answered (no such host, over quota, the host could not
+        start) is an error of the read, not a block whose text is the error."""
         user = self.user_of()
         try:
             await self.ready()
             await self._admit_call(user)  # a read asks the host: it counts as a call
+            return await anyio.to_thread.run_sync(self.context_block, user, host_id)
         except Refused as exc:
-            return str(exc)
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         except QuotaExceeded as exc:
-            return quota_text(exc)
-        return await anyio.to_thread.run_sync(self.context_block, user, host_id)
+            raise MCPError(INVALID_REQUEST, quota_text(exc)) from None
 
     def context_block(self, user: str, host_id: str | None) -> str:
-        try:
-            host = self.calls.resolve_host(user, host_id)
-        except Refused as exc:
-            return str(exc)
+        host = self.calls.resolve_host(user, host_id)
         link = WebSocketHostLink(self.backend.hosts, self.backend.channel, host.host_id, user,
                                  "ctx_" + uuid.uuid4().hex[:12])
         return render_context_block(link, fetch_context(link, threading.Event()))
@@ -375,4 +439,23 @@ class NexusMcp:
             return prompt_text("report").format(topic=topic)
 
         for name, fn in (("audit", audit), ("renumber", renumber), ("report", report)):
-            server.add_prompt(Prompt.from_function(fn, name=name, description=specs[name]["description"]))
+            prompt = Prompt.from_function(fn, name=name, description=specs[name]["description"])
+            for argument in prompt.arguments or []:
+                argument.description = specs[name]["arguments"][argument.name]
+            server.add_prompt(prompt)
+
+    def _completions(self, server: MCPServer) -> None:
+        """Host ids for the host context resource, the suggestions prompts.json lists for prompt arguments."""
+        @server.completion()
+        async def complete(ref: Any, argument: CompletionArgument, context: Any) -> Completion | None:
+            typed = argument.value.lower()
+            if isinstance(ref, ResourceTemplateReference) and argument.name == "host_id":
+                if self._parts is None:  # the host is still starting: nothing connected yet to offer
+                    return Completion(values=[])
+                values = [h.host_id for h in self.calls.hosts_for(self.user_of())]
+            elif isinstance(ref, PromptReference) and ref.name in prompts():
+                values = prompts()[ref.name].get("suggestions", {}).get(argument.name, [])
+            else:
+                return None
+            matching = [v for v in values if v.lower().startswith(typed)]
+            return Completion(values=matching[:100], total=len(matching), has_more=len(matching) > 100)

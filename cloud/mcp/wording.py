@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,15 @@ def _json(name: str) -> dict[str, Any]:
     return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
 
 
+@cache
+def package_version() -> str:
+    """NexusAI's version, as the package says (serverInfo.version)."""
+    try:
+        return metadata.version("nexusai")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def say(key: str, **values: object) -> str:
     return _json("messages.json")[key].format(**values)
 
@@ -21,6 +31,11 @@ def say(key: str, **values: object) -> str:
 def own_tool(name: str) -> dict[str, Any]:
     """list_hosts, run_task, get_run: {description, input_schema}."""
     return _json("tools.json")[name]
+
+
+def annotations(tool: str) -> dict[str, Any]:
+    """The tool's MCP annotations (title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint)."""
+    return _json("annotations.json")[tool]
 
 
 def host_argument() -> str:

@@ -111,3 +111,31 @@ def test_a_delegated_run_under_ask_asks_through_elicitation(sample_ifc, tmp_path
     assert len(asked) == 1 and "RUN-KEPT" in asked[0]
     assert len(done.structured_content["committed"]) == 1
     assert "RUN-KEPT" in _door_names(out)
+
+
+def test_the_form_defaults_to_discard_and_cancel_is_no_decline(sample_ifc, tmp_path):
+    out = tmp_path / "out.ifc"
+    schemas: list[dict] = []
+    answers = iter([types.ElicitResult(action="accept", content={}),  # the form as it came: keep unchecked
+                    types.ElicitResult(action="decline"),
+                    types.ElicitResult(action="cancel")])
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        schemas.append(params.requested_schema)
+        return next(answers)
+
+    async def scenario():
+        async with stdio_session("--ifc", str(sample_ifc), "--out", str(out), "--db", str(tmp_path / "db.sqlite"),
+                                 "--policy", "ask", elicitation_callback=elicit) as session:
+            return [await session.call_tool("execute_task_automation", {"code": RENAME.format(name=name)})
+                    for name in ("AS-IS", "DECLINED", "DISMISSED")]
+
+    as_is, declined, dismissed = anyio.run(scenario)
+    assert schemas[0]["properties"]["keep"]["default"] is False
+    assert all(r.structured_content["committed"] is False for r in (as_is, declined, dismissed))
+    assert not as_is.structured_content["decision"].get("undecided")
+    assert declined.structured_content["decision"] == {"decision": "discard", "by": "mcp",
+                                                       "comment": "declined through MCP"}
+    assert dismissed.structured_content["decision"]["undecided"] is True
+    assert "dismissed" in dismissed.structured_content["decision"]["comment"]
+    assert not {"AS-IS", "DECLINED", "DISMISSED"} & _door_names(out)

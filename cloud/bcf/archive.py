@@ -40,8 +40,16 @@ def read_bcf(path: str | Path) -> Any:
 
 
 def write_bcf(document: Any, path: str | Path) -> Path:
-    """Write `document` (a bcf-client BcfXml) as an archive at `path`."""
+    """Write `document` (a bcf-client BcfXml) as an archive at `path`.
+
+    Each topic is written in the folder named by its Guid, as BCF requires. (An archive may name a topic's folder
+    otherwise, as buildingSMART's 3.0 case "Single invisible wall" does; bcf-client would then write the markup in
+    the old folder and the viewpoints in the Guid's, parting a topic from its viewpoints.)"""
     path = Path(path)
+    for topic in document.topics.values():
+        folder = topic._topic_dir
+        if isinstance(folder, zipfile.Path) and folder.name != topic.guid:
+            topic._topic_dir = folder.parent.joinpath(f"{topic.guid}/")
     document.save(path)
     return path
 

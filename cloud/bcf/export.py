@@ -8,6 +8,7 @@ is the product's own 3D rendering of them (ifc_host/render.py), drawn from the m
 """
 from __future__ import annotations
 
+import datetime
 import math
 import uuid
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 
 import ifcopenshell
 import ifcopenshell.geom
+from xsdata.models.datatype import XmlDateTime
 
 from cloud.bcf.archive import VERSIONS
 from ifc_host.findings import ElementRef, Finding
@@ -59,6 +61,14 @@ def export_findings(findings: Sequence[Finding], out: str | Path, *, version: st
         import bcf.v3.visinfo as visinfo  # type: ignore[no-redef]
         from bcf.v3.bcfxml import BcfXml  # type: ignore[assignment]
     document = BcfXml.create_new(project_name)
+    if version != "2.1":  # BCF 3.0 declares the topic types, statuses, priorities and labels an archive uses
+        rules = list(dict.fromkeys(f.rule for f in findings))
+        document.extensions = mdl.Extensions(
+            topic_types=mdl.ExtensionsTopicTypes(topic_type=rules),
+            topic_statuses=mdl.ExtensionsTopicStatuses(topic_status=["Open"]),
+            priorities=mdl.ExtensionsPriorities(priority=list(PRIORITY.values())),
+            topic_labels=mdl.ExtensionsTopicLabels(topic_label=[*rules, *PRIORITY]))
+    now = XmlDateTime.from_datetime(datetime.datetime.now(datetime.UTC).replace(microsecond=0))
     for index, members in enumerate(topics):
         first = members[0]
         title = first.title if len(members) == 1 else f"{first.rule}: {len(members)} findings"
@@ -66,6 +76,7 @@ def export_findings(findings: Sequence[Finding], out: str | Path, *, version: st
         severity = min((m.severity for m in members), key=("error", "warning", "info").index)
         topic = document.add_topic(title[:255], description, author, topic_type=first.rule, topic_status="Open")
         topic.topic.priority = PRIORITY[severity]
+        topic.topic.creation_date = now
         labels = [first.rule, severity]
         if version == "2.1":
             topic.topic.labels = labels

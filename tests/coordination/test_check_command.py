@@ -42,7 +42,7 @@ WALLS_NEED_A_NAME = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def nexus(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def nexus(*args: str, timeout: float = 1400) -> subprocess.CompletedProcess:
     command = [shutil.which("nexus")] if shutil.which("nexus") else [sys.executable, "-m", "cloud.cli"]
     return subprocess.run([*command, "check", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO,
                           env=os.environ.copy())
@@ -59,6 +59,7 @@ def test_the_federated_pair_has_no_hard_clash_and_the_empty_report_is_a_valid_bc
     assert read_archive(out) == ("2.1", {})
 
 
+@pytest.mark.timeout(1500)  # 19 snapshots, each a render in a fresh interpreter: minutes on a loaded machine
 def test_clearance_on_the_federated_pair_writes_a_bcf_2_1_topic_per_finding_with_a_framed_snapshot(tmp_path):
     architectural, mep = federated_pair()
     out = tmp_path / "clearance.bcf"

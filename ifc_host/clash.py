@@ -60,16 +60,25 @@ def clash_findings(work: str | Path, refs: Sequence[str | Path] = (), *, clearan
     side_b = [str(r) for r in refs] or side_a
     findings: list[Finding] = []
     seen: set[frozenset[str]] = set()
+    known: dict[tuple[str, str], ElementRef] = {}  # an element is in many results: look it up once per side
     for result in clash_set.get("clashes", {}).values():
         pair = frozenset((result["a_global_id"], result["b_global_id"]))
         if pair in seen or len(pair) < 2:
             continue  # within one model ifcclash reports each pair both ways
         seen.add(pair)
-        a = _element(result["a_global_id"], side_a, opened)
-        b = _element(result["b_global_id"], side_b, opened)
+        a, b = (_known(known, side, result[f"{side}_global_id"], paths, opened)
+                for side, paths in (("a", side_a), ("b", side_b)))
         findings.append(_finding(a, b, result, clearance))
     findings.sort(key=lambda f: (f.elements[0].model, f.elements[0].global_id, f.elements[1].global_id))
     return findings
+
+
+def _known(known: dict[tuple[str, str], ElementRef], side: str, global_id: str, paths: list[str],
+           opened: dict[str, ifcopenshell.file]) -> ElementRef:
+    found = known.get((side, global_id))
+    if found is None:
+        found = known[(side, global_id)] = _element(global_id, paths, opened)
+    return found
 
 
 def _element(global_id: str, paths: list[str], opened: dict[str, ifcopenshell.file]) -> ElementRef:

@@ -7,13 +7,27 @@ import signal
 import sys
 import threading
 
-from cloud.cli import batch, db, demo, eval, ifc_host, mcp, models, run, sample_model, serve, skill, token
+from cloud.cli import (
+    batch,
+    check,
+    db,
+    demo,
+    eval,
+    ifc_host,
+    mcp,
+    models,
+    run,
+    sample_model,
+    serve,
+    skill,
+    token,
+)
 from cloud.cli.common import default_db
 from cloud.config import ConfigurationError
 
 __all__ = ["build_parser", "default_db", "main"]
 
-COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval, skill, db)
+COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval, skill, db, check)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,6 @@
 """Who may read and write what under the batch root (NEXUS_BATCH_ROOT), for every path a person names to the
-server (a batch's `files` and `out`; any route that takes a server-side path calls `resolve`).
+server (a batch's `files` and `out`; any route that takes a server-side path calls
+`access_for(store, root, user).resolve`).
 
 Layout: each user has a folder of their own, `<root>/<user folder>/` (the user name itself when it is a plain
 lower-case name, else a safe mapping of it: `user_folder_name`), made on first use and readable by the
@@ -221,12 +222,3 @@ def access_for(store: Any, root: str, user: str) -> Access:
 
     teams = [SkillLibrary(store).membership(user).team]
     return Access.of(root, user, store.folder_access(teams))
-
-
-def resolve(store: Any, user: str, path: Any, want: str = "read", root: str | None = None,
-            field: str = "path") -> str:
-    """One path a person names (relative to their folder, or projects/<name>/...) -> its real path, if they
-    may `want` it; FolderError naming the path otherwise. `root` defaults to NEXUS_BATCH_ROOT."""
-    from cloud.batch.service import Roots
-
-    return access_for(store, root or Roots.from_env().root, user).resolve(path, want, field)

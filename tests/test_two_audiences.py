@@ -80,3 +80,22 @@ def test_every_refusal_and_lost_answer_has_the_persons_own_words(key):
     person = ToolResult("c1", "execute_task_automation", False, model_text).to_json()["person"]
     assert person["key"] == key and person["text"] != model_text and person["status"]
     _no_instructions(person["text"])
+
+
+def test_the_terminal_shows_the_persons_words_for_a_refusal_and_the_result_itself_otherwise():
+    import io
+
+    from cloud.cli.printer import Printer
+
+    refusal = message("readonly")
+    shown = io.StringIO()
+    printer = Printer(shown)
+    printer.show({"type": "Metadata", "content": refusal,
+                  "metadata": {"kind": "tool_result", **ToolResult("c1", "execute_task_automation", False,
+                                                                   refusal).to_json()}})
+    printer.show({"type": "Metadata", "content": "3 doors\n",
+                  "metadata": {"kind": "tool_result", **ToolResult("c2", "execute_data_collection", True,
+                                                                   "3 doors\n").to_json()}})
+    text = shown.getvalue()
+    _no_instructions(text)
+    assert "3 doors" in text and refusal not in text

@@ -37,7 +37,9 @@ class Printer:
                 self._print(f"\n[{meta.get('name') or content}]")
             self._print(tool_input_text(meta.get("input")))
         elif kind == "Metadata" and meta.get("kind") == "tool_result":
-            self._print("--- result ---\n" + content + "\n--------------")
+            # A refusal or a spent budget in the person's words; the model's instructions stay in its copy.
+            shown = (meta.get("person") or {}).get("text") or content
+            self._print("--- result ---\n" + shown + "\n--------------")
         elif kind == "Metadata" and meta.get("kind") in ("budget", "compaction", "reset_turn"):
             self._print(f"\n[{meta['kind']}] {content}")
         elif kind == "AgenticUsage":

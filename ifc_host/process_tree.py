@@ -88,7 +88,8 @@ def own_pid() -> int:
         return os.getpid()
 
 
-def _libc() -> ctypes.CDLL | None:
+def load_libc() -> ctypes.CDLL | None:
+    """The C library (Linux only), its errno kept and `syscall` returning a long: for prctl, unshare and seccomp."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -144,7 +145,7 @@ def enter_own_tree(scratch: Path, supervisor_closes: list[int]) -> Tree:
     """Split into supervisor and script process; returns in the script process only (the supervisor waits
     for it, cleans up and exits with its status). `supervisor_closes`: the script's channel and output fds,
     which the supervisor must not hold open."""
-    libc = _libc()
+    libc = load_libc()
     if libc is None:
         user = pwd_name(os.getuid()) if hasattr(os, "getuid") else "this user"
         return Tree(None, False, False, False, user, -1, False)

@@ -71,7 +71,7 @@ def apply(scratch: Path, tree: process_tree.Tree, limits: script_limits.ScriptLi
     """Confine the current process (single-threaded, before the script runs) and say what applied.
     `tree`: the namespaces made when the script's process split from its supervisor (process_tree.py)."""
     scratch = Path(scratch).resolve()
-    libc = _libc()
+    libc = process_tree.load_libc()
     scrub_environment(scratch)
     scratch_bounded = tree.mount_namespace and script_limits.mount_scratch(libc, scratch, limits)
     os.chdir(scratch)
@@ -95,20 +95,9 @@ def scrub_environment(scratch: Path) -> None:
     tempfile.tempdir = str(scratch)
 
 
-def _libc() -> ctypes.CDLL | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    libc.syscall.restype = ctypes.c_long
-    return libc
-
-
 @functools.cache
 def landlock_abi() -> int:
-    libc = _libc()
+    libc = process_tree.load_libc()
     if libc is None:
         return 0
     abi = libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
@@ -157,7 +146,7 @@ def prepare() -> None:
 
 
 def _landlock(scratch: Path, block_tcp: bool) -> tuple[str, bool]:
-    libc = _libc()
+    libc = process_tree.load_libc()
     abi = landlock_abi()
     if libc is None or abi < 1:
         return "NOT restricted (Landlock unavailable)", False

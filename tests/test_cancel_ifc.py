@@ -16,7 +16,8 @@ from ifc_host.runtime import HostHandle
 from ifc_host.sample import write_sample_model
 from tests.support.client import Client, write_script
 from tests.support.server import RunningServer, running_server
-from tests.support.spine import BackgroundRun, automate, collect, say, session, tool_result_texts, wait_until
+from tests.support.spine import BackgroundRun, automate, collect, say, session, tool_result_texts
+from tests.support.waiting import wait_until
 
 SLEEP_THEN_RENAME = ("import time\ntime.sleep(15)\n"
                      "for door in model.by_type('IfcDoor'):\n    door.Name = 'Cancelled rename'\n")

@@ -8,8 +8,9 @@ import pytest
 import websocket
 
 from tests.support.client import write_script
-from tests.support.spine import collect, received_execute, run_to_tool_call, say, wait_until
+from tests.support.spine import collect, received_execute, run_to_tool_call, say
 from tests.support.test_host import TestHost
+from tests.support.waiting import wait_until
 
 HELLO = {"type": "hello", "host_app": "test", "host_version": "t", "runtime_version": "1",
          "python_version": sys.version.split()[0], "document": {"title": "Raw"}}

@@ -11,8 +11,9 @@ from cloud.session import SessionState
 from cloud.store import Store
 from tests.support.client import Client, write_script
 from tests.support.server import running_server
-from tests.support.spine import assert_transcript_valid, collect, say, session, tool_result_texts, wait_until
+from tests.support.spine import assert_transcript_valid, collect, say, session, tool_result_texts
 from tests.support.test_host import TestHost
+from tests.support.waiting import wait_until
 
 
 def _dead_pid() -> int:

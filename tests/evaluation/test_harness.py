@@ -15,7 +15,8 @@ import pytest
 from cloud.evaluation.runner import model_for, run_all, run_task
 from cloud.evaluation.tasks import SuiteError, load_suite
 from tests.evaluation.conftest import ROOT
-from tests.support.spine import automate, collect, say, wait_until
+from tests.support.spine import automate, collect, say
+from tests.support.waiting import wait_until
 
 COUNT_DOORS = "from cloud.evaluation import checks\n\ndef check(before, after, answer):\n" \
               "    return checks.has_number(answer, len(before.by_type('IfcDoor'))), 'doors'\n"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ifc_host.sample import write_sample_model
-from tests.support.spine import wait_until
+from tests.support.waiting import wait_until
 
 
 def _gone(pid: int) -> bool:

@@ -18,16 +18,12 @@ from nexus_runtime.script_runner import run_script
 
 from cloud.contract import validate_host_message
 from tests.revit.conftest import runtime_module
+from tests.support.waiting import wait_until
 
 SLOW_LOOP = "import time\nn = 0\nwhile True:\n    try:\n        time.sleep(0.02)\n        n += 1\n    except:\n        pass\n"
 CANCELLED = "cancelled while running: rolled back, the model is unchanged"
 
 
-def wait_until(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 class Rig:

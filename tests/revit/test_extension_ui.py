@@ -3,7 +3,6 @@ Revit's main thread), against the real orchestrator."""
 from __future__ import annotations
 
 import runpy
-import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from tests.revit.conftest import EXTENSION, make_revit, runtime_module
 from tests.revit.fake_revit import FakeRevit, uninstall
 from tests.revit.fake_revit.pyrevit_fake import Guid
 from tests.revit.fake_revit.ui import DockablePaneId
+from tests.support.waiting import wait_until
 
 PANEL = EXTENSION / "NexusAI.tab" / "NexusAI.panel"
 PANE_ID = "5d3f8c1e-6b7a-4f2e-9c41-2a7e0b9d6f13"
@@ -36,13 +36,6 @@ def tick(revit: FakeRevit) -> None:
             revit.run_on_main(timer.Tick.fire, timer, None)
 
 
-def wait_for(condition, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture
@@ -93,7 +86,7 @@ def test_settings_then_connect_reaches_the_server(started, server):
 
     press(revit, "Connect")
     host_id = server.wait_for_host(token)
-    wait_for(lambda: runtime.status()["state"] == "connected")
+    wait_until(lambda: runtime.status()["state"] == "connected")
     assert runtime.status()["host_id"] == host_id and revit.button_icon_states == [True]
     hello = server.state.hosts.get(host_id).hello
     assert hello["host_app"] == "revit" and hello["document"]["title"] == "Tower A"
@@ -101,7 +94,7 @@ def test_settings_then_connect_reaches_the_server(started, server):
 
     press(revit, "Connect")
     assert revit.button_icon_states == [True, False]
-    wait_for(lambda: not server.state.hosts.for_user("alice"))
+    wait_until(lambda: not server.state.hosts.for_user("alice"))
 
 
 def test_settings_refuses_a_bad_url_and_cancel_changes_nothing(started):
@@ -124,7 +117,7 @@ def test_auto_connect_at_startup_and_the_chat_pane_binds_to_this_host(started, s
     token = server.token("bob")
     revit, runtime = started({"server_url": server.url, "token": token})
     host_id = server.wait_for_host(token)
-    wait_for(lambda: runtime.status()["state"] == "connected")
+    wait_until(lambda: runtime.status()["state"] == "connected")
 
     press(revit, "Chat")
     pane = pane_of(revit)
@@ -147,7 +140,7 @@ def test_without_webview2_the_pane_offers_the_browser_only(started, server):
     token = server.token("carol")
     revit, runtime = started({"server_url": server.url, "token": token}, webview2_assemblies=False)
     host_id = server.wait_for_host(token)
-    wait_for(lambda: runtime.status()["state"] == "connected")
+    wait_until(lambda: runtime.status()["state"] == "connected")
     panel = pane_of(revit)._data.FrameworkElement
     tick(revit)
     assert revit.webviews == [] and "not available" in panel.browser_note.Text
@@ -187,7 +180,7 @@ def test_a_pyrevit_reload_replaces_the_runtime_without_a_second_pane(started, se
     assert second is not first
     assert first.connection.state == "stopped" and first.event._disposed
     assert len(revit.panes) == 1
-    wait_for(lambda: second.status()["state"] == "connected")
+    wait_until(lambda: second.status()["state"] == "connected")
 
 
 def test_the_extension_follows_pyrevit_s_layout():
@@ -224,7 +217,7 @@ def test_webview2_starts_when_the_pane_is_loaded_not_during_startup(started):
     revit, _runtime = started()
     assert revit.webviews == []  # nothing was tried while Revit started up
     press(revit, "Chat")
-    wait_for(lambda: revit.webviews and revit.webviews[0].environment is not None)
+    wait_until(lambda: revit.webviews and revit.webviews[0].environment is not None)
     folder = revit.webviews[0].environment.UserDataFolder
     assert folder.endswith("Revit 2026") and "localappdata" in folder
     assert "could not start" not in pane_of(revit)._data.FrameworkElement.browser_note.Text
@@ -235,9 +228,9 @@ def test_a_webview2_start_that_fails_is_tried_again_when_the_pane_is_shown_again
     revit.webview2_start_failures = 1
     press(revit, "Chat")
     panel = pane_of(revit)._data.FrameworkElement
-    wait_for(lambda: "could not start" in panel.browser_note.Text)
+    wait_until(lambda: "could not start" in panel.browser_note.Text)
     assert revit.webviews == [] or revit.webviews[-1].environment is None
     revit.run_on_main(pane_of(revit).Hide)
     press(revit, "Chat")  # shown again: Loaded again
-    wait_for(lambda: revit.webviews and revit.webviews[-1].environment is not None)
+    wait_until(lambda: revit.webviews and revit.webviews[-1].environment is not None)
     assert len(panel.browser_host.Children) == 1  # the failed WebView2 was removed

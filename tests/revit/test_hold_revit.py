@@ -4,7 +4,6 @@ person (issue 7)."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from nexus_runtime.settings import Settings
 from cloud.contract import validate_host_message
 from tests.revit.conftest import runtime_module
 from tests.revit.fake_revit import db as DB
+from tests.support.waiting import wait_until
 
 ADD_WALL = ("level = DB.FilteredElementCollector(doc).OfClass(DB.Level).FirstElement()\n"
             "wall = DB.Wall.Create(doc, DB.Line.CreateBound(DB.XYZ(5, 5, 0), DB.XYZ(25, 5, 0)), level.Id, False)\n"
@@ -23,11 +23,6 @@ ADD_WALL = ("level = DB.FilteredElementCollector(doc).OfClass(DB.Level).FirstEle
 REPORT = "print('=== CHANGE REPORT ===')\nprint('Walls | Basic Wall | %d added' % len(nexus_changes()['added']))\n"
 
 
-def wait_until(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 class HeldRunRig:

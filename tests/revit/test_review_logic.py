@@ -32,6 +32,7 @@ from nexus_runtime.script_runner import run_script
 from nexus_runtime.sender import BackgroundSender
 
 from cloud.contract import validate_host_message
+from tests.support.waiting import wait_until
 
 
 class Clock:
@@ -179,11 +180,6 @@ class RouterRig:
         self.router.handle(json.dumps(message))
 
 
-def wait_until(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def test_while_a_run_is_held_export_view_is_served_and_another_execute_is_refused():

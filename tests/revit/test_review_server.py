@@ -14,6 +14,7 @@ from tests.revit.harness import start_revit_host
 from tests.support.client import Client, write_script
 from tests.support.server import running_server
 from tests.support.spine import BackgroundRun, automate, collect, say, tool_result_texts
+from tests.support.waiting import wait_until
 
 ADD_WALL = ("level = [l for l in DB.FilteredElementCollector(doc).OfClass(DB.Level) if l.Name == 'Level 1'][0]\n"
             "wall = DB.Wall.Create(doc, DB.Line.CreateBound(DB.XYZ(5, 5, 0), DB.XYZ(25, 5, 0)), level.Id, False)\n"
@@ -61,11 +62,6 @@ def wall_ids(host) -> set[int]:
     return {e.Id.Value for e in host.session.doc._elements.values() if isinstance(e, DB.Wall)}
 
 
-def wait_until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("decision", ["keep", "discard"])

@@ -19,7 +19,8 @@ from tests.revit.conftest import runtime_module
 from tests.revit.fake_revit import db as DB
 from tests.revit.fake_revit.ironpython import compile_like_ironpython, ironpython_json
 from tests.revit.harness import REVIT_SCRIPTS, start_revit_host
-from tests.revit.test_hold_revit import ADD_WALL, HeldRunRig, wait_until
+from tests.revit.test_hold_revit import ADD_WALL, HeldRunRig
+from tests.support.waiting import wait_until
 
 EPILOGUE = Path(__file__).resolve().parents[2] / "cloud" / "hosts" / "epilogues" / "revit_epilogue.py"
 

@@ -21,6 +21,7 @@ from nexus_runtime.script_runner import run_script
 from nexus_runtime.settings import Settings, apply_user_input, chat_url, websocket_url
 
 from cloud.contract import validate_host_message
+from tests.support.waiting import wait_until
 
 # --- change merging ------------------------------------------------------------------------------
 
@@ -383,11 +384,6 @@ class MemoryTransport:
         self.inbound.put(None)
 
 
-def wait_until(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def test_the_connection_says_hello_keeps_results_while_down_and_flushes_them_after_welcome():

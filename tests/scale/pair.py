@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from tests.support.client import Client
 from tests.support.server import RunningServer
-from tests.support.spine import BackgroundRun, wait_until
+from tests.support.spine import BackgroundRun
 from tests.support.test_host import TestHost
+from tests.support.waiting import wait_until
 
 
 @dataclass

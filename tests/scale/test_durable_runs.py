@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.client import Client, write_script
-from tests.support.spine import collect, say, session, start_and_hang_up, wait_until
+from tests.support.spine import collect, say, session, start_and_hang_up
 from tests.support.test_host import TestHost
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ from tests.support.quota_race import (
     run_tasks_at_once,
 )
 from tests.support.server import running_server
-from tests.support.spine import collect, say, wait_until
+from tests.support.spine import collect, say
 from tests.support.test_host import TestHost
+from tests.support.waiting import wait_until
 
 
 def test_forty_starts_across_two_instances_start_exactly_the_limit(tmp_path, scripts_dir, redis, database_url,

@@ -31,8 +31,9 @@ from tests.conftest import FAST
 from tests.scale.servers import free_port, wait_port
 from tests.support.client import Client, write_script
 from tests.support.server import RunningServer, running_server
-from tests.support.spine import collect, say, wait_until
+from tests.support.spine import collect, say
 from tests.support.test_host import TestHost
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "print('forged: this must never run')"

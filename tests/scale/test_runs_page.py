@@ -6,8 +6,9 @@ import pytest
 
 from tests.e2e.conftest import browser, browser_factory, playwright_driver  # noqa: F401 (fixtures)
 from tests.support.client import Client, write_script
-from tests.support.spine import BackgroundRun, automate, say, wait_until
+from tests.support.spine import BackgroundRun, automate, say
 from tests.support.test_host import TestHost
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

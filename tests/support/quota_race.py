@@ -10,7 +10,7 @@ import requests
 
 from tests.mcp.support import http_session
 from tests.support.client import Client
-from tests.support.spine import wait_until
+from tests.support.waiting import wait_until
 
 PARALLEL = 40
 LIMIT = 8

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from tests.support.client import Client, Frame, Stream
+from tests.support.waiting import wait_until
 
 
 def collect(code: str, text: str | None = None) -> list[dict[str, Any]]:
@@ -49,11 +50,6 @@ def assert_transcript_valid(messages: list[dict[str, Any]]) -> None:
         assert answered == calls, f"entry {i}: calls {calls} answered by {answered}"
 
 
-def wait_until(predicate: Any, timeout: float = 5) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def run_to_tool_call(client: Client, host_id: str | None, spec: str,

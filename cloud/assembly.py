@@ -20,9 +20,8 @@ from cloud.hostlink import HostDirectory, HostLink, HostUnavailable, request_id_
 from cloud.hosts.registry import UnknownHostApp, get_provider, host_tool_definitions
 from cloud.loop import RunContext, run_agentic_loop
 from cloud.prompts import message, text
-from cloud.session import Session, SessionState
 from cloud.store import Store
-from cloud.tools.base import ToolContext
+from cloud.tools.opening import open_tool_context
 from cloud.transcript import Entry, marker, run_end, tool_result_part, tool_results, user_text
 from cloud.vendors.base import ModelAdapter, Usage
 from cloud.vendors.images import vision_limits
@@ -44,11 +43,6 @@ def system_prompt(host: HostLink | None) -> str:
     return "\n\n".join(p.strip() for p in parts)
 
 
-def load_session(store: Store, row: dict[str, Any]) -> Session:
-    return Session(row["id"], row["user_name"], row["host_id"], row["model"],
-                   SessionState.from_json(row["state"]), store.transcript(row["id"]))
-
-
 def image_fit(model: ModelAdapter) -> Callable[[int, int], tuple[int, int]]:
     """The size an image reaches this model at, after its vendor's scaling (the vendor's vision limits)."""
     return vision_limits(model.vendor, model.spec.split(":", 1)[-1]).fit
@@ -57,10 +51,9 @@ def image_fit(model: ModelAdapter) -> Callable[[int, int], tuple[int, int]]:
 def run_session(store: Store, settings: Settings, model: ModelAdapter, host: HostLink | None,
                 row: dict[str, Any], user_message: str, cancel: threading.Event) -> Iterator[Chunk]:
     """One run of the session `row` (a store row) for the person's message, as stream chunks."""
-    session = load_session(store, row)
-
-    def save_state() -> None:
-        store.update_session(session.session_id, state=session.state.to_json())
+    tools = open_tool_context(store, settings, row, host, image_max_px=model.image_max_px, owner=THIS_PROCESS,
+                              cancel=cancel, image_fit=image_fit(model))
+    session = tools.session
 
     def append(entry: Entry) -> None:
         session.transcript.append(entry)
@@ -73,15 +66,11 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
                                usage=usage.as_dict(), cost=cost)
         return {**usage.as_dict(), "cost": cost, "model": model.spec}
 
-    session.state.start_run(owner=THIS_PROCESS)
-    save_state()
+    tools.save_state()
     store.update_session(session.session_id, status="running")
     status = "error"  # unless the loop ends with Complete (a crash propagates to the caller)
     try:
         append(_user_turn(host, user_message, cancel))
-        tools = ToolContext(store=store, host=host, settings=settings, session=session, cancel=cancel,
-                            image_max_px=model.image_max_px, save_state=save_state,
-                            image_fit=image_fit(model))
         context = RunContext(tools, model, system_prompt(host), append, record_usage,
                              host_tool_definitions(host.hello if host is not None and host.connected() else None))
         usage_chunk: Chunk | None = None

@@ -108,7 +108,7 @@ def _run_tools(run: RunContext, turn: ModelTurn) -> Generator[Chunk, None, None]
             parts.append(tool_result_part(call["id"], call["name"], message("call_cancelled"), is_error=True))
             continue
         try:
-            parts.append((yield from execute_tool(run.tools, call)))
+            parts.append((yield from execute_tool(run.tools, call)).part)
         except Exception as exc:  # a bug in one tool must not leave its call unanswered in the transcript
             log.exception("tool %s crashed in session %s", call["name"], run.tools.session.session_id)
             text = message("tool_crashed", detail=f"{type(exc).__name__}: {exc}")

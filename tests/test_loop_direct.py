@@ -19,7 +19,7 @@ from cloud.tools.dispatch import HANDLERS, execute_tool
 from tests.support.local_host import local_link
 from tests.support.memory_model import MemoryModel
 from tests.support.spine import assert_transcript_valid, automate, collect, edit, say
-from tests.vendors.replay.base import drain
+from tests.vendors.replay.base import drain as drain_stream
 
 SETTINGS = Settings(tool_timeout_s=5.0, approval_timeout_s=5.0)
 RENAME = "for n, i in enumerate(doc.by_class('Door')):\n    doc.elements[i]['name'] = 'N' + str(n)\nprint('ok')\n"
@@ -76,6 +76,14 @@ def _ctx(store: Store, link, state: SessionState | None = None) -> ToolContext:
     return ToolContext(store, link, SETTINGS, session, threading.Event(), 800,
                        lambda: store.update_session(row["id"], state=session.state.to_json()))
 
+
+
+def drain(stream):
+    """The tool's chunks and the model's part; the person's copy it returns is the tool_result chunk's."""
+    chunks, called = drain_stream(stream)
+    shown = [c.metadata for c in chunks if c.type == "Metadata" and c.metadata.get("kind") == "tool_result"]
+    assert [{"kind": "tool_result", **called.person}] == shown[-1:]
+    return chunks, called.part
 
 def test_every_tool_has_one_handler_in_the_table():
     from cloud.contract import tool_definitions

@@ -168,13 +168,16 @@ def events(spec: BatchSpec) -> list[dict[str, Any]]:
 # --- running ---------------------------------------------------------------------------------------------
 
 class Runner:
-    """Starts batches on the queue (NEXUS_REDIS_URL) or an embedded pool, and says which files are running."""
+    """Starts batches on the queue (Redis) or an embedded pool, and says which files are running: the web
+    app's batches and `nexus batch` alike. With a queue, `workers` > 0 also works the queue in this process."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store | None, url: str | None = None, workers: int | None = None) -> None:
         self.store = store
-        self.url = os.environ.get("NEXUS_REDIS_URL") or None
+        self.url = url if url is not None else (os.environ.get("NEXUS_REDIS_URL") or None)
+        self.workers = workers
         self._pools: dict[str, Any] = {}
         self._queue: Any = None
+        self._working: list[tuple[threading.Thread, threading.Event]] = []
         self._lock = threading.Lock()
 
     @property
@@ -186,21 +189,35 @@ class Runner:
 
         with self._lock:
             if self._queue is None:
-                self._queue = BatchQueue(self.url or "")
+                self._queue = BatchQueue(self.url or "", self.store)
             return self._queue
 
-    def start(self, spec: BatchSpec) -> None:
-        save_manifest(spec)
+    def check(self) -> None:
+        """Raises when the queue cannot be reached (embedded: nothing to reach)."""
         if self.url:
-            self._get_queue().enqueue(spec.state_dir, list(spec.files))
+            self._get_queue().ping()
+
+    def start(self, spec: BatchSpec, files: list[str] | None = None) -> None:
+        """Run `files` (default: all the batch's files)."""
+        save_manifest(spec)
+        files = list(spec.files) if files is None else files
+        if self.url:
+            queue = self._get_queue()
+            queue.enqueue(spec.state_dir, files)
+            if self.workers and not self._working:
+                stop = threading.Event()
+                thread = threading.Thread(target=queue.work, args=(self.workers, stop), daemon=True)
+                thread.start()
+                self._working.append((thread, stop))
             return
         from cloud.batch.pool import EmbeddedPool
 
-        workers = int(os.environ.get(WORKERS_ENV, DEFAULT_WORKERS) or DEFAULT_WORKERS)
+        workers = self.workers or int(os.environ.get(WORKERS_ENV, DEFAULT_WORKERS) or DEFAULT_WORKERS)
+        assert self.store is not None, "an embedded pool runs files: it needs the store"
         pool = EmbeddedPool(self.store, workers)
         with self._lock:
             self._pools[spec.batch_id] = pool
-        pool.submit(spec, list(spec.files))
+        pool.submit(spec, files)
 
     def running(self, batch_id: str) -> list[str]:
         if self.url:
@@ -212,9 +229,13 @@ class Runner:
     def close(self) -> None:
         with self._lock:
             pools, self._pools = list(self._pools.values()), {}
+            working, self._working = self._working, []
             queue, self._queue = self._queue, None
         for pool in pools:
             pool.close()
+        for thread, stop in working:
+            stop.set()
+            thread.join()
         if queue is not None:
             queue.close()
 

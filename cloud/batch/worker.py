@@ -146,29 +146,29 @@ def _drive(spec: BatchSpec, path: str, core: Any) -> dict[str, Any]:
 def _script_chunks(spec: BatchSpec, core: Any, row: dict[str, Any]) -> Any:
     """The reviewed script through the same tool path as the agent's own automations (audit, epilogue,
     change report, validation), with no model in the loop."""
-    from cloud.assembly import image_fit, load_session
-    from cloud.tools.base import ToolContext
+    from cloud.assembly import image_fit
     from cloud.tools.dispatch import execute_tool
-
-    session = load_session(core.store, core.store.get_session(row["id"]) or row)
-
-    def save_state() -> None:
-        core.store.update_session(session.session_id, state=session.state.to_json())
+    from cloud.tools.opening import open_tool_context
 
     class _NoVision:
         vendor, spec = "scripted", "scripted:batch"
 
-    ctx = ToolContext(store=core.store, host=core.link(row), settings=core.settings, session=session,
-                      cancel=threading.Event(), image_max_px=800, save_state=save_state,
-                      image_fit=image_fit(_NoVision()))  # type: ignore[arg-type]
+    ctx = open_tool_context(core.store, core.settings, core.store.get_session(row["id"]) or row, core.link(row),
+                            image_max_px=800, image_fit=image_fit(_NoVision()))  # type: ignore[arg-type]
+    call_id = f"batch_{spec.batch_id}"
     if spec.skill is not None:  # the skill's run: run_skill's tool path, counted in its statistics
-        from cloud.skills.batch import run_in_batch
+        from cloud.skills.batch import verified_for_run
+        from cloud.tools.skills import run_skill_as_automation
 
-        yield from run_in_batch(ctx, spec.skill, f"batch_{spec.batch_id}")
+        if ctx.host is None or not ctx.host.connected():
+            raise RuntimeError("the file's IFC host is not connected")
+        skill, code = verified_for_run(ctx.store, spec.skill, ctx.host.host_app)
+        call = {"id": call_id, "name": "run_skill",
+                "input": {"name": spec.skill["name"], "version": spec.skill["version"], "args": spec.skill["args"]}}
+        yield from run_skill_as_automation(ctx, call, skill, code, spec.skill["user"])
         return
     name = COLLECTION if spec.policy == "readonly" else AUTOMATION
-    call = {"id": f"batch_{spec.batch_id}", "name": name, "input": {"code": spec.script}}
-    yield from execute_tool(ctx, call)
+    yield from execute_tool(ctx, {"id": call_id, "name": name, "input": {"code": spec.script}})
 
 
 def summarise(path: str, session_id: str, results: list[dict[str, Any]], error: str | None,

@@ -232,9 +232,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def _batch(args: argparse.Namespace, out: TextIO) -> int:
-    from cloud.batch.jobs import BatchError, result_path, save_manifest, sha256_file
+    from cloud.batch.jobs import BatchError, result_path, sha256_file
     from cloud.batch.progress import Tracker
     from cloud.batch.report import summary, write_reports
+    from cloud.batch.service import Runner
+    from cloud.config import ConfigurationError
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError
 
@@ -243,7 +245,6 @@ def _batch(args: argparse.Namespace, out: TextIO) -> int:
         _check_model(spec)
     except (BatchError, ModelSpecError, ModelError) as exc:
         return fail(str(exc))
-    save_manifest(spec)
     shas = {}
     for path in spec.files:
         try:
@@ -256,8 +257,6 @@ def _batch(args: argparse.Namespace, out: TextIO) -> int:
         return fail("--workers must be at least 1 without Redis (0 with Redis: only batch-workers work)")
     store = open_store(args) if workers else None
     started = time.monotonic()
-    stop = threading.Event()
-    pool, queue, local = None, None, None
     tracker = Tracker(spec, shas, lambda: [])
     tracker.poll()
     pending = [p for p in spec.files if p not in tracker.results
@@ -265,28 +264,17 @@ def _batch(args: argparse.Namespace, out: TextIO) -> int:
     for path in pending:
         if tracker.results.pop(path, None) is not None:
             result_path(spec, path).unlink(missing_ok=True)  # a failure being retried: not the record anymore
+    runner = Runner(store, url=url or "", workers=workers)
     display = Display(args.json, out)
     try:
-        if url:
-            from cloud.batch.queue import BatchQueue
-
-            queue = BatchQueue(url, store)
-            try:
-                queue.ping()
-            except Exception as exc:
-                return fail(f"cannot reach Redis at {shown_url(url)}: {exc}")
-            queue.enqueue(spec.state_dir, pending)
-            tracker._running = lambda: queue.running(spec.batch_id)
-            if workers:
-                local = threading.Thread(target=queue.work, args=(workers, stop), daemon=True)
-                local.start()
-        else:
-            from cloud.batch.pool import EmbeddedPool
-
-            assert store is not None
-            pool = EmbeddedPool(store, workers)
-            tracker._running = pool.running
-            pool.submit(spec, pending)
+        try:
+            runner.check()
+        except ConfigurationError:
+            raise  # the deployment's settings (NEXUS_SECRET), said as such by the command line
+        except Exception as exc:
+            return fail(f"cannot reach Redis at {shown_url(url or '')}: {exc}")
+        runner.start(spec, pending)
+        tracker._running = lambda: runner.running(spec.batch_id)
         idle_since, hinted = time.monotonic(), False
         while True:
             progress = tracker.poll()
@@ -297,17 +285,11 @@ def _batch(args: argparse.Namespace, out: TextIO) -> int:
             if progress.running or not url or workers:
                 idle_since = time.monotonic()
             elif not hinted and time.monotonic() - idle_since > IDLE_HINT_S:
-                display.progress(f"waiting for a `nexus batch-worker` on {shown_url(url)}")
+                display.progress(f"waiting for a `nexus batch-worker` on {shown_url(url or '')}")
                 hinted = True
             time.sleep(POLL_S)
     finally:
-        stop.set()
-        if pool is not None:
-            pool.close()
-        if local is not None:
-            local.join()
-        if queue is not None:
-            queue.close()
+        runner.close()
         display.end()
     results = [tracker.results[p] for p in spec.files if p in tracker.results]
     write_reports(spec, results)

@@ -59,8 +59,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
-    from cloud.skills.direct import run_skill_directly
     from cloud.skills.library import SkillLibrary
+    from cloud.tools.direct import run_skill_directly
     from ifc_host.model_file import BadModelError, open_checked
 
     try:

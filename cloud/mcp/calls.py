@@ -20,10 +20,9 @@ from cloud.hostlink import HostConnection, HostDirectory, session_link
 from cloud.mcp.wording import say
 from cloud.rendezvous import Delivery, ToolResultChannel
 from cloud.runs import RunRegistry
-from cloud.session import Session, SessionState
 from cloud.store import Store
-from cloud.tools.base import ToolContext
 from cloud.tools.dispatch import execute_tool
+from cloud.tools.opening import open_tool_context
 from cloud.web.quotas import QuotaExceeded, RunSlot
 
 LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
@@ -198,31 +197,20 @@ class McpCalls:
             with self._session_locks[session_id]:
                 row = store.get_session(session_id)
                 assert row is not None
-                session = Session(row["id"], row["user_name"], row["host_id"], row["model"],
-                                  SessionState.from_json(row["state"]), [])
                 # The client's agent runs its own loop and budgets: each call is a run of its own here
                 # (the fix/iteration caps bound one run of NexusAI's loop); the script stays for edits.
-                session.state.start_run()
                 link = session_link(self.backend.hosts, self.backend.channel, row)
-
-                def save_state() -> None:
-                    store.update_session(session_id, state=session.state.to_json())
-
-                ctx = ToolContext(store=store, host=link, settings=self.backend.settings, session=session,
-                                  cancel=worker.cancel, image_max_px=self.image_max_px, save_state=save_state)
-                call = {"id": call_id, "name": name, "input": arguments}
-                tool = execute_tool(ctx, call)
-                person = None
+                ctx = open_tool_context(store, self.backend.settings, row, link, image_max_px=self.image_max_px,
+                                        cancel=worker.cancel)
+                tool = execute_tool(ctx, {"id": call_id, "name": name, "input": arguments})
                 while True:
                     try:
                         chunk = next(tool)
                     except StopIteration as done:
-                        part = done.value
+                        called = done.value
                         break
-                    if chunk.type == "Metadata" and (chunk.metadata or {}).get("kind") == "tool_result":
-                        person = {k: v for k, v in (chunk.metadata or {}).items() if k != "kind"}
                     worker.items.put(chunk)
-                worker.items.put(CallOutcome(person, part, session_id))
+                worker.items.put(CallOutcome(called.person or None, called.part, session_id))
         except BaseException as exc:  # handed to the caller, which reports it
             worker.items.put(exc)
         finally:

@@ -11,7 +11,6 @@ run in the skill's statistics.
 from __future__ import annotations
 
 import re
-from dataclasses import fields
 from typing import Any
 
 from cloud.skills.library import SkillError, SkillLibrary, SkillVersion, Tampered
@@ -19,7 +18,6 @@ from cloud.skills.parameters import BindError, bind
 from cloud.store import Store
 
 REFERENCE = re.compile(r"(?P<name>.+?)(?:@v?(?P<version>[0-9]+))?")
-RUN_SKILL = "run_skill"
 
 
 def parse_reference(reference: str) -> tuple[str, int | None]:
@@ -72,27 +70,11 @@ def refusal(store: Store, recorded: dict[str, Any], script: str | None, host_app
     return None
 
 
-def run_in_batch(ctx: Any, recorded: dict[str, Any], call_id: str) -> Any:
-    """The file's run: the skill's verified, bound script as an automation of the file's session (the
-    tool path of `run_skill`), and one run counted in the skill's statistics. Yields the tool's chunks."""
-    from cloud.tools.automation import execute_task_automation
-    from cloud.tools.skills import _AsAutomation
-
-    call = {"id": call_id, "name": RUN_SKILL,
-            "input": {"name": recorded["name"], "version": recorded["version"], "args": recorded["args"]}}
-    if ctx.host is None or not ctx.host.connected():
-        raise RuntimeError("the file's IFC host is not connected")
-    # Again at the last moment (a refusal raises: the file fails, nothing reached its host): the script
-    # sent to the host is the stored one with the recorded sha256, bound with the batch's arguments.
-    skill = _checked(ctx.store, recorded["user"], recorded["name"], recorded["version"], ctx.host.host_app)
+def verified_for_run(store: Store, recorded: dict[str, Any], host_app: str) -> tuple[SkillVersion, str]:
+    """Again at the last moment before a file's run: the stored skill with the recorded sha256 and its script
+    bound with the batch's arguments. A refusal raises (the file fails, nothing reaches its host)."""
+    skill = _checked(store, recorded["user"], recorded["name"], recorded["version"], host_app)
     if skill.sha256 != recorded["sha256"]:
         raise Tampered(f"skill {skill.name!r}: its sha256 is not the one this batch was started with")
     code, _ = bind(skill.verified_code(), skill.parameters, recorded["args"])
-    as_automation = _AsAutomation(**{f.name: getattr(ctx, f.name) for f in fields(ctx)})
-    part = yield from execute_task_automation(as_automation, call, {"code": code})
-    result = ctx.store.get_result(ctx.session.session_id, call_id)
-    if result is not None:
-        SkillLibrary(ctx.store).record_run(
-            skill, recorded["user"], ctx.session.session_id, bool(result.get("committed")),
-            None if result.get("committed") else (result.get("error") or result.get("summary")))
-    return part
+    return skill, code

@@ -37,6 +37,32 @@ class ToolContext:
         self.save_state()
 
 
+@dataclass(frozen=True)
+class Called:
+    """A tool call's two copies: the model's (a tool_result part) and the person's (the `tool_result` chunk)."""
+    part: dict[str, Any]
+    person: dict[str, Any]
+
+    @property
+    def ran(self) -> bool:
+        """A script ran on the host (a refusal, a cap or a lost host ran nothing)."""
+        return "mode" in self.person
+
+
+def with_person(output: ToolOutput) -> Generator[Chunk, None, Called]:
+    """Pass a tool's chunks on and return both copies of its result, so no caller reads back what the tool
+    has just saved."""
+    person: dict[str, Any] = {}
+    while True:
+        try:
+            chunk = next(output)
+        except StopIteration as done:
+            return Called(done.value, person)
+        if chunk.type == "Metadata" and (chunk.metadata or {}).get("kind") == "tool_result":
+            person = {k: v for k, v in (chunk.metadata or {}).items() if k != "kind"}
+        yield chunk
+
+
 def plain(call: dict[str, Any], text: str, is_error: bool = True) -> ToolOutput:
     """A text-only result: the person and the model read the same words."""
     yield chunks.metadata("tool_result", text, **ToolResult(call["id"], call["name"], not is_error, text).to_json())

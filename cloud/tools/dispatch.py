@@ -5,13 +5,14 @@ The person gets the full result as a `tool_result` Metadata chunk; the model get
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
+from cloud.chunks import Chunk
 from cloud.contract import ContractError, validate_tool_input
 from cloud.prompts import message
 from cloud.tools.automation import execute_task_automation
-from cloud.tools.base import ToolContext, ToolOutput, plain
+from cloud.tools.base import Called, ToolContext, ToolOutput, plain, with_person
 from cloud.tools.capture import capture_view
 from cloud.tools.lookup import lookup_api
 from cloud.tools.scripts import ScriptRun, run_script
@@ -34,7 +35,12 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-def execute_tool(ctx: ToolContext, call: dict[str, Any]) -> ToolOutput:
+def execute_tool(ctx: ToolContext, call: dict[str, Any]) -> Generator[Chunk, None, Called]:
+    """Every door's way to run a tool call: its chunks, then both copies of its result."""
+    return (yield from with_person(_dispatch(ctx, call)))
+
+
+def _dispatch(ctx: ToolContext, call: dict[str, Any]) -> ToolOutput:
     if call.get("input_error"):
         return (yield from plain(call, message("invalid_json", detail=call["input_error"])))
     try:

@@ -6,15 +6,17 @@ and audit are execute_task_automation's), after its stored script's sha256 and h
 from __future__ import annotations
 
 import json
+from collections.abc import Generator
 from dataclasses import fields
 from typing import Any
 
+from cloud.chunks import Chunk
 from cloud.session import Outcome
-from cloud.skills.library import SkillLibrary, Tampered
+from cloud.skills.library import SkillLibrary, SkillVersion, Tampered
 from cloud.skills.parameters import BindError, bind
 from cloud.skills.wording import say
 from cloud.tools.automation import execute_task_automation
-from cloud.tools.base import ToolContext, ToolOutput, plain
+from cloud.tools.base import Called, ToolContext, ToolOutput, plain, with_person
 
 MAX_FOUND = 8
 AUTOMATION = "execute_task_automation"
@@ -72,12 +74,9 @@ def run_skill(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, Any])
     except BindError as exc:
         params = ", ".join(f"{p['name']} ({p['type']})" for p in skill.parameters) or "none"
         return (yield from plain(call, say("bad_args", name=skill.name, detail=exc, parameters=params)))
-    as_automation = _AsAutomation(**{f.name: getattr(ctx, f.name) for f in fields(ctx)})
-    part = yield from execute_task_automation(as_automation, call, {"code": code})
-    result = ctx.store.get_result(ctx.session.session_id, call["id"])
-    if result is not None:  # a refusal (read-only, a cap) ran nothing: it says nothing about the skill
-        library.record_run(skill, ctx.session.user_name, ctx.session.session_id, bool(result.get("committed")),
-                           None if result.get("committed") else (result.get("error") or result.get("summary")))
+    called = yield from run_skill_as_automation(ctx, call, skill, code, ctx.session.user_name)
+    part = called.part
+    if called.ran:
         header = say("ran_header", name=skill.name, version=skill.version, sha256=skill.sha256[:12],
                      args=json.dumps(values, ensure_ascii=False))
         for item in part.get("content", []):
@@ -85,3 +84,17 @@ def run_skill(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, Any])
                 item["text"] = f"{header}\n{item['text']}"
                 break
     return part
+
+
+def run_skill_as_automation(ctx: ToolContext, call: dict[str, Any], skill: SkillVersion, code: str,
+                            user: str) -> Generator[Chunk, None, Called]:
+    """A skill's verified, bound script as an automation of the session (one transaction, report,
+    validation, audit), counted in the skill's statistics when it ran: the one way every door runs a skill."""
+    as_automation = _AsAutomation(**{f.name: getattr(ctx, f.name) for f in fields(ctx)})
+    called = yield from with_person(execute_task_automation(as_automation, call, {"code": code}))
+    if called.ran:  # a refusal (read-only, a cap) ran nothing: it says nothing about the skill
+        person = called.person
+        SkillLibrary(ctx.store).record_run(
+            skill, user, ctx.session.session_id, bool(person.get("committed")),
+            None if person.get("committed") else (person.get("error") or person.get("summary")))
+    return called

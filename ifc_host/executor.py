@@ -383,6 +383,7 @@ class IsolatedExecutor:
             proc, conn = self._launch(self.save_path, written)
         except OSError as exc:
             log.warning("the model keeper was not replaced after the commit: %s", exc)
+            self._no_successor(generation)
             return
         self._successor = proc
         try:
@@ -390,6 +391,7 @@ class IsolatedExecutor:
                 reply = self._hello(proc, conn, self.save_path)
             except (BadModelError, KeeperUnavailable) as exc:
                 log.info("the model keeper was not replaced after the commit (%s); the current one goes on", exc)
+                self._no_successor(generation)
                 return
             while not (self._closed or generation != self._generation):
                 with self._lock:
@@ -399,6 +401,7 @@ class IsolatedExecutor:
                         taken = self._take_over(proc, conn, reply)
                     except (EOFError, OSError) as exc:
                         log.warning("the model keeper was not replaced after the commit: %s", exc)
+                        self._no_successor(generation)
                         return
                     if taken:
                         proc = None
@@ -408,6 +411,14 @@ class IsolatedExecutor:
             self._successor = None
             if proc is not None:
                 _retire_keeper(proc, conn)
+
+    def _no_successor(self, generation: int) -> None:
+        """The current keeper stays in service: it prepares its next scripts' processes again."""
+        if generation == self._generation and not self._closed:
+            try:
+                self._call({"op": "no_successor"}, 60)
+            except KeeperUnavailable:
+                pass
 
     def _take_over(self, proc: subprocess.Popen[bytes] | SpawnedKeeper, conn: Connection,
                    reply: dict[str, Any]) -> bool:

@@ -92,6 +92,7 @@ class Keeper:
         self.protected_paths = sorted({str(save_path), str(self.committed_path)})
         self.save_path = save_path
         self.disk_signature = file_signature(save_path)  # the saved file as this keeper last read or wrote it
+        self.committed_signature = file_signature(self.committed_path)  # the file self.model was read from
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
         self.retired: list[ScriptProcess] = []
@@ -112,6 +113,7 @@ class Keeper:
         self.runtime_gone = False  # the connection ended mid-script: nobody will read a reply
         self.aborted: OrderedDict[str, None] = OrderedDict()  # request ids an abort named
         self.queued: deque[dict[str, Any]] = deque()  # requests that arrived while a script ran
+        self.hands_over = False  # a successor keeper takes over after each commit (executor.py): no new spares
 
     def note_abort(self, request_id: str) -> None:
         self.aborted[request_id] = None
@@ -141,6 +143,9 @@ class Keeper:
             return {"ok": True, **self.handover_state()}
         if op == "adopt_state":
             self.adopt_state(request)
+            return {"ok": True}
+        if op == "no_successor":  # the successor keeper failed to start: this one serves on, spares and all
+            self.strategy.replenishing = True
             return {"ok": True}
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
 
@@ -252,11 +257,13 @@ class Keeper:
         """Adopt the file on disk (edited by another program) as the committed model."""
         if self.held is not None:
             return {"ok": False, "error": "an automation awaits a decision"}
+        signature = file_signature(path)
         try:
             self.model = open_checked(path)
         except BadModelError as exc:
             return {"ok": False, "error": str(exc)}
         self.committed_path = path
+        self.committed_signature = signature
         self.baseline = None
         self.disk_signature = file_signature(self.save_path)
         self.strategy.after_run(self.committed_path, model_changed=True)
@@ -434,6 +441,7 @@ class Keeper:
         script_ms = _ms_since(run.started)
         started = time.monotonic()
         run.send({"op": op})
+        shadow = self._read_shadow() if op == "commit" else None  # while the script's process serialises
         data = _read_model(run, time.monotonic() + (COMMIT_TIMEOUT_S if op == "commit" else SNAPSHOT_TIMEOUT_S))
         if op == "commit":
             self._retire(run)
@@ -445,12 +453,26 @@ class Keeper:
         if self.baseline is None:
             self.baseline = data_section(self.model.to_string().encode("utf-8"))
         prepared = prepare(self.model, self.baseline, data, result, {**job, "mode": run.mode or job.get("mode")},
-                           write, self.workdir, self._ids_states)
+                           write, self.workdir, self._ids_states, shadow)
         if isinstance(prepared, str):
             if op != "commit":
                 self._retire(run)
             return self._timed(self._commit_failed(run, result, prepared), script_ms, started)
         return prepared
+
+    def _read_shadow(self) -> ifcopenshell.file | None:
+        """A second copy of the committed model, read from its file while the script's process serialises the
+        model it commits (on the other core): the commit rebuilds its model in it from the records that
+        changed (model_patch.py) rather than parsing everything it was sent. None when the file is not the one
+        the committed model was read from (another program saved it), or cannot be read."""
+        path, expected = self.committed_path, self.committed_signature
+        if expected is None or file_signature(path) != expected:
+            return None
+        try:
+            shadow = open_checked(path)
+        except BadModelError:
+            return None
+        return shadow if file_signature(path) == expected else None
 
     def _put_in_place(self, run: ScriptProcess, prepared: Prepared, target: Path, script_ms: float,
                       started: float) -> dict[str, Any]:
@@ -467,7 +489,10 @@ class Keeper:
                 return self._timed(self._conflict(run, result, target), script_ms, started)
             replace_atomically(prepared.path, target)
             self.disk_signature = file_signature(target)
+            self.committed_signature = self.disk_signature
         self.replaced_models.append(self.model)
+        if self.hands_over:  # its successor prepares the next scripts' processes; until then they start on demand
+            self.strategy.replenishing = False
         self.model = prepared.adopted
         self.baseline = prepared.records
         if prepared.ids_after is not None:
@@ -477,7 +502,8 @@ class Keeper:
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
         document = describe_document(self.model, self.save_path)
         return self._timed({**self._finish(run, result, committed=True), "document": document,
-                            "disk_signature": list(self.disk_signature or ())}, script_ms, started)
+                            "disk_signature": list(self.disk_signature or ()),
+                            "model_read": "changed records" if prepared.rebuilt else "whole file"}, script_ms, started)
 
     def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
         return {**reply, "script_ms": script_ms, "commit_ms": _ms_since(started)}
@@ -488,7 +514,9 @@ class Keeper:
         message = (f"{self.save_path.name} was changed on disk by another program or IFC host since this host last "
                    "read or saved it; saving now would overwrite those changes, so this automation was NOT saved")
         try:
+            signature = file_signature(target)
             self.model = open_checked(target)
+            self.committed_signature = signature
             self.committed_path = self.save_path
             self.baseline = None
             self.disk_signature = file_signature(target)
@@ -574,10 +602,13 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
     that one, and refuses to start otherwise (another program changed it: the predecessor, which knows it
     last wrote something else, keeps serving and sees the change)."""
     baseline = None
+    opened_signature = file_signature(model_path)
     try:
         if expect_signature is not None:
             baseline = _read_unchanged(model_path, expect_signature)
         model = open_checked(model_path)
+        if file_signature(model_path) != opened_signature:
+            opened_signature = None  # changed while it was read: no shadow copy is read from it
         if expect_signature is not None and file_signature(model_path) != expect_signature:
             raise StaleFile(f"{model_path} changed on disk while the successor keeper read it")
     except StaleFile as exc:
@@ -593,9 +624,12 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
     keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path,
                     isolation=isolation)
     if expect_signature is not None:
-        keeper.disk_signature = expect_signature
+        keeper.disk_signature = keeper.committed_signature = expect_signature
         keeper.baseline = baseline
+    else:
+        keeper.committed_signature = opened_signature
     keeper.connection = connection
+    keeper.hands_over = True
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
                      "isolation": keeper.strategy.name, "sandbox": keeper.sandbox})
     try:

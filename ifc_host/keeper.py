@@ -6,10 +6,13 @@ safe. A script's failure, hang or native crash only ever ends its own process: r
 whatever the model's size. A successful automation's process sends the serialised model; the keeper compares
 it with the committed model entity by entity, and from that alone works out what the run changed, its report,
 validation and IDS check (trusted_report.py: nothing the script's process says decides them). A run that
-changed nothing writes nothing. Otherwise the keeper writes it beside the saved file, re-opens it (checked),
-and, holding a lock on the folder, renames it over the saved file unless that file changed on disk since this
-keeper last read or wrote it (another host or program saved it: the commit is refused rather than silently
-overwriting their work). A held automation (policy ask) is worked out the same way when it is held, and
+changed nothing writes nothing. Otherwise the keeper writes it beside the saved file; the model it adopts is
+a shadow copy of the committed file (read while the script's process serialises) with the changed records
+applied and checked one by one (model_patch.py), or, when that cannot be shown exact, the written file
+re-opened (checked). Holding a lock on the folder, it renames the file over the saved one unless that file
+changed on disk since this keeper last read or wrote it (another host or program saved it: the commit is
+refused rather than silently overwriting their work). After a commit the runtime replaces this keeper by a
+fresh one on the new file (executor.py); this one then prepares no more script processes ahead. A held automation (policy ask) is worked out the same way when it is held, and
 keeping it commits exactly the model that was reported.
 
 Requests arrive as dicts on a multiprocessing Connection (one at a time) and each gets one reply, except

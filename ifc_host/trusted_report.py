@@ -83,7 +83,7 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
     recorded = reported.get("changes") or {"added": [], "modified": [], "deleted": []}
     try:
         records = data_section(data)
-        diff = diff_records(baseline, records)
+        diff = diff_records(baseline, records, functools.partial(_has_entity, committed))
     except NotCanonical:
         records, diff = None, None
     if diff is not None and diff.empty:
@@ -131,6 +131,14 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
         return Prepared(result)  # only the text differed (values written back unchanged): nothing to write
     return Prepared(result, data=data, records=records, adopted=adopted, path=path, ids_after=ids_after,
                     rebuilt=adopted is shadow)
+
+
+def _has_entity(model: ifcopenshell.file, entity_id: int) -> bool:
+    try:
+        model.by_id(entity_id)
+    except RuntimeError:
+        return False
+    return True
 
 
 def _rebuilt(shadow: ifcopenshell.file | None, committed: ifcopenshell.file, data: bytes,

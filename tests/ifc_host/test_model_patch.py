@@ -107,3 +107,40 @@ def test_a_commit_rebuilds_its_model_from_the_changed_records_and_saves_what_was
         assert hashlib.sha256(sample.read_bytes()).digest() != hashlib.sha256(saved).digest()
     finally:
         runner.close()
+
+
+def _exists(model: ifcopenshell.file):
+    def check(entity_id: int) -> bool:
+        try:
+            model.by_id(entity_id)
+        except RuntimeError:
+            return False
+        return True
+    return check
+
+
+@pytest.mark.parametrize("deletes", [False, True])
+def test_the_diff_in_place_finds_what_the_diff_of_every_line_finds(sample: Path, deletes: bool):
+    committed, script = open_checked(sample), open_checked(sample)
+    for door in sorted(script.by_type("IfcDoor"), key=lambda d: d.id())[::3]:
+        door.Name = f"door {door.id()}"
+    ifcopenshell.api.run("root.create_entity", script, ifc_class="IfcWall", name="appended")
+    if deletes:
+        ifcopenshell.api.run("root.remove_product", script, product=script.by_type("IfcWindow")[0])
+    before = data_section(committed.to_string().encode("utf-8"))
+    after = data_section(script.to_string().encode("utf-8"))
+    fast, every_line = diff_records(before, after, _exists(committed)), diff_records(before, after)
+    assert (fast.created, fast.deleted, fast.differing, fast.records, fast.new_records) == (
+        every_line.created, every_line.deleted, every_line.differing, every_line.records, every_line.new_records)
+    assert fast.created and fast.differing and bool(fast.deleted) is deletes
+
+
+def test_an_entity_written_twice_is_never_applied(sample: Path):
+    committed, shadow = open_checked(sample), open_checked(sample)
+    before = data_section(committed.to_string().encode("utf-8"))
+    first = before.split(b"\n")[0]
+    twice = before + first[:-2] + b",$);\n"  # #1 again, after the last record
+    diff = diff_records(before, twice, _exists(committed))
+    assert diff.created == {int(first[1:first.index(b"=")])}  # taken for a new entity by the line diff...
+    with pytest.raises(NotCanonical):  # ...which the model already has
+        apply_records(shadow, diff)

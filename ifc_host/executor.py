@@ -394,18 +394,21 @@ class IsolatedExecutor:
                 self._no_successor(generation)
                 return
             while not (self._closed or generation != self._generation):
+                failed: BaseException | None = None
                 with self._lock:
                     if self._closed or generation != self._generation:
                         break
                     try:
                         taken = self._take_over(proc, conn, reply)
                     except (EOFError, OSError) as exc:
-                        log.warning("the model keeper was not replaced after the commit: %s", exc)
-                        self._no_successor(generation)
-                        return
+                        taken, failed = False, exc
                     if taken:
                         proc = None
                         return
+                if failed is not None:  # outside the lock: telling the keeper takes it
+                    log.warning("the model keeper was not replaced after the commit: %s", failed)
+                    self._no_successor(generation)
+                    return
                 time.sleep(0.2)  # an automation is held: its decision comes first
         finally:
             self._successor = None

@@ -6,6 +6,14 @@ travels (no tokens, no API keys, no server settings), so neither it nor any scri
 hand a secret to a script. If the keeper itself dies, the proxy starts a new one from the last committed
 file, so nothing committed is lost and the host keeps serving.
 
+After each commit the keeper is replaced by a fresh one that opened the new file (`_hand_over`): a process
+that has parsed one model, however many commits came before, so its memory and the cost of forking it do not
+grow with the commits (IfcOpenShell keeps what a replaced model used). The successor starts in the
+background while the old keeper goes on serving; it takes over between requests, once nothing is held, with
+the old keeper's late decisions and early aborts, and only if the saved file is still the one the old keeper
+wrote (otherwise the old keeper stays, and sees the change as before). A successor that fails to start costs
+nothing: the old keeper holds the committed model too, and the file on disk is the truth.
+
 An abort (the run was cancelled) reaches the keeper at once, even while it runs the script: `expect` marks
 an execute as accepted before its thread starts, `abort_running` tells the keeper to kill it (its own result
 then says it was cancelled), and `abort_held` discards a held automation.
@@ -122,6 +130,11 @@ class IsolatedExecutor:
         self._proc: subprocess.Popen[bytes] | SpawnedKeeper | None = None
         self._conn: Connection | None = None
         self.sandbox: dict[str, str] = {}
+        self._generation = 0  # commits so far: a successor started for an older one is stale
+        self._closed = False
+        self._handover: threading.Thread | None = None
+        self._successor: subprocess.Popen[bytes] | SpawnedKeeper | None = None  # starting, not yet in service
+        self.handovers = 0
         self.document = self._start(self.model_path)
         self._disk_signature = _signature(self.model_path)
 
@@ -232,10 +245,18 @@ class IsolatedExecutor:
             raise RuntimeError(reply.get("message") or "the held model could not be written")
 
     def wait_warm(self) -> float:
-        """Wait until the next script would start at once (spawn: its spare has loaded the model); seconds waited."""
+        """Wait until the next script would start at once (the keeper replaced after a commit; spawn: its spare
+        has loaded the model); seconds waited."""
         started = time.monotonic()
+        self.wait_handover()
         self._call({"op": "warm"}, STARTUP_TIMEOUT_S)
         return time.monotonic() - started
+
+    def wait_handover(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until the keeper replacement after the last commit is done (or was given up)."""
+        thread = self._handover
+        if thread is not None:
+            thread.join(timeout_s)
 
     def context(self) -> dict[str, Any]:
         """A snapshot of the committed model for the `context` request (storeys, counts, units)."""
@@ -247,8 +268,14 @@ class IsolatedExecutor:
         return self._proc.pid if self._proc else None
 
     def close(self) -> None:
+        self._closed = True
+        successor = self._successor
+        if successor is not None:
+            successor.kill()
         with self._lock:
             self._stop_keeper()
+        if self._handover is not None:
+            self._handover.join(30)
 
     # --- internals -----------------------------------------------------------------------------------
     def _note(self, result: dict[str, Any], request_id: str) -> None:
@@ -280,7 +307,11 @@ class IsolatedExecutor:
                     self._conn.send(request)
                 if not self._conn.poll(timeout_s):
                     raise TimeoutError(f"no answer within {timeout_s:g} s")
-                return self._conn.recv()
+                reply = self._conn.recv()
+                written = reply.pop("disk_signature", None)
+                if written and reply.get("committed") and not reply.get("unchanged"):
+                    self._replace_keeper(tuple(written))  # under the lock: no older successor takes over now
+                return reply
             except (EOFError, OSError, TimeoutError) as exc:
                 self._held = None
                 code = self._proc.poll() if self._proc else None
@@ -296,15 +327,25 @@ class IsolatedExecutor:
                                         "last committed model") from exc
 
     def _start(self, path: Path) -> dict[str, Any]:
+        proc, conn = self._launch(path)
+        reply = self._hello(proc, conn, path)
+        self._proc, self._conn = proc, conn
+        self._note_sandbox(reply)
+        return reply["document"]
+
+    def _launch(self, path: Path, expect_signature: tuple[int, ...] | None = None,
+                ) -> tuple[subprocess.Popen[bytes] | SpawnedKeeper, Connection]:
         env = {name: os.environ[name] for name in _KEEPER_ENVIRONMENT if name in os.environ}
         package_root = str(Path(ifc_host.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         # The keeper forks: native thread pools (OpenBLAS via numpy) must not exist in it.
         env.update({name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
         if self.keeper_launch == "exec":
-            proc, conn = self._exec_keeper(path, env)
-        else:
-            proc, conn = self._spawn_keeper(path, env)
+            return self._exec_keeper(path, env, expect_signature)
+        return self._spawn_keeper(path, env, expect_signature)
+
+    def _hello(self, proc: subprocess.Popen[bytes] | SpawnedKeeper, conn: Connection, path: Path) -> dict[str, Any]:
+        """The keeper's first message (its model opened, its first script process ready), or why it failed."""
         try:
             if not conn.poll(STARTUP_TIMEOUT_S):
                 raise KeeperUnavailable(f"the model keeper did not start within {STARTUP_TIMEOUT_S:g} s")
@@ -317,20 +358,105 @@ class IsolatedExecutor:
         if not reply.get("ok"):
             proc.wait(timeout=30)
             conn.close()
+            if reply.get("stale"):
+                raise KeeperUnavailable(reply.get("error") or f"{path} changed on disk")
             raise BadModelError(reply.get("error") or f"{path}: could not be opened")
-        self._proc, self._conn = proc, conn
+        return reply
+
+    def _note_sandbox(self, reply: dict[str, Any]) -> None:
         if reply.get("sandbox") != self.sandbox:
             self.sandbox = reply.get("sandbox") or {}
             log.info("scripts run in %s processes; what they can reach: %s", self.isolation,
                      "; ".join(f"{k}: {v}" for k, v in self.sandbox.items()))
-        return reply["document"]
 
-    def _exec_keeper(self, path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Connection]:
+    # --- replacing the keeper after a commit -------------------------------------------------------
+    def _replace_keeper(self, written: tuple[int, ...]) -> None:
+        """Start a successor keeper on the file just committed (see the module's doc); returns at once."""
+        self._generation += 1
+        thread = threading.Thread(target=self._hand_over, args=(self._generation, written),
+                                  name="keeper-handover", daemon=True)
+        self._handover = thread
+        thread.start()
+
+    def _hand_over(self, generation: int, written: tuple[int, ...]) -> None:
+        try:
+            proc, conn = self._launch(self.save_path, written)
+        except OSError as exc:
+            log.warning("the model keeper was not replaced after the commit: %s", exc)
+            self._no_successor(generation)
+            return
+        self._successor = proc
+        try:
+            try:
+                reply = self._hello(proc, conn, self.save_path)
+            except (BadModelError, KeeperUnavailable) as exc:
+                log.info("the model keeper was not replaced after the commit (%s); the current one goes on", exc)
+                self._no_successor(generation)
+                return
+            while not (self._closed or generation != self._generation):
+                failed: BaseException | None = None
+                with self._lock:
+                    if self._closed or generation != self._generation:
+                        break
+                    try:
+                        taken = self._take_over(proc, conn, reply)
+                    except (EOFError, OSError) as exc:
+                        taken, failed = False, exc
+                    if taken:
+                        proc = None
+                        return
+                if failed is not None:  # outside the lock: telling the keeper takes it
+                    log.warning("the model keeper was not replaced after the commit: %s", failed)
+                    self._no_successor(generation)
+                    return
+                time.sleep(0.2)  # an automation is held: its decision comes first
+        finally:
+            self._successor = None
+            if proc is not None:
+                _retire_keeper(proc, conn)
+
+    def _no_successor(self, generation: int) -> None:
+        """The current keeper stays in service: it prepares its next scripts' processes again."""
+        if generation == self._generation and not self._closed:
+            try:
+                self._call({"op": "no_successor"}, 60)
+            except KeeperUnavailable:
+                pass
+
+    def _take_over(self, proc: subprocess.Popen[bytes] | SpawnedKeeper, conn: Connection,
+                   reply: dict[str, Any]) -> bool:
+        """Put the successor in service (caller holds self._lock): False while an automation is held."""
+        with self._send_lock:  # aborts wait: one sent now reaches one keeper or the other, never neither
+            state: dict[str, Any] = {}
+            if self._conn is not None:
+                try:
+                    self._conn.send({"op": "handover_state"})
+                    if self._conn.poll(60):
+                        state = self._conn.recv()
+                except (EOFError, OSError):
+                    state = {}  # the old keeper is gone: the successor holds the committed model anyway
+            if state.get("held"):
+                return False
+            conn.send({"op": "adopt_state", "expired": state.get("expired") or {}, "aborted": state.get("aborted") or []})
+            if not conn.poll(60) or not conn.recv().get("ok"):
+                raise OSError("the successor keeper did not take the handover")
+            old_proc, old_conn = self._proc, self._conn
+            self._proc, self._conn = proc, conn
+        self._note_sandbox(reply)
+        self.handovers += 1
+        if old_proc is not None and old_conn is not None:
+            threading.Thread(target=_retire_keeper, args=(old_proc, old_conn), name="keeper-retire",
+                             daemon=True).start()
+        return True
+
+    def _exec_keeper(self, path: Path, env: dict[str, str], expect_signature: tuple[int, ...] | None,
+                     ) -> tuple[subprocess.Popen[bytes], Connection]:
         """POSIX: a fresh interpreter with exactly this environment, its end of a socket pair passed as an fd."""
         ours, theirs = socket.socketpair()
+        successor = ["--expect-signature", ",".join(map(str, expect_signature))] if expect_signature else []
         command = [sys.executable, "-m", "ifc_host.keeper", "--fd", str(theirs.fileno()),
-                   "--hold-timeout", repr(self.hold_timeout_s), "--isolation", self.isolation, str(path),
-                   str(self.save_path)]
+                   "--hold-timeout", repr(self.hold_timeout_s), "--isolation", self.isolation, *successor,
+                   str(path), str(self.save_path)]
         try:
             proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env,
                                     start_new_session=True)
@@ -338,7 +464,8 @@ class IsolatedExecutor:
             theirs.close()
         return proc, Connection(ours.detach())
 
-    def _spawn_keeper(self, path: Path, env: dict[str, str]) -> tuple[SpawnedKeeper, Connection]:
+    def _spawn_keeper(self, path: Path, env: dict[str, str], expect_signature: tuple[int, ...] | None,
+                      ) -> tuple[SpawnedKeeper, Connection]:
         """Windows (no fork, no fd passing): multiprocessing's 'spawn'; the keeper replaces its environment with
         `env` before it loads anything, so the spares it starts for scripts inherit only that."""
         from ifc_host.keeper import serve_in_spawned_process
@@ -346,7 +473,7 @@ class IsolatedExecutor:
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe(duplex=True)
         process = context.Process(target=serve_in_spawned_process, name="nexus-ifc-keeper", args=(
-            theirs, str(path), str(self.save_path), self.hold_timeout_s, self.isolation, env))
+            theirs, str(path), str(self.save_path), self.hold_timeout_s, self.isolation, env, expect_signature))
         process.start()
         theirs.close()
         return SpawnedKeeper(process), ours
@@ -366,6 +493,20 @@ class IsolatedExecutor:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+
+
+def _retire_keeper(proc: subprocess.Popen[bytes] | SpawnedKeeper, conn: Connection) -> None:
+    """Stop a keeper that is out of service (replaced, or a successor not needed): ask, then kill."""
+    try:
+        conn.send({"op": "shutdown"})
+    except OSError:
+        pass
+    conn.close()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _signature(path: Path) -> tuple[int, int] | None:

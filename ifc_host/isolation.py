@@ -5,7 +5,8 @@
 - spawn: no fork anywhere (Windows has none; on macOS forking a process that has loaded system frameworks
   is unsafe). A warm spare process, started with multiprocessing's 'spawn' method, has already imported
   IfcOpenShell, loaded the committed file and confined itself; it runs exactly one script and is replaced in
-  the background (from the new file after a commit). Same guarantees: the script's process is thrown away.
+  the background (from the new file after a commit), with a second one kept ready behind it. Same
+  guarantees: the script's process is thrown away.
 
 Both hand the keeper a ScriptProcess: send commands, read messages and the serialised model, kill, reap.
 The keeper's child is the script's supervisor; the script runs in a process of its own below it, whose
@@ -168,38 +169,49 @@ class ForkedRun:
 
 
 class _WarmSpares(abc.ABC):
-    """One spare script process at a time, holding the committed model, confined and waiting for its job;
-    used once, then replaced (after the reply is sent, or at once for a collect where loading is slow)."""
+    """Spare script processes holding the committed model, confined and waiting for their job; each is used
+    once. `ahead` of them are kept ready: a spawned spare takes seconds to start (a fresh interpreter imports
+    IfcOpenShell and loads the model), so two are kept and a replacement starts as soon as one is taken; the
+    next call after a cancelled or failed script, which changed nothing, then finds one ready. A commit makes
+    them all useless. A forked child costs milliseconds: one, replaced after the reply."""
 
     name = ""
-    prepare_during_collect = False
+    ahead = 1
+    replace_when_taken = False  # start the replacement when a spare is taken, not after the reply
 
     def __init__(self) -> None:
-        self.spare: tuple[ForkedRun | SpawnedRun, Path] | None = None
+        self.spares: list[tuple[ForkedRun | SpawnedRun, Path]] = []  # oldest (the next to be used) first
+        self.replenishing = True  # False once a successor keeper is coming (see Keeper.after_reply)
         self.limits = script_limits.from_environment()
         self.process_group = process_count.join_keeper_group(self.limits.processes)  # once: see process_count
+
+    @property
+    def spare(self) -> tuple[ForkedRun | SpawnedRun, Path] | None:
+        """The spare the next script gets, with the file its model was read from."""
+        return self.spares[0] if self.spares else None
 
     @abc.abstractmethod
     def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun | SpawnedRun:
         """Start a spare process holding the committed model (it reports 'ready' once confined)."""
 
-    def _prepare(self, model: ifcopenshell.file | None, committed_path: Path) -> None:
-        self.discard_spare()
-        self.spare = (self._new_spare(model, committed_path), committed_path)
+    def _fill(self, model: ifcopenshell.file | None, committed_path: Path, count: int) -> None:
+        """Drop spares of another file; start new ones until `count` hold this one."""
+        for run, path in [spare for spare in self.spares if spare[1] != committed_path]:
+            run.close()
+            self.spares.remove((run, path))
+        while len(self.spares) < count:
+            self.spares.append((self._new_spare(model, committed_path), committed_path))
 
     def discard_spare(self) -> None:
-        if self.spare is not None:
-            self.spare[0].close()
-            self.spare = None
+        while self.spares:
+            self.spares.pop()[0].close()
 
     def _ready_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun | SpawnedRun:
-        """The spare, once it holds the model and has confined itself (started again if it died)."""
+        """The next spare, once it holds the model and has confined itself (started again if it died)."""
         last_error = ""
         for _attempt in range(2):
-            if self.spare is None or self.spare[1] != committed_path:
-                self._prepare(model, committed_path)
-            assert self.spare is not None
-            run = self.spare[0]
+            self._fill(model, committed_path, 1)
+            run = self.spares[0][0]
             if not run.sandbox:
                 try:
                     ready = run.read(time.monotonic() + SPARE_START_TIMEOUT_S)
@@ -207,7 +219,7 @@ class _WarmSpares(abc.ABC):
                     ready = {"error": f"it was not ready within {SPARE_START_TIMEOUT_S:g} s"}
                 if not ready or ready.get("kind") != "ready":
                     last_error = (ready or {}).get("error") or run.how_it_ended()
-                    self.discard_spare()
+                    self.spares.pop(0)[0].close()
                     continue
                 run.sandbox = ready["sandbox"]
                 run.adopt(ready)
@@ -216,12 +228,12 @@ class _WarmSpares(abc.ABC):
 
     def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any]) -> ForkedRun | SpawnedRun:
         run = self._ready_spare(model, committed_path)
-        self.spare = None
+        self.spares.pop(0)
         run.request_id, run.mode, run.started = job["request_id"], job["mode"], time.monotonic()
         run.timeout_s = float(job["timeout_s"])
         run.send(job)
-        if job["mode"] == "collect" and self.prepare_during_collect:
-            self._prepare(model, committed_path)  # a collect cannot change the model: the next spare can load now
+        if self.replace_when_taken and self.replenishing:
+            self._fill(model, committed_path, self.ahead)  # loads while the script runs
         return run
 
     def probe(self, model: ifcopenshell.file, committed_path: Path) -> dict[str, str]:
@@ -229,18 +241,30 @@ class _WarmSpares(abc.ABC):
         return self._ready_spare(model, committed_path).sandbox
 
     def wait_ready(self, model: ifcopenshell.file, committed_path: Path) -> None:
-        """Block until the next script would start at once (benchmarks, tests)."""
+        """Block until the next script would start at once (benchmarks, tests): every spare kept ahead ready."""
         self._ready_spare(model, committed_path)
+        for run, _path in self.spares[1:]:
+            if not run.sandbox:
+                try:
+                    ready = run.read(time.monotonic() + SPARE_START_TIMEOUT_S)
+                except TimeoutError:
+                    ready = None
+                if ready and ready.get("kind") == "ready":
+                    run.sandbox = ready["sandbox"]
+                    run.adopt(ready)
+                else:
+                    self.spares.remove((run, _path))
+                    run.close()
 
     def after_run(self, committed_path: Path, model_changed: bool) -> None:
-        """After a run, a commit or a reload: a spare holding the old model is useless."""
+        """After a run, a commit or a reload: spares holding the old model are useless."""
         if model_changed:
             self.discard_spare()
 
     def replenish(self, model: ifcopenshell.file, committed_path: Path) -> None:
-        """Start the next spare (called once the reply is sent, so it costs the caller nothing)."""
-        if self.spare is None or self.spare[1] != committed_path:
-            self._prepare(model, committed_path)
+        """Start the spares kept ahead (called once the reply is sent, so it costs the caller nothing)."""
+        if self.replenishing:
+            self._fill(model, committed_path, self.ahead)
 
     def close(self) -> None:
         self.discard_spare()
@@ -353,13 +377,14 @@ class SpawnStrategy(_WarmSpares):
     """A fresh interpreter (multiprocessing 'spawn') that loaded the committed file itself, per script."""
 
     name = "spawn"
-    prepare_during_collect = True  # loading takes seconds: overlap it with the collect script
+    ahead = 2
+    replace_when_taken = True  # loading takes seconds: overlap it with the script
 
     def __init__(self, workdir: Path, committed_path: Path) -> None:
         super().__init__()
         self.workdir = workdir
         self.context = multiprocessing.get_context("spawn")
-        self._prepare(None, committed_path)
+        self._fill(None, committed_path, self.ahead)
 
     def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> SpawnedRun:
         from ifc_host.spare import spare_main

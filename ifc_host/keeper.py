@@ -6,10 +6,13 @@ safe. A script's failure, hang or native crash only ever ends its own process: r
 whatever the model's size. A successful automation's process sends the serialised model; the keeper compares
 it with the committed model entity by entity, and from that alone works out what the run changed, its report,
 validation and IDS check (trusted_report.py: nothing the script's process says decides them). A run that
-changed nothing writes nothing. Otherwise the keeper writes it beside the saved file, re-opens it (checked),
-and, holding a lock on the folder, renames it over the saved file unless that file changed on disk since this
-keeper last read or wrote it (another host or program saved it: the commit is refused rather than silently
-overwriting their work). A held automation (policy ask) is worked out the same way when it is held, and
+changed nothing writes nothing. Otherwise the keeper writes it beside the saved file; the model it adopts is
+a shadow copy of the committed file (read while the script's process serialises) with the changed records
+applied and checked one by one (model_patch.py), or, when that cannot be shown exact, the written file
+re-opened (checked). Holding a lock on the folder, it renames the file over the saved one unless that file
+changed on disk since this keeper last read or wrote it (another host or program saved it: the commit is
+refused rather than silently overwriting their work). After a commit the runtime replaces this keeper by a
+fresh one on the new file (executor.py); this one then prepares no more script processes ahead. A held automation (policy ask) is worked out the same way when it is held, and
 keeping it commits exactly the model that was reported.
 
 Requests arrive as dicts on a multiprocessing Connection (one at a time) and each gets one reply, except
@@ -47,7 +50,7 @@ from ifc_host.isolation import (
     SpawnStrategy,
     default_isolation,
 )
-from ifc_host.model_diff import data_section
+from ifc_host.model_diff import NotCanonical, data_section
 from ifc_host.model_file import (
     BadModelError,
     describe_context,
@@ -92,6 +95,7 @@ class Keeper:
         self.protected_paths = sorted({str(save_path), str(self.committed_path)})
         self.save_path = save_path
         self.disk_signature = file_signature(save_path)  # the saved file as this keeper last read or wrote it
+        self.committed_signature = file_signature(self.committed_path)  # the file self.model was read from
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
         self.retired: list[ScriptProcess] = []
@@ -104,7 +108,7 @@ class Keeper:
             self.strategy = SpawnStrategy(self.workdir, self.committed_path)
         self._frozen_model: ifcopenshell.file | None = None
         self._freezes_since_collect = 0
-        self._baseline: bytes | None = None  # the committed model's records as IfcOpenShell writes them
+        self.baseline: bytes | None = None  # the committed model's records as IfcOpenShell writes them
         self._ids_states = IdsStates()
         self._freeze_for_fork()
         self.sandbox = self.strategy.probe(model, self.committed_path)
@@ -112,6 +116,7 @@ class Keeper:
         self.runtime_gone = False  # the connection ended mid-script: nobody will read a reply
         self.aborted: OrderedDict[str, None] = OrderedDict()  # request ids an abort named
         self.queued: deque[dict[str, Any]] = deque()  # requests that arrived while a script ran
+        self.hands_over = False  # a successor keeper takes over after each commit (executor.py): no new spares
 
     def note_abort(self, request_id: str) -> None:
         self.aborted[request_id] = None
@@ -137,7 +142,26 @@ class Keeper:
             if self.held is None:
                 self.strategy.wait_ready(self.model, self.committed_path)
             return {"ok": True}
+        if op == "handover_state":
+            return {"ok": True, **self.handover_state()}
+        if op == "adopt_state":
+            self.adopt_state(request)
+            return {"ok": True}
+        if op == "no_successor":  # the successor keeper failed to start: this one serves on, spares and all
+            self.strategy.replenishing = True
+            return {"ok": True}
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
+
+    def handover_state(self) -> dict[str, Any]:
+        """What a successor keeper must know to answer as this one would (see executor.py's handover): the
+        decisions that arrive too late, the aborts of requests not yet arrived. Only asked while nothing is
+        held or running, so there is no script process to pass on."""
+        return {"held": self.held is not None, "expired": dict(self.expired), "aborted": list(self.aborted)}
+
+    def adopt_state(self, state: dict[str, Any]) -> None:
+        self.expired.update(state.get("expired") or {})
+        for request_id in state.get("aborted") or []:
+            self.note_abort(str(request_id))
 
     def execute(self, job: dict[str, Any]) -> dict[str, Any]:
         if self.held is not None:
@@ -236,12 +260,14 @@ class Keeper:
         """Adopt the file on disk (edited by another program) as the committed model."""
         if self.held is not None:
             return {"ok": False, "error": "an automation awaits a decision"}
+        signature = file_signature(path)
         try:
             self.model = open_checked(path)
         except BadModelError as exc:
             return {"ok": False, "error": str(exc)}
         self.committed_path = path
-        self._baseline = None
+        self.committed_signature = signature
+        self.baseline = None
         self.disk_signature = file_signature(self.save_path)
         self.strategy.after_run(self.committed_path, model_changed=True)
         return {"ok": True}
@@ -418,6 +444,7 @@ class Keeper:
         script_ms = _ms_since(run.started)
         started = time.monotonic()
         run.send({"op": op})
+        shadow = self._read_shadow() if op == "commit" else None  # while the script's process serialises
         data = _read_model(run, time.monotonic() + (COMMIT_TIMEOUT_S if op == "commit" else SNAPSHOT_TIMEOUT_S))
         if op == "commit":
             self._retire(run)
@@ -426,15 +453,29 @@ class Keeper:
                 self._retire(run)
             return self._timed(self._commit_failed(run, result, f"the model could not be written: {data}"),
                                script_ms, started)
-        if self._baseline is None:
-            self._baseline = data_section(self.model.to_string().encode("utf-8"))
-        prepared = prepare(self.model, self._baseline, data, result, {**job, "mode": run.mode or job.get("mode")},
-                           write, self.workdir, self._ids_states)
+        if self.baseline is None:
+            self.baseline = data_section(self.model.to_string().encode("utf-8"))
+        prepared = prepare(self.model, self.baseline, data, result, {**job, "mode": run.mode or job.get("mode")},
+                           write, self.workdir, self._ids_states, shadow)
         if isinstance(prepared, str):
             if op != "commit":
                 self._retire(run)
             return self._timed(self._commit_failed(run, result, prepared), script_ms, started)
         return prepared
+
+    def _read_shadow(self) -> ifcopenshell.file | None:
+        """A second copy of the committed model, read from its file while the script's process serialises the
+        model it commits (on the other core): the commit rebuilds its model in it from the records that
+        changed (model_patch.py) rather than parsing everything it was sent. None when the file is not the one
+        the committed model was read from (another program saved it), or cannot be read."""
+        path, expected = self.committed_path, self.committed_signature
+        if expected is None or file_signature(path) != expected:
+            return None
+        try:
+            shadow = open_checked(path)
+        except BadModelError:
+            return None
+        return shadow if file_signature(path) == expected else None
 
     def _put_in_place(self, run: ScriptProcess, prepared: Prepared, target: Path, script_ms: float,
                       started: float) -> dict[str, Any]:
@@ -451,16 +492,21 @@ class Keeper:
                 return self._timed(self._conflict(run, result, target), script_ms, started)
             replace_atomically(prepared.path, target)
             self.disk_signature = file_signature(target)
+            self.committed_signature = self.disk_signature
         self.replaced_models.append(self.model)
+        if self.hands_over:  # its successor prepares the next scripts' processes; until then they start on demand
+            self.strategy.replenishing = False
         self.model = prepared.adopted
-        self._baseline = prepared.records
+        self.baseline = prepared.records
         if prepared.ids_after is not None:
             self._ids_states.put(self.model, *prepared.ids_after)
         self.committed_path = self.save_path
         # What the host's next hello says about the model, in this reply: asking for it separately would wait
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
         document = describe_document(self.model, self.save_path)
-        return self._timed({**self._finish(run, result, committed=True), "document": document}, script_ms, started)
+        return self._timed({**self._finish(run, result, committed=True), "document": document,
+                            "disk_signature": list(self.disk_signature or ()),
+                            "model_read": "changed records" if prepared.rebuilt else "whole file"}, script_ms, started)
 
     def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
         return {**reply, "script_ms": script_ms, "commit_ms": _ms_since(started)}
@@ -471,9 +517,11 @@ class Keeper:
         message = (f"{self.save_path.name} was changed on disk by another program or IFC host since this host last "
                    "read or saved it; saving now would overwrite those changes, so this automation was NOT saved")
         try:
+            signature = file_signature(target)
             self.model = open_checked(target)
+            self.committed_signature = signature
             self.committed_path = self.save_path
-            self._baseline = None
+            self.baseline = None
             self.disk_signature = file_signature(target)
             message += ("; the host has reloaded the file as it is on disk now: look at the model again and redo "
                         "the change on that version")
@@ -551,9 +599,24 @@ def _read_model(run: ScriptProcess, deadline: float) -> bytes | str:
 
 
 def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeout_s: float,
-          isolation: str = "fork") -> int:
+          isolation: str = "fork", expect_signature: tuple[int, ...] | None = None) -> int:
+    """Serve the runtime's requests on `connection` until it shuts us down or goes away. A successor keeper
+    (`expect_signature`: the saved file as its predecessor wrote it) first checks that the file it opens is
+    that one, and refuses to start otherwise (another program changed it: the predecessor, which knows it
+    last wrote something else, keeps serving and sees the change)."""
+    baseline = None
+    opened_signature = file_signature(model_path)
     try:
+        if expect_signature is not None:
+            baseline = _read_unchanged(model_path, expect_signature)
         model = open_checked(model_path)
+        if file_signature(model_path) != opened_signature:
+            opened_signature = None  # changed while it was read: no shadow copy is read from it
+        if expect_signature is not None and file_signature(model_path) != expect_signature:
+            raise StaleFile(f"{model_path} changed on disk while the successor keeper read it")
+    except StaleFile as exc:
+        connection.send({"ok": False, "stale": True, "error": str(exc)})
+        return 2
     except BadModelError as exc:
         connection.send({"ok": False, "error": str(exc)})
         return 2
@@ -563,7 +626,13 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
         preimport()  # once here, inherited by every forked child
     keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path,
                     isolation=isolation)
+    if expect_signature is not None:
+        keeper.disk_signature = keeper.committed_signature = expect_signature
+        keeper.baseline = baseline
+    else:
+        keeper.committed_signature = opened_signature
     keeper.connection = connection
+    keeper.hands_over = True
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
                      "isolation": keeper.strategy.name, "sandbox": keeper.sandbox})
     try:
@@ -594,12 +663,30 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
 
 
 def serve_in_spawned_process(connection: Connection, model_path: str, save_path: str, hold_timeout_s: float,
-                             isolation: str, environment: dict[str, str]) -> None:
+                             isolation: str, environment: dict[str, str],
+                             expect_signature: tuple[int, ...] | None = None) -> None:
     """Entry of a keeper started by multiprocessing 'spawn' (Windows): first drop the inherited environment."""
     os.environ.clear()
     os.environ.update(environment)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(serve(connection, Path(model_path), Path(save_path), hold_timeout_s, isolation))
+    sys.exit(serve(connection, Path(model_path), Path(save_path), hold_timeout_s, isolation, expect_signature))
+
+
+class StaleFile(Exception):
+    """The saved file is not the one the predecessor keeper wrote."""
+
+
+def _read_unchanged(path: Path, expected: tuple[int, ...]) -> bytes:
+    """The DATA section of the file the predecessor wrote (its records are the committed model's own
+    serialisation: the next commit's baseline, without serialising the model again); StaleFile if the file
+    is not that one."""
+    if file_signature(path) != expected:
+        raise StaleFile(f"{path} changed on disk since the previous keeper saved it")
+    data = path.read_bytes()
+    try:
+        return data_section(data)
+    except NotCanonical as exc:
+        raise StaleFile(f"{path} is not as the previous keeper saved it ({exc})") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -607,12 +694,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--hold-timeout", type=float, required=True)
     parser.add_argument("--isolation", choices=ISOLATIONS, default=default_isolation())
+    parser.add_argument("--expect-signature", help=argparse.SUPPRESS)  # a successor: dev,inode,size,mtime_ns
     parser.add_argument("model_path")
     parser.add_argument("save_path")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runtime's to handle; it shuts us down
     connection = Connection(args.fd)
-    return serve(connection, Path(args.model_path), Path(args.save_path), args.hold_timeout, args.isolation)
+    expected = tuple(int(part) for part in args.expect_signature.split(",")) if args.expect_signature else None
+    return serve(connection, Path(args.model_path), Path(args.save_path), args.hold_timeout, args.isolation, expected)
 
 
 def exit_now(status: int) -> None:

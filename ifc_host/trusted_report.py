@@ -21,8 +21,16 @@ import ifcopenshell
 from ifc_host.change_details import describe_changes
 from ifc_host.changes import ChangeRecorder, ChangeSet, changes_between
 from ifc_host.ids_check import IdsProblem, IdsRun, IdsState, parsed_ids
-from ifc_host.model_diff import NotCanonical, check_against_model, data_section, diff_records
+from ifc_host.model_diff import (
+    DATA_START,
+    EntityDiff,
+    NotCanonical,
+    check_against_model,
+    data_section,
+    diff_records,
+)
 from ifc_host.model_file import BadModelError, open_checked
+from ifc_host.model_patch import apply_records, check_header
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
 from ifc_host.validation import validate_run
 
@@ -39,6 +47,7 @@ class Prepared:
     adopted: ifcopenshell.file | None = None  # `data` parsed: the committed model once renamed into place
     path: Path | None = None  # where `data` was written to be parsed
     ids_after: tuple[str, IdsState] | None = None
+    rebuilt: bool = False  # `adopted` is the shadow rebuilt from the changed records, not a parse of `data`
 
     @property
     def unchanged(self) -> bool:
@@ -66,13 +75,15 @@ class IdsStates:
 
 def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported: dict[str, Any],
             job: dict[str, Any], write: Callable[[bytes], Path], workdir: Path,
-            ids_states: IdsStates) -> Prepared | str:
-    """The trusted result of a run whose process sent `data`, or why it cannot be committed (a message)."""
+            ids_states: IdsStates, shadow: ifcopenshell.file | None = None) -> Prepared | str:
+    """The trusted result of a run whose process sent `data`, or why it cannot be committed (a message).
+    `shadow`: a second copy of the committed model, parsed from its file; the model `data` describes is
+    rebuilt in it from the records that changed (model_patch.py) instead of parsing all of `data`."""
     result = {**reported, "failures": list(reported.get("failures") or [])}
     recorded = reported.get("changes") or {"added": [], "modified": [], "deleted": []}
     try:
         records = data_section(data)
-        diff = diff_records(baseline, records)
+        diff = diff_records(baseline, records, functools.partial(_has_entity, committed))
     except NotCanonical:
         records, diff = None, None
     if diff is not None and diff.empty:
@@ -81,8 +92,10 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
         return Prepared(result)
     path = write(data)
     unreadable = None
+    adopted = _rebuilt(shadow, committed, data, diff)
     try:
-        adopted = open_checked(path)
+        if adopted is None:
+            adopted = open_checked(path)
     except BadModelError as exc:
         # Never committed; still compared and validated, so the person learns what the script broke.
         unreadable = f"the written model did not read back: {exc}"
@@ -93,7 +106,8 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
     try:
         if diff is None or records is None:
             raise NotCanonical("not laid out as IfcOpenShell writes a model")
-        check_against_model(diff, adopted)
+        if adopted is not shadow:  # a rebuilt shadow was checked record by record as it was rebuilt
+            check_against_model(diff, adopted)
     except NotCanonical as exc:
         # Commit the keeper's own serialisation of what it parsed, and compare that.
         data = adopted.to_string().encode("utf-8")
@@ -115,7 +129,30 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
         return Prepared(result, data=data, records=records, adopted=adopted, path=path)
     if changes.empty and not (diff.created or diff.deleted) and not _anything_differs(committed, adopted, diff.differing):
         return Prepared(result)  # only the text differed (values written back unchanged): nothing to write
-    return Prepared(result, data=data, records=records, adopted=adopted, path=path, ids_after=ids_after)
+    return Prepared(result, data=data, records=records, adopted=adopted, path=path, ids_after=ids_after,
+                    rebuilt=adopted is shadow)
+
+
+def _has_entity(model: ifcopenshell.file, entity_id: int) -> bool:
+    try:
+        model.by_id(entity_id)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _rebuilt(shadow: ifcopenshell.file | None, committed: ifcopenshell.file, data: bytes,
+             diff: EntityDiff | None) -> ifcopenshell.file | None:
+    """The shadow made into the model `data` describes, or None (then `data` is parsed in full)."""
+    if shadow is None or diff is None:
+        return None
+    try:
+        check_header(data[:data.find(DATA_START) + 1], committed.schema_identifier)
+        apply_records(shadow, diff)
+    except NotCanonical:
+        return None
+    shadow._nexus_open_warnings = []  # it is now the model of the file the commit writes, which reads cleanly
+    return shadow
 
 
 def _anything_differs(before: ifcopenshell.file, after: ifcopenshell.file, differing: set[int]) -> bool:

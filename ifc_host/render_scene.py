@@ -202,7 +202,8 @@ class PlacementFrames:
 def _plan(model: ifcopenshell.file, storey: ifcopenshell.entity_instance,
           storeys: list[ifcopenshell.entity_instance]) -> ViewSpec:
     name = storey_label(storey, storeys)
-    title = name if name == storey.Name or not (storey.Name or "").strip() else f"{storey.Name} ({name})"
+    own = (storey.Name or "").strip()
+    title = name if name == own or not own else f"{own} ({name})"
     return ViewSpec(name, "plan", storey, _elevation_m(model, storey), title)
 
 

@@ -20,3 +20,7 @@ def contact_sheet(request: pytest.FixtureRequest) -> ContactSheet:
 
 def sheet_path(name: str) -> Path:
     return CONTACT_SHEETS / f"{Path(name).stem}.png"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: a long test on the largest real files (CI runs it; by hand: -m slow)")

@@ -61,5 +61,8 @@ def render_context_block(host: HostLink, context: dict[str, Any] | None) -> str:
 
 
 def _level(level: dict[str, Any]) -> str:
+    """`Ground (0)`, or `#57 "Deck" (3.5)` for a storey named by its step id because its Name is shared."""
     elevation = level.get("elevation")
-    return level["name"] + (f" ({elevation:g})" if isinstance(elevation, (int, float)) else "")
+    own = level.get("storey_name")
+    named = level["name"] + (f' "{own}"' if own and own != level["name"] else "")
+    return named + (f" ({elevation:g})" if isinstance(elevation, (int, float)) else "")

@@ -230,8 +230,7 @@ def describe_context(model: ifcopenshell.file) -> dict[str, Any]:
     context: dict[str, Any] = {
         "document": (projects[0].Name if projects and projects[0].Name else None) or "IFC model",
         "host_version": f"IfcOpenShell {ifcopenshell.version}",
-        "levels": [{"name": label, "elevation": _elevation(s), "id": s.id()}
-                   for s, label in zip(storeys, storey_labels(storeys), strict=True)],
+        "levels": [_level(s, label) for s, label in zip(storeys, storey_labels(storeys), strict=True)],
         "active_view": None,
         "selection": [],
         "counts": counts,
@@ -251,6 +250,16 @@ def storey_labels(storeys: list[ifcopenshell.entity_instance]) -> list[str]:
     shared = Counter(names)
     return [name if name and not name.startswith("#") and shared[name] == 1 else f"#{s.id()}"
             for s, name in zip(storeys, names, strict=True)]
+
+
+def _level(storey: ifcopenshell.entity_instance, label: str) -> dict[str, Any]:
+    """A storey of the context: the name views take, and its own Name when that is not it (shared by another
+    storey, or looking like a step id), so the model can tell storeys named alike apart."""
+    level: dict[str, Any] = {"name": label, "elevation": _elevation(storey), "id": storey.id()}
+    own = (storey.Name or "").strip()
+    if own and own != label:
+        level["storey_name"] = own
+    return level
 
 
 def _elevation(storey: ifcopenshell.entity_instance) -> float:

@@ -30,6 +30,12 @@ Isolation
     same content (render_mesh_cache.py). Elements no kernel could build are counted on the image
     ("N elements could not be drawn") and listed in ``RenderedView.undrawn``. A timeout, a crash that no
     element explains, or any other failure raises ``RenderError``; the caller is never taken down.
+Budget
+    A view answers within its ``timeout_s``: tessellation stops when the time left is what drawing needs
+    (``_drawing_reserve_s``), and the elements it did not reach are undrawn too, counted apart on the image
+    ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; the meshes built are kept,
+    so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
+    ("nothing of view ... could be drawn"), never a blank image passed off as the view.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing
     it to a private temporary file first.
 """
@@ -59,6 +65,8 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 600
 MAX_RECOVERIES = 16  # crashed attempts of one render before giving up
 _REMEMBERED_MODELS = 32
+DRAWING_RESERVE_SHARE = 0.3  # of the view's timeout, kept for drawing once tessellation stops
+MAX_DRAWING_RESERVE_S = 60.0
 _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most render_mesh_cache.MAX_FOLDER_BYTES)
 
 __all__ = ["HIGHLIGHT", "RenderError", "RenderedView", "render_view", "render_view_from_bytes"]
@@ -70,7 +78,8 @@ class RenderedView:
     width: int
     height: int
     view: str
-    undrawn: tuple[int, ...] = ()  # elements of the view whose body no geometry kernel could build
+    undrawn: tuple[int, ...] = ()  # elements of the view whose body no geometry kernel could build (or no time)
+    out_of_time: tuple[int, ...] = ()  # the undrawn ones tessellation did not reach within the budget
 
 
 @dataclass
@@ -162,6 +171,8 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
+        # Tessellation stops in time for the child to draw what it has and answer before the timeout.
+        request["deadline"] = time.time() + remaining - _drawing_reserve_s(timeout_s)
         crash = _attempt(request, what, remaining, timeout_s)
         if crash is None:
             if recipe.careful or recipe.exact or recipe.skip:
@@ -173,6 +184,11 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
         raise RenderError(f"the renderer crashed {MAX_RECOVERIES + 1} times while rendering {what}, each time on "
                           f"another element; gave up")
     raise RenderError(f"rendering {what} timed out after {timeout_s:g} s (the renderer was stopped)")
+
+
+def _drawing_reserve_s(timeout_s: float) -> float:
+    """Of a view's time, what is kept for drawing and answering once tessellation stops."""
+    return min(max(DRAWING_RESERVE_SHARE * timeout_s, 1.0), MAX_DRAWING_RESERVE_S)
 
 
 def _attempt(request: dict[str, object], what: str, remaining_s: float, timeout_s: float) -> str | None:
@@ -205,7 +221,8 @@ def _read_result(work: Path) -> RenderedView:
         raise RenderError(str(result.get("error") or "rendering failed"))
     return RenderedView(png=(work / "view.png").read_bytes(), width=int(result["width"]),
                         height=int(result["height"]), view=str(result["view"]),
-                        undrawn=tuple(int(i) for i in result.get("undrawn") or ()))
+                        undrawn=tuple(int(i) for i in result.get("undrawn") or ()),
+                        out_of_time=tuple(int(i) for i in result.get("out_of_time") or ()))
 
 
 def _learn(recipe: _Recipe, journal: Path) -> bool:

@@ -13,7 +13,7 @@ import ifcopenshell
 import numpy as np
 
 from ifc_host import render_canvas as style
-from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, tessellate_bodies
+from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, NothingDrawn, tessellate_bodies
 from ifc_host.render_canvas import Canvas, LegendEntry
 from ifc_host.render_scene import Drawing, ViewSpec, all_elements, elements_of_storey
 
@@ -35,6 +35,8 @@ _UP = np.array([0.0, 0.0, 1.0])
 ELEVATIONS = {side: Projection(toward, np.cross(_UP, toward), _UP) for side, toward in (
     ("north", np.array([0.0, 1.0, 0.0])), ("south", np.array([0.0, -1.0, 0.0])),
     ("east", np.array([1.0, 0.0, 0.0])), ("west", np.array([-1.0, 0.0, 0.0])))}
+# The site plan: from straight above, north (+y) up.
+ELEVATIONS["above"] = Projection(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
 _GHOST = 0.6
 _SPLITS_ACROSS_MODEL = 30  # no triangle edge longer than this fraction of the model's extent
 _MAX_TRIANGLES = 1_500_000  # share of white mixed into elements that are not highlighted
@@ -65,10 +67,13 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
         base = style.HIGHLIGHT if element_id in highlighted else _colour_of(classes[element_id])
         colours.append(np.tile(np.array(base, dtype=float), (len(mesh.faces), 1)))
         lit.append(np.full(len(mesh.faces), element_id in highlighted))
-    title = _title(spec, len(highlighted), len(set(element_ids) - highlighted), len(bodies.undrawn))
+    if bodies.nothing_drawn:
+        raise NothingDrawn(spec.name, bodies)
+    title = _title(spec, len(highlighted), len(set(element_ids) - highlighted), len(bodies.undrawn),
+                   len(bodies.out_of_time))
     legend = [LegendEntry("Highlighted", style.HIGHLIGHT)] if highlighted else []
     if not triangles:
-        return Drawing(*Canvas((0.0, 0.0, 10.0, 10.0), max_px, title, legend).finish(), undrawn=bodies.undrawn)
+        return Drawing(*Canvas((0.0, 0.0, 10.0, 10.0), max_px, title, legend).finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
 
     tris = np.concatenate(triangles)
     rgb = np.concatenate(colours)
@@ -95,7 +100,7 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
     pixels = canvas.to_px_array(flat).reshape(-1, 6)[order].tolist()
     for points, ink in zip(pixels, _inks(rgb[order]), strict=True):
         canvas.fill_triangle(points, ink)
-    return Drawing(*canvas.finish(), undrawn=bodies.undrawn)
+    return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
 
 
 def _inks(rgb: np.ndarray) -> list[int]:
@@ -141,7 +146,8 @@ def _colour_of(element: ifcopenshell.entity_instance) -> style.RGB:
     return _OTHER_COLOUR
 
 
-def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int) -> str:
-    how = f"seen from the {spec.facing}" if spec.kind == "elevation" else "axonometric from the south-west"
-    return style.title_with_highlights(f"{spec.shown_name} \u2014 {how}", shown, elsewhere, undrawn)
+def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int) -> str:
+    how = ("seen from above, north up" if spec.facing == "above" else f"seen from the {spec.facing}"
+           if spec.kind == "elevation" else "axonometric from the south-west")
+    return style.title_with_highlights(f"{spec.shown_name} \u2014 {how}", shown, elsewhere, undrawn, out_of_time)
 

@@ -15,10 +15,16 @@ Runs inside the render child only. Geometry kernels fail in three ways on real f
 
 The fast path tessellates everything in one iterator; a *careful* run (after a crash in the fast path)
 builds each element on its own, journalled, so the next crash names its element exactly.
+
+Every view has a budget: with a ``deadline`` (the wall clock, set by the parent from the view's timeout)
+tessellation stops when it passes, and the elements not reached are *undrawn*, listed apart in
+``Bodies.out_of_time`` so the view says they ran out of time. What was built is kept in the mesh cache, so the
+next view of the same model starts from it and gets further.
 """
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -27,7 +33,7 @@ import ifcopenshell.geom
 import numpy as np
 
 from ifc_host.render_mesh_cache import MeshCache
-from ifc_host.render_scene import Mesh, PlacementFrames
+from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
@@ -45,15 +51,35 @@ class BodyOptions:
     skip: frozenset[int] = frozenset()  # elements no kernel could build without crashing
     journal_path: str | None = None
     cache_dir: str | None = None  # meshes kept for this model content (render_mesh_cache.py)
+    deadline: float | None = None  # time.time() by which tessellation stops (the rest is out of time)
 
 
 FIRST_ATTEMPT = BodyOptions()
 
 
+class NothingDrawn(ViewError):
+    """A view with elements of which not one could be drawn: said as a failure, never as a blank image."""
+
+    def __init__(self, view: str, bodies: Bodies) -> None:
+        late = len(bodies.out_of_time)
+        why = (f"{late} were not reached in the time allowed" if late == bodies.candidates else
+               "no geometry kernel could build them" if not late else
+               f"no geometry kernel could build {bodies.candidates - late}, {late} were not reached in the time allowed")
+        super().__init__(f"nothing of view {view!r} could be drawn: it has {bodies.candidates} elements with a body, "
+                         f"and {why}")
+
+
 @dataclass
 class Bodies:
     meshes: dict[int, Mesh] = field(default_factory=dict)
-    undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it
+    undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it (or no time)
+    out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
+    candidates: int = 0  # elements of the view with a body
+
+    @property
+    def nothing_drawn(self) -> bool:
+        """The view has elements with a body and not one of them could be drawn: a blank image would lie."""
+        return self.candidates > 0 and not self.meshes
 
 
 class Journal:
@@ -78,6 +104,7 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     bodies = Bodies()
     candidates = [e for e in elements if e.id() not in options.skip and has_body(e)]
     bodies.undrawn.extend(e.id() for e in elements if e.id() in options.skip and has_body(e))
+    bodies.candidates = len(candidates) + len(bodies.undrawn)
     cache = MeshCache(options.cache_dir) if options.cache_dir else None
     if cache is not None:
         bodies.meshes.update(cache.load({e.id() for e in candidates}))
@@ -95,21 +122,31 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         if on_grid:
             frames = PlacementFrames(model)
             for element in on_grid:
+                if _out_of_time(options):
+                    break
                 _one_on_grid(element, frames, journal, bodies)
         if options.careful:
             for element in fast:
+                if _out_of_time(options):
+                    break
                 _one(model, element, FAST_LIBRARY, journal, bodies)
-        elif fast:
+        elif fast and not _out_of_time(options):
             journal.write("batch")
-            bodies.meshes.update(_iterate(model, fast))
+            bodies.meshes.update(_iterate(model, fast, options.deadline))
             journal.write("batch done")
-        # What the fast kernel could not build gets a second chance with the exact one.
+        # What the fast kernel could not build gets a second chance with the exact one (time allowing).
+        tried = set(bodies.meshes) | ({e.id() for e in fast} if not _out_of_time(options) else set())
         exact.extend(e for e in fast if e.id() not in bodies.meshes and e.id() not in exact_ids)
         for element in exact:
+            if _out_of_time(options):
+                break
             if element.id() not in bodies.meshes:
                 _one(model, element, EXACT_LIBRARY, journal, bodies)
+                tried.add(element.id())
     finally:
         journal.close()
+    if _out_of_time(options):
+        bodies.out_of_time.extend(e.id() for e in candidates if e.id() not in bodies.meshes and e.id() not in tried)
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
     if cache is not None:
         cache.store([bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes])
@@ -129,7 +166,8 @@ def has_body(element: ifcopenshell.entity_instance) -> bool:
     return False
 
 
-def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:
+def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
+             deadline: float | None = None) -> dict[int, Mesh]:
     iterator = ifcopenshell.geom.iterator(_settings(), model, 1, include=elements, geometry_library=FAST_LIBRARY)
     meshes: dict[int, Mesh] = {}
     if not iterator.initialize():
@@ -138,9 +176,13 @@ def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instan
         mesh = _mesh(iterator.get())
         if mesh is not None:
             meshes[mesh.element_id] = mesh
-        if not iterator.next():
+        if (deadline is not None and time.time() >= deadline) or not iterator.next():
             break
     return meshes
+
+
+def _out_of_time(options: BodyOptions) -> bool:
+    return options.deadline is not None and time.time() >= options.deadline
 
 
 def _one(model: ifcopenshell.file, element: ifcopenshell.entity_instance, library: str, journal: Journal,

@@ -2,7 +2,7 @@
 
 Request: {model_path, view, element_ids, max_px, png_path, result_path}; cache_dir, where meshes of this model
 content are kept (render_mesh_cache.py); and, when an earlier attempt of the same render crashed, {careful, exact,
-skip, journal_path} (see render_bodies.py). The PNG goes to png_path and {ok, width, height, view, undrawn} or
+skip, journal_path} (see render_bodies.py); deadline, the time.time() by which tessellation stops. The PNG goes to png_path and {ok, width, height, view, undrawn} or
 {ok: false, error} to result_path (not stdout: IfcOpenShell's native logging may write there). Exit code 0 when
 rendered, 1 on a reported error.
 """
@@ -27,12 +27,13 @@ def render_request(request: dict[str, Any]) -> dict[str, Any]:
     options = BodyOptions(careful=bool(request.get("careful")),
                           exact=frozenset(int(i) for i in request.get("exact") or ()),
                           skip=frozenset(int(i) for i in request.get("skip") or ()),
-                          journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"))
+                          journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
+                          deadline=float(request["deadline"]) if request.get("deadline") else None)
     draw = draw_plan if spec.kind == "plan" else draw_axonometric
     drawing = draw(model, spec, element_ids, int(request["max_px"]), options)
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
-            "undrawn": sorted(drawing.undrawn)}
+            "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time)}
 
 
 def main() -> int:

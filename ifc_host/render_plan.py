@@ -13,7 +13,7 @@ from shapely.geometry import Polygon
 from shapely.geometry.base import BaseGeometry
 
 from ifc_host import render_canvas as style
-from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, tessellate_bodies
+from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, NothingDrawn, tessellate_bodies
 from ifc_host.render_canvas import Canvas, LegendEntry
 from ifc_host.render_geometry import footprint, sections
 from ifc_host.render_scene import (
@@ -46,6 +46,8 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
     assert spec.storey is not None
     elements = {e.id(): e for e in elements_of_storey(spec.storey)}
     bodies = tessellate_bodies(model, list(elements.values()), options)
+    if bodies.nothing_drawn:
+        raise NothingDrawn(spec.name, bodies)
     meshes = bodies.meshes
     highlighted = set(element_ids)
 
@@ -88,7 +90,8 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         points = np.concatenate(swing.lines)
         extents.append((*(points.min(axis=0) - _LABEL_ROOM_M), *(points.max(axis=0) + _LABEL_ROOM_M)))
     canvas = Canvas(_bounds(extents), max_px,
-                    _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn)), _legend(bool(shown)))
+                    _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn), len(bodies.out_of_time)),
+                    _legend(bool(shown)))
 
     for item in below:
         canvas.fill(item.area, None, style.BELOW_OUTLINE)
@@ -121,7 +124,7 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         _label_space(canvas, item)
     for swing, mark, lit in door_marks:
         _label_door(canvas, swing.label_at, swing.width, mark, lit)
-    return Drawing(*canvas.finish(), undrawn=bodies.undrawn)
+    return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
 
 
 def _cut_colours(element: ifcopenshell.entity_instance) -> tuple[style.RGB, style.RGB | None]:
@@ -230,9 +233,9 @@ def _bounds(extents: list[tuple[float, float, float, float]]) -> tuple[float, fl
     return float(boxes[:, 0].min()), float(boxes[:, 1].min()), float(boxes[:, 2].max()), float(boxes[:, 3].max())
 
 
-def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int) -> str:
+def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int) -> str:
     return style.title_with_highlights(f"{spec.shown_name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown,
-                                       elsewhere, undrawn)
+                                       elsewhere, undrawn, out_of_time)
 
 
 def _legend(with_highlight: bool) -> list[LegendEntry]:

@@ -5,7 +5,7 @@ Runs inside the render child process only (IfcOpenShell geometry can abort the p
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import ifcopenshell
@@ -20,6 +20,9 @@ AXONOMETRIC_VIEW = "3D"
 AXONOMETRIC_STOREY_PREFIX = "3D:"
 # Orthographic views of the whole model from each side (project north is +y), for reviewing facades.
 ELEVATION_VIEWS = {f"{side.capitalize()} elevation": side for side in ("north", "east", "south", "west")}
+# The whole model seen from straight above, for models that storeys do not describe (a road or railway
+# along its alignment, a facility without storeys): offered when there are no storeys or there is an alignment.
+SITE_PLAN_VIEW = "Site plan"
 PLAN_CUT_HEIGHT_M = 1.2
 
 
@@ -34,7 +37,7 @@ class ViewSpec:
     storey: ifcopenshell.entity_instance | None
     elevation_m: float = 0.0
     title_name: str = ""  # the name shown on the image (a duplicate Name with its step id)
-    facing: str = ""  # for an elevation: the side it is seen from (north, east, south, west)
+    facing: str = ""  # for an elevation: the side it is seen from (north, east, south, west; above: the site plan)
 
     @property
     def shown_name(self) -> str:
@@ -64,7 +67,8 @@ class Drawing:
     png: bytes
     width: int
     height: int
-    undrawn: list[int]  # elements of the view that have a body no geometry kernel could build
+    undrawn: list[int]  # elements of the view that have a body no geometry kernel could build (or no time)
+    out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
 
 
 def open_model(path: str) -> ifcopenshell.file:
@@ -106,6 +110,8 @@ def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterab
             return plan
         return ViewSpec(f"{AXONOMETRIC_STOREY_PREFIX} {plan.name}", "axonometric", storey, plan.elevation_m,
                         f"{AXONOMETRIC_STOREY_PREFIX} {plan.title_name}")
+    if requested.casefold() == SITE_PLAN_VIEW.casefold() and has_site_plan(model):
+        return ViewSpec(SITE_PLAN_VIEW, "elevation", None, facing="above")
     elevation = next((name for name in ELEVATION_VIEWS if name.casefold() == requested.casefold()), None)
     if elevation is not None:
         return ViewSpec(elevation, "elevation", None, facing=ELEVATION_VIEWS[elevation])
@@ -114,9 +120,21 @@ def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterab
 
 
 def view_names(model: ifcopenshell.file) -> list[str]:
-    """Every view this model has, lowest storey first: storey plans, ``3D``, then the four elevations."""
+    """Every view this model has, lowest storey first: storey plans, the site plan (models without storeys or
+    with an alignment), ``3D``, then the four elevations."""
     storeys = storeys_by_elevation(model)
-    return [*storey_labels(storeys), AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
+    site = [SITE_PLAN_VIEW] if has_site_plan(model, storeys) else []
+    return [*storey_labels(storeys), *site, AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
+
+
+def has_site_plan(model: ifcopenshell.file, storeys: list[ifcopenshell.entity_instance] | None = None) -> bool:
+    """Whether storeys leave the model undescribed: none at all, or an alignment (infrastructure) beside them."""
+    if not (storeys if storeys is not None else model.by_type("IfcBuildingStorey")):
+        return True
+    try:
+        return bool(model.by_type("IfcAlignment"))
+    except RuntimeError:  # IFC2X3 has no IfcAlignment
+        return False
 
 
 def storey_label(storey: ifcopenshell.entity_instance, storeys: list[ifcopenshell.entity_instance]) -> str:
@@ -202,7 +220,8 @@ class PlacementFrames:
 def _plan(model: ifcopenshell.file, storey: ifcopenshell.entity_instance,
           storeys: list[ifcopenshell.entity_instance]) -> ViewSpec:
     name = storey_label(storey, storeys)
-    title = name if name == storey.Name or not (storey.Name or "").strip() else f"{storey.Name} ({name})"
+    own = (storey.Name or "").strip()
+    title = name if name == own or not own else f"{own} ({name})"
     return ViewSpec(name, "plan", storey, _elevation_m(model, storey), title)
 
 

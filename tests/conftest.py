@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,6 +43,17 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     _skip_fails(outcome.get_result())
+
+
+_SESSION_STARTED = time.time()
+CONTACT_SHEETS = Path(__file__).resolve().parents[1] / ".cache" / "artifacts" / "contact-sheets"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Say where this run's corpus contact sheets are (tests/corpus writes one PNG per file, in any worker)."""
+    written = [p for p in CONTACT_SHEETS.glob("*.png") if p.stat().st_mtime >= _SESSION_STARTED - 1]
+    if written:
+        terminalreporter.write_line(f"corpus contact sheets ({len(written)} files, every view): {CONTACT_SHEETS}")
 
 
 @pytest.fixture

@@ -50,6 +50,8 @@ def capture_view(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, An
         return (yield from plain(call, image.caption))
     width, height = ctx.image_fit(image.meta.width, image.meta.height)  # what the model will see
     text = message("capture_ok", view=image.meta.view, width=width, height=height)
+    if image.meta.undrawn:
+        text += message("capture_undrawn", count=image.meta.undrawn)
     person = ToolResult(call["id"], call["name"], True, text, image.meta).to_json()
     ctx.store.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)

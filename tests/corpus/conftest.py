@@ -1,19 +1,26 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.corpus.contact_sheet import ContactSheet
 from tests.corpus.corpus_files import REPO_ROOT
 
-CONTACT_SHEET = REPO_ROOT / "test-artifacts" / "corpus-contact-sheet.png"
+# One PNG per corpus file with every view drawn in this run; the folder is printed at the end of the run
+# (tests/conftest.py) for a person, or CI, to keep.
+CONTACT_SHEETS = REPO_ROOT / ".cache" / "artifacts" / "contact-sheets"
 
 
-@pytest.fixture(scope="session")
-def contact_sheet() -> Iterator[ContactSheet]:
-    """Every corpus view rendered in this run, written to test-artifacts/corpus-contact-sheet.png at the end."""
-    sheet = ContactSheet()
-    yield sheet
-    if len(sheet):
-        sheet.write(CONTACT_SHEET)
+@pytest.fixture()
+def contact_sheet(request: pytest.FixtureRequest) -> ContactSheet:
+    """This test's contact sheet; the test writes it with `contact_sheet.write(sheet_path(name))`."""
+    return ContactSheet()
+
+
+def sheet_path(name: str) -> Path:
+    return CONTACT_SHEETS / f"{Path(name).stem}.png"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: a long test on the largest real files (CI runs it; by hand: -m slow)")

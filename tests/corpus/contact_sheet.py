@@ -27,7 +27,7 @@ class ContactSheet:
         return len(self._views)
 
     def write(self, path: Path) -> Path:
-        views = sorted(self._views)
+        views = list(self._views)  # in the order they were added (the order the host offers the views)
         rows = max(1, -(-len(views) // COLUMNS))
         cell_w, cell_h = THUMB_PX + 8, THUMB_PX + LABEL_PX + 8
         sheet = Image.new("RGB", (COLUMNS * cell_w, rows * cell_h), (236, 236, 236))

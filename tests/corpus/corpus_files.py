@@ -21,6 +21,8 @@ from ifc_host.render_scene import (
     AXONOMETRIC_STOREY_PREFIX,
     AXONOMETRIC_VIEW,
     ELEVATION_VIEWS,
+    SITE_PLAN_VIEW,
+    has_site_plan,
     storeys_by_elevation,
     view_names,
 )
@@ -94,9 +96,11 @@ def manifest() -> tuple[CorpusFile, ...]:
 
 
 def every_view(model: ifcopenshell.file) -> list[str]:
-    """Every storey plan, 3D, 3D of every storey and the elevations, named exactly as the renderer offers them."""
+    """Every storey plan, the site plan (if offered), 3D, 3D of every storey and the elevations, named exactly as the
+    renderer offers them."""
     offered = view_names(model)
-    plans = offered[:offered.index(AXONOMETRIC_VIEW)]
-    assert len(plans) == len(storeys_by_elevation(model))
-    assert offered[len(plans):] == [AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
-    return [*plans, AXONOMETRIC_VIEW, *(f"{AXONOMETRIC_STOREY_PREFIX} {plan}" for plan in plans), *ELEVATION_VIEWS]
+    plans = offered[:len(storeys_by_elevation(model))]
+    site = [SITE_PLAN_VIEW] if has_site_plan(model) else []
+    assert offered[len(plans):] == [*site, AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
+    return [*plans, *site, AXONOMETRIC_VIEW, *(f"{AXONOMETRIC_STOREY_PREFIX} {plan}" for plan in plans),
+            *ELEVATION_VIEWS]

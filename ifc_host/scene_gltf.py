@@ -37,6 +37,7 @@ import ifcopenshell
 import ifcopenshell.util.element
 import numpy as np
 
+from ifc_host.model_file import storey_labels
 from ifc_host.render_bodies import BodyOptions, has_body, tessellate_bodies
 from ifc_host.render_scene import (
     Mesh,
@@ -56,6 +57,7 @@ BATCH = 400  # unchanged elements tessellated per step of the time budget
 MAX_PROPERTIES = 24
 MAX_VALUE_CHARS = 80
 _WELD_M = 1e-4
+_EYE3, _LAST_ROW = np.eye(3), np.array([0.0, 0.0, 0.0, 1.0])
 _CLASS_COLOURS: list[tuple[str, RGBA]] = [
     ("IfcWindow", (0.59, 0.78, 0.9, 0.5)), ("IfcDoor", (0.43, 0.59, 0.82, 1.0)),
     ("IfcSlab", (0.78, 0.78, 0.78, 1.0)), ("IfcColumn", (0.67, 0.67, 0.67, 1.0)),
@@ -162,7 +164,9 @@ class _Writer:
         self._state = share._state if share is not None else {"bytes": 0, "omitted": 0, "full": False,
                                                               "low": None, "high": None}
         self._storeys = storeys_by_elevation(model)
+        self._storey_of = share._storey_of if share is not None and share.model is model else _storey_map(self._storeys)
         self._colours = _StyleColours(model)
+        self._type_psets: dict[int, dict[str, Any]] = {}
 
     @property
     def full(self) -> bool:
@@ -206,18 +210,31 @@ class _Writer:
         self._state["bytes"] += cost
         extras: dict[str, Any] = {"step_id": element.id(), "ifc_class": element.is_a(),
                                   "name": getattr(element, "Name", None), "storey": self._storey(element),
-                                  "model": "working", "change": change, "properties": _properties(element)}
+                                  "model": "working", "change": change, "properties": _properties(element, self._type_psets)}
         if before_matrix is not None:
             extras["before_matrix"] = before_matrix @ np.linalg.inv(placement) @ matrix if placement is not None \
                 else before_matrix
         self.builder.add_node(SceneNode(_global_id(element), extras, mesh_index, matrix))
 
     def _storey(self, element: ifcopenshell.entity_instance) -> str | None:
+        known = self._storey_of.get(element.id())
+        if known is not None:
+            return known
         storey_id = storey_of(self.model, element.id())
         if storey_id is None:
             return None
         storey = self.model.by_id(storey_id)
         return storey_label(storey, self._storeys) if storey in self._storeys else storey.Name
+
+
+def _storey_map(storeys: list[ifcopenshell.entity_instance]) -> dict[int, str]:
+    """Each element's storey label, from one pass over the storeys' contents (not a walk up per element)."""
+    labels = storey_labels(storeys)
+    found: dict[int, str] = {}
+    for storey, label in zip(storeys, labels, strict=True):
+        for element in elements_of_storey(storey):
+            found.setdefault(element.id(), label)
+    return found
 
 
 class _StyleColours:
@@ -226,14 +243,19 @@ class _StyleColours:
     def __init__(self, model: ifcopenshell.file) -> None:
         self.model = model
         self._items: dict[int, RGBA | None] = {}
+        self._materials: dict[int, RGBA | None] = {}
 
     def parts(self, element: ifcopenshell.entity_instance, mesh: Mesh) -> tuple[tuple[RGBA, np.ndarray], ...]:
-        fallback = self._material_colour(element) or _class_colour(element)
-        colours = [self._item_colour(int(item)) or fallback for item in np.unique(mesh.items)]
         unique_items = np.unique(mesh.items)
+        colours: list[RGBA | None] = [self._item_colour(int(item)) for item in unique_items.tolist()]
+        if any(colour is None for colour in colours):
+            fallback = self._material_colour(element) or _class_colour(element)
+            colours = [colour or fallback for colour in colours]
         by_colour: dict[RGBA, list[int]] = {}
         for item, colour in zip(unique_items.tolist(), colours, strict=True):
-            by_colour.setdefault(colour, []).append(item)
+            by_colour.setdefault(colour, []).append(item)  # type: ignore[arg-type]
+        if len(by_colour) == 1:
+            return ((next(iter(by_colour)), mesh.faces),)
         return tuple((colour, mesh.faces[np.isin(mesh.items, items)]) for colour, items in by_colour.items())
 
     def _item_colour(self, item_id: int) -> RGBA | None:
@@ -248,14 +270,22 @@ class _StyleColours:
 
     def _material_colour(self, element: ifcopenshell.entity_instance) -> RGBA | None:
         material = ifcopenshell.util.element.get_material(element, should_skip_usage=True)
-        for candidate in _materials_in(material):
-            for definition in getattr(candidate, "HasRepresentation", None) or ():
-                for representation in definition.Representations or ():
-                    for styled in representation.Items or ():
-                        colour = _styled_item_colour(styled)
-                        if colour is not None:
-                            return colour
-        return None
+        if material is None:
+            return None
+        if material.id() not in self._materials:
+            self._materials[material.id()] = _material_style_colour(material)
+        return self._materials[material.id()]
+
+
+def _material_style_colour(material: ifcopenshell.entity_instance) -> RGBA | None:
+    for candidate in _materials_in(material):
+        for definition in getattr(candidate, "HasRepresentation", None) or ():
+            for representation in definition.Representations or ():
+                for styled in representation.Items or ():
+                    colour = _styled_item_colour(styled)
+                    if colour is not None:
+                        return colour
+    return None
 
 
 def _materials_in(material: ifcopenshell.entity_instance | None) -> Iterable[ifcopenshell.entity_instance]:
@@ -297,13 +327,21 @@ def _class_colour(element: ifcopenshell.entity_instance) -> RGBA:
     return next((colour for ifc_class, colour in _CLASS_COLOURS if element.is_a(ifc_class)), _OTHER_COLOUR)
 
 
-def _properties(element: ifcopenshell.entity_instance) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _properties(element: ifcopenshell.entity_instance, type_cache: dict[int, dict[str, Any]]) -> dict[str, str]:
+    """Up to MAX_PROPERTIES "Pset.Property" values, the type's (read once per type) under the element's own."""
     try:
-        psets = ifcopenshell.util.element.get_psets(element)
+        element_type = ifcopenshell.util.element.get_type(element)
+        merged: dict[str, Any] = {}
+        if element_type is not None:
+            if element_type.id() not in type_cache:
+                type_cache[element_type.id()] = ifcopenshell.util.element.get_psets(element_type)
+            merged = {name: dict(values) for name, values in type_cache[element_type.id()].items()}
+        for name, values in ifcopenshell.util.element.get_psets(element, should_inherit=False).items():
+            merged.setdefault(name, {}).update(values)
     except Exception:  # an odd property structure costs the properties, not the scene
-        return out
-    for pset, values in psets.items():
+        return {}
+    out: dict[str, str] = {}
+    for pset, values in merged.items():
         for name, value in values.items():
             if name == "id" or isinstance(value, dict | list):
                 continue
@@ -334,8 +372,8 @@ def _global_id(element: ifcopenshell.entity_instance) -> str:
 def _rigid(matrix: np.ndarray) -> bool:
     """A rotation and translation (what a glTF node matrix may hold without the validator's TRS complaint)."""
     rotation = matrix[:3, :3]
-    return bool(np.allclose(rotation @ rotation.T, np.eye(3), atol=1e-6) and np.linalg.det(rotation) > 0
-                and np.allclose(matrix[3], [0, 0, 0, 1]))
+    return bool(np.abs(rotation @ rotation.T - _EYE3).max() <= 1e-6 and np.linalg.det(rotation) > 0
+                and np.abs(matrix[3] - _LAST_ROW).max() <= 1e-12)
 
 
 def _to_local(verts: np.ndarray, matrix: np.ndarray) -> np.ndarray:

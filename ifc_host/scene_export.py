@@ -28,13 +28,15 @@ class BeforeCopies:
         self._keep = keep
         self._folder: Path | None = None
         self._copies: OrderedDict[str, Path] = OrderedDict()
+        self._made = 0
         self._lock = threading.Lock()
 
     def keep(self, request_id: str, model_path: Path) -> None:
         with self._lock:
             if self._folder is None:
                 self._folder = Path(tempfile.mkdtemp(prefix="nexus-before-"))
-            target = self._folder / f"{len(self._copies)}-{abs(hash(request_id))}.ifc"
+            self._made += 1
+            target = self._folder / f"before-{self._made}.ifc"
             try:
                 shutil.copyfile(model_path, target)
             except OSError:  # a full disk costs the ghosts of this change, not the automation

@@ -65,6 +65,11 @@ def measure(label: str, page, server_url: str, host_id: str, model: Path, view: 
     response.raise_for_status()
     summary = json.loads(response.headers["X-Nexus-Scene"])
     size = len(response.content)
+    fetched = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        requests.get(server_url + url, headers={"Authorization": f"Bearer {token}"}, timeout=600).raise_for_status()
+        fetched.append(time.perf_counter() - started)
     shown = []
     heap = None
     for _ in range(runs):
@@ -86,6 +91,7 @@ def measure(label: str, page, server_url: str, host_id: str, model: Path, view: 
           f"undrawn {summary.get('undrawn', 0)}, left out {summary.get('omitted_for_size', 0)} (size) "
           f"+ {summary.get('omitted_for_time', 0)} (time)")
     print(f"  scene, cold (host tessellates, builds, sends)     {build_s:6.2f} s")
+    print(f"  scene over HTTP alone, warm (median of {runs})       {statistics.median(fetched):6.2f} s")
     print(f"  shown after the click, warm (median of {runs})        {statistics.median(shown):6.2f} s "
           f"(min {min(shown):.2f}, max {max(shown):.2f}){verdict}")
     print(f"  floor: PNG render of the same view (median of {runs})  {statistics.median(png):6.2f} s")

@@ -15,8 +15,9 @@ from shared_contract.validate import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
 HOST_APP = "ifc"
-CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate", "abort"]
-CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error", "abort")
+CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate", "abort", "export_scene"]
+CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error", "abort",
+                 "export_scene")
 RESULT_FIELDS = (
     "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",
     "stdout_truncated", "held", "external_changes", "change_details", "validation", "cancelled", "script_ms",

@@ -4,7 +4,7 @@ Request: {model_path, view, element_ids, max_px, png_path, result_path}; cache_d
 content are kept (render_mesh_cache.py); and, when an earlier attempt of the same render crashed, {careful, exact,
 skip, journal_path} (see render_bodies.py); deadline, the time.time() by which tessellation stops. The PNG goes to png_path and {ok, width, height, view, undrawn} or
 {ok: false, error} to result_path (not stdout: IfcOpenShell's native logging may write there). Exit code 0 when
-rendered, 1 on a reported error.
+rendered, 1 on a reported error. With kind "scene" the request builds a glTF scene instead (scene_gltf.py).
 """
 from __future__ import annotations
 
@@ -18,9 +18,12 @@ from ifc_host.render_axonometric import draw_axonometric
 from ifc_host.render_bodies import BodyOptions
 from ifc_host.render_plan import draw_plan
 from ifc_host.render_scene import ViewError, open_model, resolve_view
+from ifc_host.scene_gltf import scene_request
 
 
 def render_request(request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("kind") == "scene":  # a glTF scene instead of a PNG (ifc_host/scene_gltf.py)
+        return scene_request(request)
     model = open_model(request["model_path"])
     element_ids = [int(i) for i in request.get("element_ids") or []]
     spec = resolve_view(model, request.get("view"), element_ids)

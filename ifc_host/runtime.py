@@ -38,6 +38,7 @@ import websocket
 
 from ifc_host import protocol
 from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, ExecuteJob, IsolatedExecutor
+from ifc_host.scene_export import BeforeCopies
 from shared_contract.validate import ContractError, content_hash
 
 log = logging.getLogger("nexus.ifc_host")
@@ -130,6 +131,7 @@ class HostRuntime:
         self._view_lock = threading.Lock()
         self._pending: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_REPLIES)
         self._workers: set[threading.Thread] = set()
+        self.before_copies = BeforeCopies()
 
     # --- connection loop ---------------------------------------------------------------------------
     def serve(self, stop: threading.Event) -> None:
@@ -273,6 +275,8 @@ class HostRuntime:
             self._abort(message["request_id"])
         elif kind == "export_view":
             self._start_worker(self._run_export_view, message)
+        elif kind == "export_scene":
+            self._start_worker(self._run_export_scene, message)
         elif kind == "context":
             self._start_context(message["request_id"])
         elif kind == "error":
@@ -381,7 +385,12 @@ class HostRuntime:
                          hold=bool(message.get("hold")), validation=message.get("validation") or "warn",
                          ids=message.get("ids"))
         log.info("running %s script for request %s", job.mode, job.request_id)
-        return self._result_message(job.request_id, self.executor.execute(job))
+        if job.mode == "automate":  # the model as it was, for the scene's deleted and moved elements
+            self.before_copies.keep(job.request_id, self.executor.committed_path)
+        result = self.executor.execute(job)
+        if job.mode == "automate" and not result.get("committed") and not result.get("held"):
+            self.before_copies.drop(job.request_id)
+        return self._result_message(job.request_id, result)
 
     def _run_decide(self, message: dict[str, Any]) -> dict[str, Any]:
         result = self.executor.decide(message["request_id"], message["decision"])
@@ -430,6 +439,25 @@ class HostRuntime:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
+    def _run_export_scene(self, message: dict[str, Any]) -> None:
+        from ifc_host.scene_export import export_scene, failure
+
+        request_id = message["request_id"]
+        with self._view_lock:
+            scratch = Path(tempfile.mkdtemp(prefix="nexus-scene-"))
+            try:
+                path = self.executor.committed_path
+                if self.executor.held_request_id is not None:
+                    path = scratch / "held.ifc"
+                    self.executor.snapshot_held(path)
+                reply = export_scene(message, path, self.before_copies, self.render_timeout_s * 1.5)
+            except Exception as exc:  # every failure becomes ok: false, the host keeps serving
+                log.warning("export_scene %s failed: %s", request_id, exc)
+                reply = failure(request_id, f"{type(exc).__name__}: {exc}")
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        self._reply(reply)
+
     def wait_idle(self, timeout: float = 10.0) -> None:
         for thread in list(self._workers):
             thread.join(timeout)
@@ -442,6 +470,7 @@ class HostRuntime:
             log.info("stopping: request %s was still running and is aborted", aborted)
         self.wait_idle()
         self.executor.close()
+        self.before_copies.close()
 
 
 def websocket_json(message: dict[str, Any]) -> str:

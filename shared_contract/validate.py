@@ -18,7 +18,7 @@ from shared_contract import SCHEMA_DIR
 HOST_MESSAGE_TYPES = (
     "hello", "welcome", "execute", "execute_result", "export_view", "export_view_result",
     "decide", "decided", "ping", "pong", "error", "context", "context_result",
-    "doctor", "doctor_result", "abort", "aborted",
+    "doctor", "doctor_result", "abort", "aborted", "export_scene", "export_scene_result",
 )
 
 

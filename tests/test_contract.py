@@ -49,6 +49,11 @@ VALID_HOST_MESSAGES = {
                       "host_version": "Revit 2026 (26.0)", "python_version": "2.7.12 (IronPython)", "ok": False,
                       "checks": [{"id": "webview2", "title": "WebView2", "ok": False, "detail": "too old",
                                   "fallback": "Open chat in browser"}]},
+    "export_scene": {"type": "export_scene", "request_id": "c1.scene", "view": None, "element_ids": [5],
+                     "changes": {"added": [5], "modified": [], "deleted": [9]}, "before_of": "c1.run",
+                     "max_bytes": 2097152},
+    "export_scene_result": {"type": "export_scene_result", "request_id": "c1.scene", "ok": True, "glb_base64": "Z2xU",
+                            "view": "Level 1", "nodes": 2, "counts": {"added": 1, "modified": 0, "deleted": 1}},
 }
 
 # (message type, change to a valid example, the field the error must name)
@@ -90,7 +95,7 @@ MISSING_REQUIRED = {
     "hello": "document", "welcome": "host_id", "execute": "code", "execute_result": "changes",
     "export_view": "max_px", "export_view_result": "request_id", "decide": "decision", "decided": "decision", "error": "message",
     "context": "request_id", "context_result": "ok", "doctor": "request_id", "doctor_result": "checks",
-    "abort": "request_id", "aborted": "state",
+    "abort": "request_id", "aborted": "state", "export_scene": "request_id", "export_scene_result": "ok",
 }
 
 

@@ -7,6 +7,7 @@ import { outputView } from "./output.js";
 import { parsePartialJson } from "./partial_json.js";
 import { applyToModels } from "./batches.js";
 import { saveAsSkill } from "./skills.js";
+import { sceneToggle } from "./scene_toggle.js";
 
 const TOOL_LABELS = {
   execute_data_collection: "Inspecting the model",
@@ -158,6 +159,8 @@ export class ToolCard {
     if (meta.change_report || meta.changes) this.result.append(changesView(meta));
     if (meta.change_details || meta.validation) this.result.append(diffView(meta.change_details, meta.validation));
     if (meta.image) this.result.append(imageView(this.sessionId, meta.image));
+    const scene = sceneToggle(this.sessionId, this.toolCallId, meta, this.result);
+    if (scene) this.result.append(scene);
     if (meta.mode) this.result.append(outputView(meta.stdout || "", "Output"));
     if (meta.stdout_truncated) this.result.append(h("div", { class: "note", text: "The host truncated this output." }));
     if (meta.notes && meta.notes.length) {

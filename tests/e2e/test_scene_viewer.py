@@ -1,0 +1,112 @@
+"""The 3D viewer in a real browser over a real IFC host: the card's toggle opens it on the result's scene, the
+changed elements are highlighted (as many as the change report counts), a click on an element shows its
+GlobalId and before → after, Before shows a deleted and a moved element as ghosts at their old place, the
+change report's lines select their element, and it all fits the 400 px layout."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cloud.web.scene_api import three_dir
+from tests.e2e.conftest import open_chat
+from tests.support.client import write_script
+from tests.support.real_ifc import sample_host
+from tests.test_scene_api import CHANGE
+
+RENAMED = "renamed by the scene test"
+
+
+@pytest.fixture(autouse=True)
+def _three_installed() -> None:
+    if not (three_dir() / "build" / "three.module.js").is_file():
+        pytest.fail(f"the viewer needs three.js at {three_dir()}: run `npm ci` (scripts/test does)", pytrace=False)
+
+
+def test_the_3d_toggle_opens_a_viewer_of_the_change_with_highlights_clicks_ghosts_and_the_narrow_layout(
+        server, alice, scripts_dir, tmp_path, browser_factory):
+    with sample_host(tmp_path / "building.ifc", server.url, alice.token, storeys=2) as (_, host_id):
+        spec = write_script(scripts_dir / "scene.json", [
+            [{"text": "Deleting a door, moving a column, renaming a window."},
+             {"tool_call": {"name": "execute_task_automation", "input": {"code": CHANGE}}}],
+            [{"text": "Done."}],
+        ])
+        browser = open_chat(browser_factory, server.url, alice, host_id, 1200, 1400)
+        browser.send("Change three elements", model=spec)
+        page = browser.page
+        card = page.locator(".tool-card").first
+        assert card.get_attribute("data-state") == "committed", card.text_content()
+        image_src = card.locator(".view-image img").get_attribute("src")
+        session_id = re.match(r"/api/sessions/([^/]+)/images/", image_src).group(1)
+        result = alice.call("GET", f"/api/sessions/{session_id}/results/{card.get_attribute('data-tool-call-id')}").json()
+        reported = sum(len(result["changes"][k]) for k in ("added", "modified", "deleted"))
+
+        card.locator(".scene-toggle").click()
+        viewer = card.locator(".scene-viewer")
+        page.wait_for_function("() => { const v = document.querySelector('.scene-viewer');"
+                               " return v && (v.dataset.state === 'ready' || v.dataset.state === 'error'); }",
+                               timeout=180_000)
+        assert viewer.get_attribute("data-state") == "ready", viewer.text_content()
+        assert int(viewer.get_attribute("data-highlighted")) == reported
+        assert int(viewer.get_attribute("data-elements")) > 40
+
+        # Click the renamed window where it is the first thing under the pointer: its GlobalId and before → after.
+        window = page.evaluate("""(renamed) => { const v = document.querySelector('.scene-viewer').sceneViewer;
+            const r = v.changed.find((e) => e.extras.name === renamed); v.fit([r]);
+            return {id: r.name, step: r.extras.step_id}; }""", RENAMED)
+        point = None
+        for _ in range(20):  # the fitted frame is drawn on the next animation frame
+            page.wait_for_timeout(100)
+            point = page.evaluate("(id) => document.querySelector('.scene-viewer').sceneViewer.visiblePointOf(id)",
+                                  window["id"])
+            if point:
+                break
+        assert point, "the renamed window is nowhere the first thing a click hits"
+        page.mouse.click(point["x"], point["y"])
+        info = viewer.locator(".scene-info")
+        assert info.locator(".scene-global-id").text_content() == window["id"]
+        assert RENAMED in info.locator(".scene-diff .diff-new").all_text_contents()
+
+        # Before: the deleted door and the moved element are ghosts at their old place.
+        deleted = list(result["changes"]["deleted"])
+        ghosts_expected = page.evaluate("""() => { const v = document.querySelector('.scene-viewer').sceneViewer;
+            return v.changed.filter((e) => e.meshes.length && (e.extras.change === 'deleted' || e.ghost))
+                            .map((e) => [e.extras.change, e.name]); }""")
+        assert {kind for kind, _ in ghosts_expected} == {"deleted", "modified"}, ghosts_expected
+        viewer.locator(".scene-before").click()
+        assert viewer.get_attribute("data-mode") == "before"
+        assert sorted(viewer.get_attribute("data-ghosts").split()) == sorted(name for _, name in ghosts_expected)
+        page.wait_for_timeout(300)
+        browser.screenshot("scene-viewer.png")
+        viewer.locator(".scene-before").click()
+        assert viewer.get_attribute("data-mode") == "after" and viewer.get_attribute("data-ghosts") == ""
+
+        # A change-report line names its element (#step id): clicking it selects that element in the viewer.
+        line = card.locator("pre.change-report .scene-link").first
+        line.click()
+        assert viewer.get_attribute("data-selected") == page.evaluate(
+            "(id) => document.querySelector('.scene-viewer').sceneViewer.byStepId.get(id).name",
+            int(line.get_attribute("data-element-id")))
+        assert any(int(i) == int(line.get_attribute("data-element-id")) for i in
+                   [*result["changes"]["modified"], *deleted, *result["changes"]["added"]])
+
+        # Section box and storey isolation change what is drawn, and say so.
+        viewer.locator(".scene-section").click()
+        assert viewer.get_attribute("data-section") == "on"
+        storey = viewer.locator(".scene-storey option").nth(1).get_attribute("value")
+        viewer.locator(".scene-storey").select_option(storey)
+        shown = page.evaluate("""(storey) => { const elements = document.querySelector('.scene-viewer').sceneViewer.elements;
+            return [elements.filter((e) => e.extras.storey === storey && e.object.visible).length,
+                    elements.filter((e) => e.extras.storey !== storey && e.object.visible).length]; }""", storey)
+        assert shown[0] > 20 and shown[1] == 0, shown
+
+        # The 400 px layout: the viewer, its toolbar and its canvas fit without sideways scrolling.
+        page.set_viewport_size({"width": 400, "height": 900})
+        page.wait_for_timeout(500)
+        layout = page.evaluate("""() => { const v = document.querySelector('.scene-viewer');
+            const boxes = [...v.querySelectorAll('.scene-toolbar > *, canvas')].map((e) => e.getBoundingClientRect());
+            return {scroll: document.documentElement.scrollWidth, canvas: v.querySelector('canvas').clientWidth,
+                    right: Math.max(...boxes.map((b) => b.right)), left: Math.min(...boxes.map((b) => b.left))}; }""")
+        assert layout["scroll"] <= 400 and 200 <= layout["canvas"] <= 400, layout
+        assert layout["left"] >= 0 and layout["right"] <= 400, layout
+        browser.screenshot("scene-viewer-400.png")

@@ -1,0 +1,219 @@
+"""3D scenes over real HTTP from the real IFC host after a real automation: valid glTF (Khronos validator), one
+node per changed element with the change report's counts, deleted elements from the model as it was, moved
+ones with their previous placement; the host route by view and by elements; owner and Revit answers."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cloud.assembly import run_session
+from cloud.hostlink import session_link
+from ifc_host.sample import write_sample_model
+from tests.corpus.corpus_files import corpus_dirs
+from tests.support.client import Client
+from tests.support.memory_model import MemoryModel
+from tests.support.real_ifc import connected_host
+from tests.support.server import running_server
+from tests.support.spine import automate, say
+
+REPO = Path(__file__).resolve().parent.parent
+VALIDATOR_MODULES = REPO / ".cache" / "npm" / "node_modules"
+CORPUS_FILES = ("AC20-FZK-Haus.ifc", "IfcOpenHouse_IFC4.ifc", "duplex.ifc")
+
+# Deletes a door, moves a column (or wall, or slab) 1 m east, renames a window (or member, or wall).
+CHANGE = """
+import ifcopenshell.api, numpy
+door = [d for d in model.by_type('IfcDoor') if d.Representation][0]
+door_id = door.id()
+ifcopenshell.api.run('root.remove_product', model, product=door)
+mover = [e for e in model.by_type('IfcColumn') + model.by_type('IfcWall') + model.by_type('IfcSlab')
+         if e.Representation and e.ObjectPlacement and e.ObjectPlacement.is_a('IfcLocalPlacement')][0]
+import ifcopenshell.util.placement
+matrix = ifcopenshell.util.placement.get_local_placement(mover.ObjectPlacement)
+matrix[0][3] += 1000.0 / ifcopenshell.util.unit.calculate_unit_scale(model) / 1000.0
+ifcopenshell.api.run('geometry.edit_object_placement', model, product=mover, matrix=matrix, is_si=False)
+window = [w for w in model.by_type('IfcWindow') + model.by_type('IfcMember') + model.by_type('IfcWall')
+          if w.Representation and w.id() != mover.id()][0]
+window.Name = 'renamed by the scene test'
+print('moved', mover.id(), 'deleted', door_id)
+"""
+
+
+def glb_document(glb: bytes) -> dict[str, Any]:
+    magic, version, length = struct.unpack("<III", glb[:12])
+    assert (magic, version, length) == (0x46546C67, 2, len(glb))
+    size, kind = struct.unpack("<II", glb[12:20])
+    assert kind == 0x4E4F534A
+    return json.loads(glb[20:20 + size])
+
+
+def validate(tmp_path: Path, glb: bytes) -> dict[str, Any]:
+    """The Khronos glTF validator's verdict (npm gltf-validator, installed by scripts/test into .cache/npm)."""
+    if not (VALIDATOR_MODULES / "gltf-validator").is_dir() or shutil.which("node") is None:
+        pytest.skip("the Khronos glTF validator is not installed (scripts/test installs gltf-validator into .cache/npm)")
+    path = tmp_path / f"scene-{len(list(tmp_path.glob('scene-*.glb')))}.glb"
+    path.write_bytes(glb)
+    done = subprocess.run(["node", str(REPO / "tests" / "support" / "validate_glb.js"), str(path)],
+                          env={**os.environ, "NODE_PATH": str(VALIDATOR_MODULES)}, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    (report,) = json.loads(done.stdout)
+    return report
+
+
+def change_nodes(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    nodes = document["nodes"][1:]
+    return {kind: [n for n in nodes if n["extras"]["change"] == kind] for kind in ("added", "modified", "deleted")}
+
+
+class Stack:
+    def __init__(self, server, host_id: str, token: str):
+        self.server, self.host_id = server, host_id
+        self.store = server.state.store
+        self.client = Client(server.url, token)
+
+    def automate(self, code: str) -> tuple[str, dict[str, Any]]:
+        row = self.store.get_session(self.store.create_session("alice", self.host_id, "scripted:m", {}))
+        state = self.server.state
+        produced = list(run_session(self.store, state.settings, MemoryModel([automate(code), say("done")]),
+                                    session_link(state.hosts, state.channel, row), row, "go", threading.Event()))
+        (result,) = [c.metadata for c in produced if c.type == "Metadata" and c.metadata["kind"] == "tool_result"]
+        assert result["committed"], result.get("error") or result.get("stdout")
+        return row["id"], result
+
+
+def serve(tmp_path: Path, model: Path):
+    server_cm = running_server(tmp_path, keepalive_s=0.5, tool_timeout_s=180, script_timeout_s=120)
+    server = server_cm.__enter__()
+    token = server.token("alice")
+    host_cm = connected_host(model, server.url, token, timeout_s=60)
+    _, host_id = host_cm.__enter__()
+    return server_cm, host_cm, Stack(server, host_id, token)
+
+
+@pytest.fixture
+def sample_stack(tmp_path):
+    model = tmp_path / "model.ifc"
+    write_sample_model(model, storeys=2)
+    server_cm, host_cm, stack = serve(tmp_path, model)
+    try:
+        yield stack
+    finally:
+        host_cm.__exit__(None, None, None)
+        server_cm.__exit__(None, None, None)
+
+
+def check_change_scene(tmp_path: Path, stack: Stack, session_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    response = stack.client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene",
+                                 timeout=300)
+    assert response.status_code == 200, response.text
+    assert response.headers["Content-Type"] == "model/gltf-binary"
+    report = validate(tmp_path, response.content)
+    assert report["errors"] == 0, report["messages"]
+    document = glb_document(response.content)
+    nodes = change_nodes(document)
+    changes = result["changes"]
+    assert {k: len(v) for k, v in nodes.items()} == {k: len(changes[k]) for k in nodes}
+    for kind in nodes:
+        assert sorted(n["extras"]["step_id"] for n in nodes[kind]) == sorted(changes[kind])
+    summary = json.loads(response.headers["X-Nexus-Scene"])
+    assert summary["counts"] == {k: len(changes[k]) for k in nodes}
+    (deleted,) = nodes["deleted"]
+    assert deleted["extras"]["ifc_class"] == "IfcDoor" and "mesh" in deleted and len(deleted["name"]) == 22
+    moved = [n for n in nodes["modified"] if "before_matrix" in n["extras"] and "mesh" in n]  # (its openings follow)
+    assert len(moved) == 1
+    after = np.array(moved[0]["matrix"]).reshape(4, 4).T
+    before = np.array(moved[0]["extras"]["before_matrix"]).reshape(4, 4).T
+    assert np.allclose(after[:3, 3] - before[:3, 3], [1.0, 0.0, 0.0], atol=1e-3)  # 1 m east, in IFC axes
+    renamed = [n for n in nodes["modified"] if n["extras"]["name"] == "renamed by the scene test"]
+    assert len(renamed) == 1 and "before_matrix" not in renamed[0]["extras"]
+    return document
+
+
+def test_the_scene_of_an_automation_on_the_sample_building_matches_its_change_report_and_is_valid_gltf(
+        tmp_path, sample_stack):
+    session_id, result = sample_stack.automate(CHANGE)
+    document = check_change_scene(tmp_path, sample_stack, session_id, result)
+    nodes = document["nodes"][1:]
+    assert len(nodes) > 40  # the whole storey is there, not only the changed elements
+    assert all(set(n["extras"]) >= {"step_id", "ifc_class", "name", "storey", "model", "change"} for n in nodes)
+    assert {n["extras"]["model"] for n in nodes} == {"working"}
+    assert len(document["meshes"]) < len([n for n in nodes if "mesh" in n])  # doors, windows share meshes
+
+
+def test_the_host_scene_by_view_and_by_elements_and_what_it_refuses(tmp_path, sample_stack):
+    client = sample_stack.client
+    host = sample_stack.host_id
+    whole = client.call("GET", f"/api/hosts/{host}/scene", params={"view": "3D"}, timeout=300)
+    assert whole.status_code == 200, whole.text
+    assert validate(tmp_path, whole.content)["errors"] == 0
+    nodes = glb_document(whole.content)["nodes"][1:]
+    assert {n["extras"]["storey"] for n in nodes} >= {"Level 1", "Level 2"}
+    wall = next(n for n in nodes if n["extras"]["ifc_class"] == "IfcWall")
+    picked = client.call("GET", f"/api/hosts/{host}/scene",
+                         params={"elements": f"{wall['name']},#{nodes[0]['extras']['step_id']}"}, timeout=300)
+    assert picked.status_code == 200, picked.text
+    assert sorted(n["name"] for n in glb_document(picked.content)["nodes"][1:]) == sorted({wall["name"], nodes[0]["name"]})
+
+    bad = client.call("GET", f"/api/hosts/{host}/scene", params={"elements": "door 7"})
+    assert bad.status_code == 400 and "neither a step id" in bad.json()["error"]
+    unknown_view = client.call("GET", f"/api/hosts/{host}/scene", params={"view": "Level 9"}, timeout=300)
+    assert unknown_view.status_code == 422 and "Level 9" in unknown_view.json()["error"]
+    unknown_gid = client.call("GET", f"/api/hosts/{host}/scene", params={"elements": "Z" * 22}, timeout=300)
+    assert unknown_gid.status_code == 422 and "no element with GlobalId" in unknown_gid.json()["error"]
+    unknown_id = client.call("GET", f"/api/hosts/{host}/scene", params={"elements": "#999999"}, timeout=300)
+    assert unknown_id.status_code == 422 and "no element #999999" in unknown_id.json()["error"]
+    stranger = Client(sample_stack.server.url, sample_stack.server.token("mallory"))
+    assert stranger.call("GET", f"/api/hosts/{host}/scene").status_code == 404
+    assert Client(sample_stack.server.url, None).call("GET", f"/api/hosts/{host}/scene").status_code == 401
+
+
+def test_a_rolled_back_automation_has_no_scene_and_a_collect_result_has_no_view(tmp_path, sample_stack):
+    session_id, result = sample_stack.automate("print(len(model.by_type('IfcDoor')))")
+    response = sample_stack.client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene")
+    # Nothing changed: an automation that changed nothing still commits, and its scene has no changed node.
+    if response.status_code == 200:
+        assert all(n["extras"]["change"] is None for n in glb_document(response.content)["nodes"][1:])
+    else:
+        assert response.status_code == 409
+    missing = sample_stack.client.call("GET", f"/api/sessions/{session_id}/results/nope/scene")
+    assert missing.status_code == 404
+
+
+@pytest.mark.parametrize("name", CORPUS_FILES)
+def test_the_scene_of_an_automation_on_a_corpus_file_matches_its_change_report(tmp_path, name):
+    source = next((d / name for d in corpus_dirs() if (d / name).is_file()), None)
+    if source is None:
+        pytest.skip(f"{name} is not in NEXUS_IFC_CORPUS ({os.pathsep.join(map(str, corpus_dirs()))})")
+    model = tmp_path / name
+    shutil.copy(source, model)
+    server_cm, host_cm, stack = serve(tmp_path, model)
+    try:
+        session_id, result = stack.automate(CHANGE)
+        document = check_change_scene(tmp_path, stack, session_id, result)
+        colours = {tuple(m["pbrMetallicRoughness"]["baseColorFactor"]) for m in document["materials"]}
+        assert len(colours) >= 3  # the files' own styles, not one grey
+    finally:
+        host_cm.__exit__(None, None, None)
+        server_cm.__exit__(None, None, None)
+
+
+def test_a_revit_host_answers_no_scene_in_plain_words(server, alice):
+    from tests.support.test_host import TestHost
+
+    host = TestHost(server.ws_url, alice.token, host_app="revit").start()
+    try:
+        response = alice.call("GET", f"/api/hosts/{server.wait_for_host(alice.token)}/scene")
+        assert response.status_code == 409
+        assert "Revit hosts cannot send a 3D scene yet" in response.json()["error"]
+    finally:
+        host.stop()

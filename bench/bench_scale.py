@@ -18,10 +18,8 @@ suspended  N runs started through two instance processes (alternating; tests/sca
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from cloud.hostlink import WebSocketHostLink  # noqa: E402
 from cloud.hosts.registry import register_provider  # noqa: E402
-from tests.scale.servers import free_port, fresh_database, postgres_server, redis_server, wait_port  # noqa: E402
+from tests.scale.servers import fresh_database, postgres_server, redis_server  # noqa: E402
 from tests.support.client import Client, write_script  # noqa: E402
 from tests.support.server import RunningServer, running_server  # noqa: E402
 from tests.support.spine import collect, say  # noqa: E402
@@ -97,48 +95,13 @@ def roundtrip(args: argparse.Namespace) -> None:
             print(f"  {label:40s} p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   max {worst:6.2f} ms")
 
 
-def _rss_kb(pid: int | str = "self") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
-def _threads(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/task"))
-
-
-def _instance(stack: ExitStack, database: str, settings: dict[str, Any]) -> tuple[str, subprocess.Popen]:
-    """One orchestrator instance as its own process (tests/scale/instance.py), like a `nexus serve`."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "tests.scale.instance", database, str(port),
-                                json.dumps(settings)], cwd=ROOT, env=dict(os.environ),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop() -> None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
-    stack.callback(stop)
-    wait_port(port, process, "instance", timeout=60)
-    return f"http://127.0.0.1:{port}", process
-
-
 def suspended(args: argparse.Namespace) -> None:
     """N runs suspended on a tool call their host never answers, through two instance processes."""
     import psycopg
     import redis as redis_client
 
     from cloud.store import Store
+    from tests.scale.suspended import Streams, cpu_s, gaps, percentile, rss_kb, start_instance, threads
 
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         postgres = stack.enter_context(postgres_server())
@@ -152,92 +115,73 @@ def suspended(args: argparse.Namespace) -> None:
         store.close()
         settings = {"keepalive_s": args.keepalive, "tool_timeout_s": 3600.0, "quota_concurrent_runs": 0,
                     "quota_sessions_per_hour": 0, "quota_requests_per_minute": 0}
-        instances = [_instance(stack, database, settings) for _ in range(2)]
-        host = TestHost(instances[0][0].replace("http://", "ws://") + "/ws/host", token, silent=True).start()
+        gevent = args.server == "gevent"
+        instances = [start_instance(stack, database, settings, gevent=gevent) for _ in range(2)]
+        host = TestHost(instances[0].url.replace("http://", "ws://") + "/ws/host", token, silent=True).start()
         stack.callback(host.stop)
-        clients = [Client(url, token) for url, _ in instances]
+        clients = [Client(i.url, token) for i in instances]
+        streams = Streams()
+        stack.callback(streams.close)
         time.sleep(1.0)
+        pids = [i.server_pid for i in instances]
         redis_info = redis_client.Redis.from_url(redis.url)
-        before = [_rss_kb(p.pid) for _, p in instances]
+        before = [rss_kb(p) for p in pids]
+        threads_before = [threads(p) for p in pids]
         redis_before = redis_info.info("memory")["used_memory"]
-        beats: list[list[float]] = []  # per stream, when each keepalive frame arrived
-        stop = threading.Event()
-        failures: list[str] = []
-
-        def follow(client: Client, session_id: str, ready: threading.Event) -> None:
-            try:
-                response = client.call("POST", f"/api/sessions/{session_id}/messages", json={"text": "go"},
-                                       stream=True, timeout=600)
-                mine: list[float] = []
-                beats.append(mine)
-                for line in response.iter_lines(decode_unicode=True):
-                    if line == "event: ToolCall":
-                        ready.set()
-                    if line.startswith(": keepalive"):
-                        mine.append(time.monotonic())
-                    if stop.is_set():
-                        break
-                response.close()
-            except Exception as exc:  # reported below; the other streams go on
-                failures.append(f"{type(exc).__name__}: {exc}")
-                ready.set()
-
         started = time.monotonic()
-        readies = []
+        per_batch: list[float] = []
         for batch in range(0, args.runs, args.batch):  # start in batches: each waits until its runs suspend
-            batch_readies = []
+            batch_started = time.monotonic()
+            mine = []
             for i in range(batch, min(args.runs, batch + args.batch)):
                 client = clients[i % 2]
-                session_id = client.new_session(host.host_id, spec)
-                ready = threading.Event()
-                batch_readies.append(ready)
-                threading.Thread(target=follow, args=(client, session_id, ready), daemon=True).start()
-            for ready in batch_readies:
-                ready.wait(120)
-            readies.extend(batch_readies)
-            print(f"  {len(readies)} started, {sum(r.is_set() for r in readies)} suspended, {len(failures)} failed "
-                  f"({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+                mine.append(streams.open(client.url, token, client.new_session(host.host_id, spec)))
+            for stream in mine:
+                stream.suspended.wait(300)
+            per_batch.append(time.monotonic() - batch_started)
+            done = len(streams.streams)
+            if done % max(args.batch, args.runs // 10) == 0 or done == args.runs:
+                failed = sum(1 for s in streams.streams if s.failure)
+                print(f"  {done} started, {failed} failed ({time.monotonic() - started:.0f} s)", file=sys.stderr,
+                      flush=True)
         start_s = time.monotonic() - started
-        suspended_runs = sum(1 for r in readies if r.is_set())
+        suspended_runs = sum(1 for s in streams.streams if s.suspended.is_set() and not s.failure)
         time.sleep(args.keepalive * 2)  # let the start-up burst settle
         suspended_at = time.monotonic()
-        cpu_before = [_cpu_s(p.pid) for _, p in instances]
+        cpu_before = [cpu_s(p) for p in pids]
+        commands_before = redis_info.info("stats")["total_commands_processed"]
         time.sleep(args.observe)
         ended_at = time.monotonic()
-        cpu = [(_cpu_s(p.pid) - c) / (ended_at - suspended_at) * 100 for (_, p), c in zip(instances, cpu_before,
-                                                                                           strict=True)]
-        gaps, worst = [], []  # every gap between keepalives inside the window (and from its edges); per stream
-        for mine in beats:
-            window = [suspended_at, *[t for t in mine if suspended_at <= t <= ended_at], ended_at]
-            own = [b - a for a, b in zip(window, window[1:], strict=False)]
-            gaps.extend(own)
-            worst.append(max(own))
-        after = [_rss_kb(p.pid) for _, p in instances]
-        threads = [_threads(p.pid) for _, p in instances]
-        clients_now = [c for c in redis_info.client_list() if c.get("name") != "bench"]
-        redis_clients = len(clients_now) - 1  # not this one
-        redis_busy = sum(1 for c in clients_now if int(c.get("idle", 0)) <= 1) - 1
+        window = ended_at - suspended_at
+        commands = (redis_info.info("stats")["total_commands_processed"] - commands_before - 1) / window
+        cpu = [(cpu_s(p) - c) / window * 100 for p, c in zip(pids, cpu_before, strict=True)]
+        every, worst = gaps(streams.streams, suspended_at, ended_at)
+        after = [rss_kb(p) for p in pids]
+        thread_counts = [threads(p) for p in pids]
+        redis_clients = len(redis_info.client_list()) - 1  # not this one
         redis_memory = redis_info.info("memory")["used_memory"] - redis_before
         with psycopg.connect(postgres, autocommit=True) as conn:
             pg = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
                               (database.rsplit("/", 1)[1],)).fetchone()[0]
-        stop.set()
+        failures = [s.failure for s in streams.streams if s.failure]
         per_run = (sum(after) - sum(before)) / max(1, suspended_runs)
-        print(f"{args.runs} runs started through two instance processes in {start_s:.1f} s "
-              f"({suspended_runs} suspended on their tool call, {len(failures)} failed), observed "
-              f"{ended_at - suspended_at:.1f} s")
-        for (url, _), b, a, t, c in zip(instances, before, after, threads, cpu, strict=True):
-            print(f"  instance {url}: RSS {b / 1024:.0f} -> {a / 1024:.0f} MB, {t} threads, "
+        fifth = max(1, len(per_batch) // 5)
+        print(f"{args.runs} runs started through two instance processes ({args.server}) in {start_s:.1f} s "
+              f"({start_s / max(1, args.runs) * 1000:.1f} ms a run; a batch of {args.batch} took "
+              f"{statistics.median(per_batch[:fifth]):.2f} s among the first fifth, "
+              f"{statistics.median(per_batch[-fifth:]):.2f} s among the last), {suspended_runs} suspended on their "
+              f"tool call, {len(failures)} failed; observed {window:.1f} s; load average {os.getloadavg()[0]:.1f}")
+        for instance, b, a, t0, t, c in zip(instances, before, after, threads_before, thread_counts, cpu, strict=True):
+            print(f"  instance {instance.url}: RSS {b / 1024:.0f} -> {a / 1024:.0f} MB, threads {t0} -> {t}, "
                   f"{c:.0f}% of a core while the runs wait")
-        print(f"  memory per suspended run (both instance processes): {per_run:.1f} KB; Redis "
+        print(f"  memory per suspended run (both instance processes): {per_run:.1f} KB (target <= 60); Redis "
               f"{redis_memory / max(1, suspended_runs) / 1024:.1f} KB")
         limit = 1.5 * args.keepalive
-        print(f"  keepalive gaps (interval {args.keepalive} s): p50 {_percentile(gaps, 50):.2f} s, p99 "
-              f"{_percentile(gaps, 99):.2f} s, largest {max(gaps, default=0):.2f} s "
-              f"({max(gaps, default=0) / args.keepalive:.2f} x); streams with a gap over 1.5 x: "
-              f"{sum(1 for w in worst if w > limit)} of {len(beats)}")
-        print(f"  Redis connections: {redis_clients} open (the pools' high-water mark), {redis_busy} used in the "
-              f"last second   PostgreSQL connections: {pg}")
+        print(f"  keepalive gaps (interval {args.keepalive} s): p50 {percentile(every, 50):.2f} s, p99 "
+              f"{percentile(every, 99):.2f} s (target <= {limit:.1f}), largest {max(every, default=0):.2f} s; "
+              f"streams with a gap over 1.5 x: {sum(1 for w in worst if w > limit)} of {len(worst)}")
+        print(f"  Redis: {redis_clients} connections open, {commands:.0f} commands/s while the runs wait   "
+              f"PostgreSQL connections: {pg}")
         for failure in sorted(set(failures))[:5]:
             print(f"  failure: {failure}")
 
@@ -253,8 +197,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keepalive", type=float, default=1.0)
     p.add_argument("--observe", type=float, default=6.0)
     p.add_argument("--batch", type=int, default=50, help="runs started at once before waiting for them to suspend")
+    p.add_argument("--server", choices=["gevent", "threaded"], default="gevent",
+                   help="gevent: gunicorn's gevent worker, as `nexus serve --workers N` (default); threaded: the "
+                        "embedded Werkzeug server of a plain `nexus serve`")
     p.set_defaults(func=suspended)
     args = parser.parse_args(argv)
+    os.environ.setdefault("NEXUS_SECRET", os.urandom(32).hex())  # several processes through Redis sign with it
     args.func(args)
 
 

@@ -113,8 +113,11 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
     whose process is alive (another server or `nexus run` on the same store) are left alone. Returns the
     ids of the sessions ended."""
     ended = []
-    for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT, status="running"):
-        if row["status"] != "running" or not _run_abandoned(store, row["id"]):
+    running = [row for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT, status="running")
+               if row["status"] == "running"]
+    leases = store.run_leases([row["id"] for row in running])  # one query, not one per waiting run
+    for row in running:
+        if not _run_abandoned(store, row["id"], leases.get(row["id"])):
             continue
         transcript = store.transcript(row["id"])
         dangling = unanswered_tool_calls(transcript)
@@ -138,10 +141,9 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
     return ended
 
 
-def _run_abandoned(store: Store, session_id: str) -> bool:
-    """Whether nothing drives the session's run any more: its lease expired (its process died, on any
-    machine); a run recorded without a lease falls back to the same-machine process check."""
-    lease = store.run_lease(session_id)
+def _run_abandoned(store: Store, session_id: str, lease: dict[str, Any] | None) -> bool:
+    """Whether nothing drives the session's run any more: its lease (`store.run_leases`) expired (its process
+    died, on any machine); a run recorded without a lease falls back to the same-machine process check."""
     if lease is not None:
         return lease["expires"] < time.time()
     return _owner_gone((store.get_session(session_id) or {}).get("state", {}))

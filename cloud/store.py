@@ -118,6 +118,7 @@ FOLDER_ACCESS = ("read", "read-write")
 
 DELIVERY_KEEP_S = 86400.0  # how long a delivery row is kept (its request closed long before)
 MAX_IDLE_CONNECTIONS = 8
+IN_BATCH = 500  # ids in one `IN (...)` list (SQLite's default limit of bound parameters is far above)
 TOKEN_SCOPES = ("user", "host")  # a host token can connect a host runtime and nothing else
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")  # shown in pages and logs: no spaces or controls
 
@@ -165,6 +166,12 @@ class _Tx:
         """Serialise writers of `key` until the transaction ends (SQLite's BEGIN IMMEDIATE already does)."""
         if self._store.postgres:
             self._conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+
+
+def _batches(items: Sequence[str]) -> Iterator[list[str]]:
+    items = list(items)
+    for start in range(0, len(items), IN_BATCH):
+        yield items[start:start + IN_BATCH]
 
 
 class Store:
@@ -490,14 +497,18 @@ class Store:
                               (owner, now + ttl_s, session_id, owner, now)).rowcount > 0
 
     def renew_run_leases(self, session_ids: list[str], owner: str, ttl_s: float) -> list[str]:
-        """Extend the owner's leases; returns the ids whose lease this owner no longer holds."""
-        lost = []
+        """Extend the owner's leases; returns the ids whose lease this owner no longer holds. A statement per
+        IN_BATCH ids, not one per run (a process may drive thousands of waiting runs)."""
+        kept: set[str] = set()
         with self._write() as db:
-            for session_id in session_ids:
-                if db.execute("UPDATE run_leases SET expires = ? WHERE session_id = ? AND owner = ?",
-                              (time.time() + ttl_s, session_id, owner)).rowcount == 0:
-                    lost.append(session_id)
-        return lost
+            for batch in _batches(session_ids):
+                marks = ", ".join("?" * len(batch))
+                db.execute(f"UPDATE run_leases SET expires = ? WHERE owner = ? AND session_id IN ({marks})",
+                           (time.time() + ttl_s, owner, *batch))
+                kept.update(r["session_id"] for r in db.execute(
+                    f"SELECT session_id FROM run_leases WHERE owner = ? AND session_id IN ({marks})",
+                    (owner, *batch)).mappings())
+        return [session_id for session_id in session_ids if session_id not in kept]
 
     def release_run_lease(self, session_id: str, owner: str) -> None:
         with self._write() as db:
@@ -507,6 +518,16 @@ class Store:
         """The session's lease (owner, expires), or None when no process holds one."""
         rows = self._read("SELECT owner, expires FROM run_leases WHERE session_id = ?", (session_id,))
         return dict(rows[0]) if rows else None
+
+    def run_leases(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The leases of these sessions (id -> owner, expires; absent: no process holds one), a query per
+        IN_BATCH ids."""
+        found: dict[str, dict[str, Any]] = {}
+        for batch in _batches(session_ids):
+            rows = self._read(f"SELECT session_id, owner, expires FROM run_leases WHERE session_id IN "
+                              f"({', '.join('?' * len(batch))})", batch)
+            found.update({r["session_id"]: {"owner": r["owner"], "expires": r["expires"]} for r in rows})
+        return found
 
     # the person's full copy of tool results, and images
     def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> None:
@@ -541,6 +562,15 @@ class Store:
         rows = self._read("SELECT result FROM deliveries WHERE session_id = ? AND pending_id = ?",
                           (session_id, pending_id))
         return json.loads(rows[0]["result"]) if rows else None
+
+    def recorded_deliveries(self, pending: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (session_id, pending_id) requests have a recorded answer, a query per IN_BATCH."""
+        wanted, found = set(pending), set()
+        for batch in _batches(sorted({p for _, p in wanted})):
+            rows = self._read(f"SELECT session_id, pending_id FROM deliveries WHERE pending_id IN "
+                              f"({', '.join('?' * len(batch))})", batch)
+            found.update((r["session_id"], r["pending_id"]) for r in rows)
+        return found & wanted
 
     def save_image(self, session_id: str, png: bytes) -> str:
         image_id = uuid.uuid4().hex

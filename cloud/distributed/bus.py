@@ -2,9 +2,12 @@
 
 Every process listens on the broadcast channel (a run's new chunk, its end, a cancel, an answered tool
 call: all named by session id) and on its own inbox (commands for host websockets it holds). Waiting
-code never holds a Redis connection: it waits on a local signal the subscriber raises, and re-reads the
-state from Redis when woken or after a slow poll interval, so a lost message (pub/sub is at most once,
-and Redis may restart) only delays, never loses.
+code never holds a Redis connection or a poll of its own: it waits on a local signal the subscriber
+raises (each waiting call on its own event, woken only by its keys), and re-reads the state from Redis
+when woken. The fallback for a lost message (pub/sub is at most once, and Redis may restart): the
+subscriber wakes every waiter when it reconnects, and one poller per process reads what every waiting
+call waits for (its probe) in one pipeline a second and wakes those whose state changed, so a lost
+message only delays, never loses, and a thousand waiting runs cost one round trip a second.
 
 Every message is sealed with the deployment's secret (cloud.distributed.signing, NEXUS_SECRET) for the
 channel it is published on; one that is unsigned, badly signed or stale is dropped and logged. `seal` and
@@ -17,9 +20,10 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -31,8 +35,19 @@ log = logging.getLogger(__name__)
 PREFIX = "nx:"
 BROADCAST = PREFIX + "events"
 RECONNECT_S = 0.5
-MAX_CONNECTIONS = 256  # per process (1,000 suspended runs across two processes exhausted 64)
+# Per process. Waiting runs and streams hold none (they wait on local signals), so this bounds only the calls
+# in flight at once; beyond it a caller waits for a free connection (under gevent a start-up burst of a
+# thousand runs would otherwise open one per greenlet).
+MAX_CONNECTIONS = 16
 POOL_WAIT_S = 30.0
+POLL_S = 1.0  # how often the probes re-read what waiting calls wait for (a wake-up may be lost)
+
+
+@dataclass
+class _Probe:
+    commands: tuple[tuple[str, ...], ...]
+    users: int = 0
+    last: tuple[Any, ...] | None = None
 
 
 def process_id() -> str:
@@ -50,59 +65,117 @@ class Bus:
                                                      socket_keepalive=True)
         self.redis = redis.Redis(connection_pool=pool)
         self.inbox = f"{PREFIX}proc:{self.process}"
-        self._cond = threading.Condition()
-        self._generation: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._generation: dict[str, int] = {}  # only keys someone here asked about (see `generation`)
+        self._waiters: dict[str, set[threading.Event]] = {}  # key -> the events of the calls waiting on it
+        self._probes: dict[str, _Probe] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._watchers: list[Callable[[str], None]] = []
         self.closed = threading.Event()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._listen, name="redis-bus", daemon=True)
         self._thread.start()
+        self._poller = threading.Thread(target=self._poll_probes, name="redis-probes", daemon=True)
+        self._poller.start()
         self._ready.wait(5)
 
     # signals: a counter per key, bumped by messages; waiters compare and re-read Redis
     def generation(self, key: str) -> int:
-        with self._cond:
-            return self._generation.get(key, 0)
+        """The key's counter. Asking registers the key: signals for keys nobody here asked about are not
+        counted (every process hears every run's wake-ups), so `forget` it when done."""
+        with self._lock:
+            return self._generation.setdefault(key, 0)
 
     def wait(self, key: str, seen: int, timeout_s: float) -> bool:
         """Block until `key` is signalled after generation `seen` or `timeout_s` passes; True if signalled."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while self._generation.get(key, 0) == seen:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-            return True
+        return self.wait_any({key: seen}, timeout_s)
 
     def wait_any(self, seen: dict[str, int], timeout_s: float) -> bool:
-        """Like `wait`, for several keys (key -> generation seen): True once any of them is signalled."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while all(self._generation.get(k, 0) == g for k, g in seen.items()):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-            return True
+        """Like `wait`, for several keys (key -> generation seen): True once any of them is signalled.
+        Each call waits on an event of its own, set only by a signal for one of its keys: a signal wakes
+        its own waiters, never every waiting call of the process."""
+        event = threading.Event()
+        with self._lock:
+            if any(self._generation.get(k, 0) != g for k, g in seen.items()):
+                return True
+            for key in seen:
+                self._waiters.setdefault(key, set()).add(event)
+        try:
+            return event.wait(max(0.0, timeout_s))
+        finally:
+            with self._lock:
+                for key in seen:
+                    waiters = self._waiters.get(key)
+                    if waiters is not None:
+                        waiters.discard(event)
+                        if not waiters:
+                            del self._waiters[key]
 
     def wake_here(self, key: str) -> None:
         """Wake `key`'s waiters in this process only (what happened here needs no message)."""
         self._signal(key)
 
     def forget(self, key: str) -> None:
-        with self._cond:
-            self._generation.pop(key, None)
+        with self._lock:
+            if key not in self._waiters:
+                self._generation.pop(key, None)
 
     def _signal(self, key: str | None) -> None:
-        with self._cond:
+        with self._lock:
             if key is None:  # after a reconnect: whatever was published meanwhile is lost, so wake everyone
                 for k in self._generation:
                     self._generation[k] += 1
+                woken = [e for waiters in self._waiters.values() for e in waiters]
+            elif key in self._generation:
+                self._generation[key] += 1
+                woken = list(self._waiters.get(key, ()))
             else:
-                self._generation[key] = self._generation.get(key, 0) + 1
-            self._cond.notify_all()
+                return
+        for event in woken:
+            event.set()
+
+    # probes: Redis state read for many waiting calls in one round trip per poll, not one each
+    @contextmanager
+    def probing(self, key: str, *commands: tuple[str, ...]) -> Iterator[None]:
+        """While the block runs, read `commands` every POLL_S (together with every other probe of this
+        process, in one pipeline) and signal `key` here when their replies change: the fallback for a
+        wake-up that was lost, without a Redis call per waiting run. The first reading signals too (a
+        change made before it is not missed)."""
+        with self._lock:
+            probe = self._probes.get(key)
+            if probe is None:
+                probe = self._probes[key] = _Probe(commands)
+            probe.users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                probe.users -= 1
+                if probe.users == 0 and self._probes.get(key) is probe:
+                    del self._probes[key]
+
+    def _poll_probes(self) -> None:
+        while not self.closed.wait(POLL_S):
+            with self._lock:
+                probes = list(self._probes.items())
+            if not probes:
+                continue
+            try:
+                with self.redis.pipeline(transaction=False) as pipe:
+                    for _, probe in probes:
+                        for command in probe.commands:
+                            pipe.execute_command(*command)
+                    replies = pipe.execute()
+            except redis.RedisError as exc:  # the reconnect wake-up (and the next poll) cover it
+                log.debug("redis probes: %s", exc)
+                continue
+            at = 0
+            for key, probe in probes:
+                reading = tuple(replies[at:at + len(probe.commands)])
+                at += len(probe.commands)
+                if reading != probe.last:
+                    probe.last = reading
+                    self._signal(key)
 
     # signed values: what this deployment's processes wrote, for the key (or channel) named by `purpose`
     def seal(self, payload: str, purpose: str) -> str:
@@ -116,8 +189,13 @@ class Bus:
         self._signal(key)
         try:
             self.redis.publish(BROADCAST, self.seal(key, BROADCAST))
-        except redis.RedisError as exc:  # the waiters' slow poll still finds the change
+        except redis.RedisError as exc:  # the waiters' probes still find the change
             log.warning("could not publish a wake-up for %s: %s", key, exc)
+
+    def queue_signal(self, pipe: Any, key: str) -> None:
+        """Add `key`'s wake-up for the other processes to `pipe` (published once what precedes it is written);
+        call `wake_here(key)` after the pipeline ran."""
+        pipe.publish(BROADCAST, self.seal(key, BROADCAST))
 
     # direct messages to one process's inbox
     def on(self, kind: str, handler: Callable[[dict[str, Any]], None]) -> None:
@@ -131,6 +209,7 @@ class Bus:
     def close(self) -> None:
         self.closed.set()
         self._thread.join(timeout=2)
+        self._poller.join(timeout=2)
         self.redis.close()
 
     def _listen(self) -> None:

@@ -33,6 +33,7 @@ HOST_TTL_S = 30
 LOOKUP_CACHE_S = 0.5  # a remote host's record is re-read at most this often (waiting calls ask often)
 ALL_HOSTS = PREFIX + "hosts"
 ON_CONNECT_KEEP_S = 7 * 86400
+ACTIVITY_KEEP_S = 7 * 86400
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1], KEYS[2]) end
@@ -47,6 +48,15 @@ if owner == false or owner == ARGV[1] then
   return 1
 end
 return 0
+"""
+
+
+# KEYS: activity key. ARGV: the request whose activity may be replaced, the new record ('' clears it), ttl.
+_REPLACE_ACTIVITY = """
+local current = redis.call('GET', KEYS[1])
+if not current or cjson.decode(current)['request_id'] ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
+return 1
 """
 
 
@@ -76,6 +86,7 @@ class RedisHostDirectory(HostDirectory):
         self.bus = bus
         self._release = bus.redis.register_script(_RELEASE)
         self._refresh = bus.redis.register_script(_REFRESH)
+        self._replace_activity = bus.redis.register_script(_REPLACE_ACTIVITY)
         self._cache: dict[str, tuple[float, HostConnection | None]] = {}
         bus.on("host_cmd", self._deliver_here)
         bus.on("host_taken", self._taken_over)
@@ -225,16 +236,14 @@ class RedisHostDirectory(HostDirectory):
         """In Redis, so every process's host list shows it (the run may be driven by another process)."""
         super().note_activity(host_id, activity, replacing)
         key = _activity_key(host_id)
+        record = "" if activity.state == IDLE else json.dumps({**activity.as_json(), "request_id": activity.request_id})
         try:
-            if replacing is not None:
-                current = self.bus.redis.get(key)
-                if current is None or json.loads(current).get("request_id") != replacing:
-                    return
-            if activity.state == IDLE:
-                self.bus.redis.delete(key)
+            if replacing is not None:  # one round trip: compare and replace in Redis
+                self._replace_activity(keys=[key], args=[replacing, record, ACTIVITY_KEEP_S])
+            elif record:
+                self.bus.redis.set(key, record, ex=ACTIVITY_KEEP_S)
             else:
-                record = {**activity.as_json(), "request_id": activity.request_id}
-                self.bus.redis.set(key, json.dumps(record), ex=7 * 86400)
+                self.bus.redis.delete(key)
         except redis.RedisError as exc:  # this process's own copy still says it
             log.warning("host %s: could not record its activity in Redis: %s", host_id, exc)
 

@@ -6,8 +6,9 @@ kind and sender; not answered yet), then recorded in the database by an insert-i
 (session, pending_id): that row is the record and its key the gate, so of two deliveries of the same
 answer reaching two processes at once exactly one is applied and the other is refused as a duplicate,
 even when Redis lost the pending request in between. Redis then carries the answer's copy and wakes the
-waiting process. The waiting call re-reads the hash when woken and on a 1 s poll, reads the database
-record on a slow poll and whenever Redis cannot say (unreachable, or restarted without persistence: the
+waiting process. The waiting call re-reads the hash when woken (by the delivery, or by the bus's probe
+that reads every waiting call's hash in one pipeline a second), reads the database record when woken and after a sweep of every waiting call's record (one query
+every 10 s) and whenever Redis cannot say (unreachable, or restarted without persistence: the
 pending request is written back so an answer posted after Redis returns is still accepted).
 
 What Redis holds is signed (cloud.distributed.signing): the pending request's fields carry a signature
@@ -35,9 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-POLL_S = 1.0  # the re-read of a pending request in Redis when no wake-up came
 HOST_CHECK_S = 0.5  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
-DB_POLL_S = 10.0  # the slow read of the database record, the fallback when Redis lost the answer's copy
+DB_POLL_S = 10.0  # the records sweep (one query for every waiting call), when Redis lost the answer's copy
 KEEP_S = 86400  # how long pending requests and the answered-id memory live in Redis
 
 # KEYS: pending hash, answered list. ARGV: tool_call_id, kind, request_id ('' when by tool call), host_id
@@ -107,6 +107,23 @@ class RedisToolResultChannel:
         self._keep_copy = self._redis.register_script(_KEEP_COPY)
         self._opened: dict[str, dict[str, str]] = {}  # session_id -> what this process opened (to restore)
         self._lock = threading.Lock()
+        threading.Thread(target=self._sweep_records, name="delivery-records", daemon=True).start()
+
+    def _sweep_records(self) -> None:
+        """Every DB_POLL_S, one query for the records of every request waiting here: the fallback for an
+        answer recorded while Redis lost its copy (or its wake-up), without a query per waiting run."""
+        while not self.bus.closed.wait(DB_POLL_S):
+            with self._lock:
+                waiting = [(session_id, fields["pending_id"]) for session_id, fields in self._opened.items()]
+            if not waiting:
+                continue
+            try:
+                recorded = self.store.recorded_deliveries(waiting)
+            except Exception:  # the next sweep tries again
+                log.exception("reading the recorded answers failed")
+                continue
+            for session_id, _ in recorded:
+                self.bus.wake_here(wake_key(session_id))
 
     def open(self, session_id: str, request_id: str, tool_call_id: str, host_id: str | None,
              kind: str = "host") -> None:
@@ -154,11 +171,14 @@ class RedisToolResultChannel:
         if not self.store.record_delivery(session_id, pending_id, pending_call, kind, result):
             log.info("session %s: a second delivery for %s refused (already applied)", session_id, pending_call)
             return Delivery.ALREADY_ANSWERED
-        try:
-            self._keep_copy(keys=[_pending_key(session_id)],
-                            args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id))])
-            self.bus.signal(wake_key(session_id))
-        except redis.RedisError as exc:  # recorded: the waiting call finds it on its database poll
+        try:  # the answer's copy and the wake-up in one round trip
+            with self._redis.pipeline(transaction=False) as pipe:
+                self._keep_copy(keys=[_pending_key(session_id)], client=pipe,
+                                args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id))])
+                self.bus.queue_signal(pipe, wake_key(session_id))
+                pipe.execute()
+            self.bus.wake_here(wake_key(session_id))
+        except redis.RedisError as exc:  # recorded: the waiting call finds it on the records sweep
             log.warning("session %s: answer recorded, Redis unreachable to wake its run: %s", session_id, exc)
         return Delivery.ACCEPTED
 
@@ -180,29 +200,27 @@ class RedisToolResultChannel:
                      alive: Callable[[], bool] | None = None) -> Answer:
         key, cancelled = wake_key(session_id), cancel_signal(session_id)
         deadline = time.monotonic() + timeout_s
-        next_read, next_record = 0.0, time.monotonic() + DB_POLL_S
-        woken = False
+        read, woken = True, False
         try:
-            while True:
-                seen = {key: self.bus.generation(key), cancelled: self.bus.generation(cancelled)}
-                if time.monotonic() >= next_read:
-                    next_read = time.monotonic() + POLL_S
-                    check_record = woken or time.monotonic() >= next_record
-                    if check_record:
-                        next_record = time.monotonic() + DB_POLL_S
-                    result = self._read_result(session_id, check_record)
-                    if result is not None:
-                        return Answer(result)
-                woken = False
-                if cancel.is_set():
-                    return Answer(None, "cancelled")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return Answer(None, "timeout")
-                if alive is not None and not alive():
-                    return Answer(None, "gone")
-                if self.bus.wait_any(seen, min(remaining, HOST_CHECK_S)) and self.bus.generation(key) != seen[key]:
-                    next_read, woken = 0.0, True
+            # The hash's field count changes when an answer's copy lands or Redis loses the request: the
+            # bus's probe wakes this call then, should the delivery's own wake-up be lost.
+            with self.bus.probing(key, ("HLEN", _pending_key(session_id))):
+                while True:
+                    seen = {key: self.bus.generation(key), cancelled: self.bus.generation(cancelled)}
+                    if read:  # woken (the delivery, the probe, the records sweep, a reconnect), or the first look
+                        result = self._read_result(session_id, woken)
+                        if result is not None:
+                            return Answer(result)
+                    read = woken = False
+                    if cancel.is_set():
+                        return Answer(None, "cancelled")
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return Answer(None, "timeout")
+                    if alive is not None and not alive():
+                        return Answer(None, "gone")
+                    if self.bus.wait_any(seen, min(remaining, HOST_CHECK_S)) and self.bus.generation(key) != seen[key]:
+                        read = woken = True
         finally:
             self.close(session_id)
             self.bus.forget(key)

@@ -1,7 +1,9 @@
 """Runs whose chunk streams live in Redis: driven on one process, followed and cancelled from any.
 
 Same methods as cloud.runs.RunRegistry. The driving process appends each chunk to a Redis list and
-wakes followers through the bus; a page on any process reads the list from index N (`/stream?after=N`).
+wakes followers through the bus; a page on another process reads the list from index N (`/stream?after=N`)
+when woken (or when the bus's probe sees the list change), a page on the driving process reads the run's
+chunks from memory. Either way a waiting stream costs no Redis call of its own between chunks.
 A cancel sets a key and wakes the driving process. Chunks published while Redis is unreachable are kept
 and sent, in order, once it is back; the run itself goes on. A finished run's list expires after the
 retention time; a run whose process died is ended by whichever process recovers its session.
@@ -31,8 +33,16 @@ log = logging.getLogger(__name__)
 
 ACTIVE = PREFIX + "runs"
 POLL_S = 1.0
-FLUSH_PATIENCE_S = 120.0
-MISSING_PATIENCE_S = 10.0  # a follower waits this long for a run's record Redis lost to be written again  # how long a finished run keeps trying to hand its last chunks to Redis
+FLUSH_PATIENCE_S = 120.0  # how long a finished run keeps trying to hand its last chunks to Redis
+MISSING_PATIENCE_S = 10.0  # a follower waits this long for a run's record Redis lost to be written again
+
+
+# KEYS: the chunk list. ARGV: the length this process expects it to have, then the chunks to append. -1 (and
+# nothing appended) when the list is not that long: Redis lost it, and the driver writes it again whole.
+_APPEND = """
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return -1 end
+return redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+"""
 
 
 def _chunks_key(session_id: str) -> str:
@@ -100,17 +110,17 @@ class _LocalCancel(threading.Event):
 
 
 class RedisRun(Run):
-    """A run's chunk stream in Redis. Driven here (`cancel` is a local event) or elsewhere (`cancel`
-    reaches the driving process)."""
+    """A run's chunk stream in Redis. Driven here (`cancel` is a local event, followers here read the
+    chunks from memory) or elsewhere (`cancel` reaches the driving process, followers read Redis)."""
 
     def __init__(self, bus: Bus, session_id: str, driven_here: bool, retain_s: float = RETAIN_S) -> None:
         super().__init__(session_id)
         self.bus = bus
         self._retain_s = retain_s
-        self._all: list[str] = []  # every chunk this process published (driven here)
-        self._sent = 0
+        self._sent = 0  # how many of `chunks` (every chunk published here) Redis has
         self._owner = ""
         self._send_lock = threading.Lock()
+        self._append = bus.redis.register_script(_APPEND)
         if driven_here:
             self.cancel = _LocalCancel(bus, session_id)
         else:
@@ -132,26 +142,35 @@ class RedisRun(Run):
 
     def publish(self, chunk: Chunk) -> None:
         with self._send_lock:
-            self._all.append(_sealed_chunk(self.bus, self.session_id, chunk.to_json()))
+            super().publish(chunk)  # followers in this process have it at once
             self._flush()
 
+    def _sealed(self, start: int) -> list[str]:
+        return [_sealed_chunk(self.bus, self.session_id, c) for c in self.chunks[start:]]
+
     def _flush(self) -> bool:
-        if self._sent == len(self._all):
+        """Hand Redis the chunks it does not have yet, and wake the followers: one round trip."""
+        count = len(self.chunks)
+        if self._sent == count:
             return True
+        key, signal = _chunks_key(self.session_id), chunk_signal(self.session_id)
         try:
-            if self.bus.redis.llen(_chunks_key(self.session_id)) == self._sent:
-                self.bus.redis.rpush(_chunks_key(self.session_id), *self._all[self._sent:])
-            else:  # Redis lost the stream (it restarted without persistence): write it again, whole
+            with self.bus.redis.pipeline(transaction=False) as pipe:
+                self._append(keys=[key], args=[self._sent, *self._sealed(self._sent)], client=pipe)
+                self.bus.queue_signal(pipe, signal)
+                appended, _ = pipe.execute()
+            if appended < 0:  # Redis lost the stream (it restarted without persistence): write it again, whole
                 with self.bus.redis.pipeline() as pipe:
                     self._write_head(pipe)
-                    pipe.rpush(_chunks_key(self.session_id), *self._all)
+                    pipe.rpush(key, *self._sealed(0))
+                    self.bus.queue_signal(pipe, signal)
                     pipe.execute()
         except redis.RedisError as exc:
             log.warning("run %s: Redis unreachable, %d chunk(s) kept until it is back: %s",
-                        self.session_id, len(self._all) - self._sent, exc)
+                        self.session_id, count - self._sent, exc)
             return False
-        self._sent = len(self._all)
-        self.bus.signal(chunk_signal(self.session_id))
+        self._sent = count
+        self.bus.wake_here(signal)
         return True
 
     def finish(self) -> None:
@@ -173,41 +192,59 @@ class RedisRun(Run):
 
     def chunk_count(self) -> int:
         if self._owner:  # driven here
-            return len(self._all)
+            return super().chunk_count()
         return int(self.bus.redis.llen(_chunks_key(self.session_id)))
 
     def follow(self, after: int, keepalive_s: float) -> Iterator[dict[str, Any] | None]:
+        if self._owner:  # driven here: the chunks are in memory, and the run wakes its followers itself
+            yield from super().follow(after, keepalive_s)
+            return
         signal = chunk_signal(self.session_id)
+        try:
+            with self.bus.probing(signal, ("LLEN", _chunks_key(self.session_id)),
+                                  ("HGET", _meta_key(self.session_id), "done")):
+                yield from self._follow_redis(after, keepalive_s, signal)
+        finally:
+            self.bus.forget(signal)
+
+    def _follow_redis(self, after: int, keepalive_s: float, signal: str) -> Iterator[dict[str, Any] | None]:
+        """Read the list when woken (a publish, the bus's probe, a reconnect), else only send keepalives;
+        while the run's record is missing or Redis is away, re-read every POLL_S."""
         index = after
         quiet_since = missing_since = time.monotonic()
+        read = True
         while True:
             seen = self.bus.generation(signal)
-            try:
-                with self.bus.redis.pipeline() as pipe:
-                    pipe.lrange(_chunks_key(self.session_id), index, -1)
-                    pipe.hget(_meta_key(self.session_id), "done")
-                    batch, done = pipe.execute()
-            except redis.RedisError:
-                batch, done = [], "away"  # Redis is away: keep the stream open with keepalives
-            index += len(batch)
-            for raw in batch:
-                chunk = _unsealed_chunk(self.bus, self.session_id, raw)
-                if chunk is not None:  # one this deployment did not write is dropped (logged)
-                    yield chunk
+            if read:
+                try:
+                    with self.bus.redis.pipeline() as pipe:
+                        pipe.lrange(_chunks_key(self.session_id), index, -1)
+                        pipe.hget(_meta_key(self.session_id), "done")
+                        batch, done = pipe.execute()
+                except redis.RedisError:
+                    batch, done = [], "away"  # Redis is away: keep the stream open with keepalives
+                index += len(batch)
+                for raw in batch:
+                    chunk = _unsealed_chunk(self.bus, self.session_id, raw)
+                    if chunk is not None:  # one this deployment did not write is dropped (logged)
+                        yield chunk
+                now = time.monotonic()
+                if batch:
+                    quiet_since = now
+                if done == "1":
+                    return
+                if done is not None:
+                    missing_since = now
+                elif now - missing_since > MISSING_PATIENCE_S:
+                    return  # the run expired, or Redis lost it and its driver never came back
             now = time.monotonic()
-            if batch:
-                quiet_since = now
-            if done == "1":
-                return
-            if done is not None:
-                missing_since = now
-            elif now - missing_since > MISSING_PATIENCE_S:
-                return  # the run expired, or Redis lost it and its driver never came back
             if now - quiet_since >= keepalive_s:
                 quiet_since = now
                 yield KEEPALIVE
             until_keepalive = keepalive_s - (time.monotonic() - quiet_since)
-            self.bus.wait(signal, seen, max(0.01, min(POLL_S, until_keepalive)))
+            settled = done == "0"
+            timeout = until_keepalive if settled else min(POLL_S, until_keepalive)
+            read = self.bus.wait(signal, seen, max(0.01, timeout)) or not settled
 
 
 def mark_done(bus: Bus, session_id: str, retain_s: float) -> None:
@@ -277,13 +314,17 @@ class RedisRunRegistry(RunRegistry):
         self.bus.close()
 
     def _poll_cancels(self) -> None:
-        """The fallback for a cancel whose wake-up was lost (pub/sub is at most once)."""
+        """The fallback for a cancel whose wake-up was lost (pub/sub is at most once): every run driven
+        here, in one round trip."""
         while not self.stopped.wait(POLL_S):
             with self._lock:
-                runs = list(self._runs.values())
-            for run in runs:
-                try:
-                    if not run.cancel.is_set() and cancel_marked(self.bus, run.session_id):
-                        run.cancel.set()
-                except redis.RedisError:
-                    break
+                runs = [run for run in self._runs.values() if not run.cancel.is_set()]
+            if not runs:
+                continue
+            try:
+                marks = self.bus.redis.mget([_cancel_key(run.session_id) for run in runs])
+            except redis.RedisError:
+                continue
+            for run, raw in zip(runs, marks, strict=True):
+                if raw is not None and self.bus.unseal(raw, _cancel_key(run.session_id), RETAIN_S) == "1":
+                    run.cancel.set()

@@ -15,7 +15,7 @@ from shared_contract.validate import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
 HOST_APP = "ifc"
-CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate", "abort"]
+CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate", "abort", "refs"]
 CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error", "abort")
 RESULT_FIELDS = (
     "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",

@@ -194,3 +194,16 @@ def test_http_sessions_take_references_from_the_persons_own_folders_only(server,
         assert shown["refs"] == [{"name": "MEP.ifc", "path": "MEP.ifc"}]
         assert "Reference models (read-only" in json.dumps(shown["messages"])
     assert _sha(root / "alice" / "MEP.ifc") == reference_sha and _sha(work) == work_sha
+
+
+def test_lookup_api_finds_the_clash_api_and_the_reference_helpers():
+    from cloud.grounding.registry import api_index
+
+    index = api_index("ifc", {"type": "hello", "host_app": "ifc", "host_version": "1", "runtime_version": "1",
+                              "python_version": "3.11.7",
+                              "document": {"title": "T", "schema": "IFC4"}})
+    assert index.answer("Clasher").splitlines()[1].startswith("class ifcclash.ifcclash.Clasher(")
+    assert "ifcclash.ifcclash.Clasher.clash(" in index.answer("Clasher clash")
+    clash = index.answer("refs.clash")
+    assert clash.splitlines()[1].startswith("function refs.clash(") and "clearance" in clash
+    assert index.answer("refs").splitlines()[1].startswith("global refs: Mapping[str, ifcopenshell.file]")

@@ -421,7 +421,8 @@ class HostRuntime:
                 self.executor.snapshot_held(path)
             try:
                 rendered = render_view(str(path), message.get("view"), list(message.get("element_ids") or []),
-                                       int(message["max_px"]), timeout_s=self.render_timeout_s)
+                                       int(message["max_px"]), timeout_s=self.render_timeout_s,
+                                       refs=[r["path"] for r in message.get("refs") or []])
             except RenderError as exc:
                 return protocol.export_view_failure(request_id, str(exc))
             return protocol.export_view_result(

@@ -207,3 +207,24 @@ def test_lookup_api_finds_the_clash_api_and_the_reference_helpers():
     clash = index.answer("refs.clash")
     assert clash.splitlines()[1].startswith("function refs.clash(") and "clearance" in clash
     assert index.answer("refs").splitlines()[1].startswith("global refs: Mapping[str, ifcopenshell.file]")
+
+
+def test_views_draw_the_references_greyed_behind_the_working_model(pair):
+    import io
+
+    from PIL import Image
+
+    from ifc_host.render import render_view
+
+    work, mep = pair
+    architectural = str(work)
+
+    def inked(png: bytes) -> int:  # pixels that are not the white background
+        return sum(Image.open(io.BytesIO(png)).convert("L").histogram()[:250])
+
+    alone = render_view(str(mep), "3D", [], 400, timeout_s=300)
+    federated = render_view(str(mep), "3D", [], 400, timeout_s=300, refs=[architectural])
+    assert federated.png != alone.png
+    assert inked(federated.png) > 2 * inked(alone.png)  # the building around the ducts, drawn behind them
+    plan = render_view(str(mep), None, [], 400, timeout_s=300, refs=[architectural])
+    assert plan.png  # plans draw the working model only

@@ -208,6 +208,25 @@ def set_host(row: dict[str, Any]):
     return jsonify({"session_id": session_id, "host_id": host_id})
 
 
+@api.put("/sessions/<session_id>/refs")
+@require_user()
+@own_session
+def set_refs(row: dict[str, Any]):
+    """Attach reference models to a session (or `[]` to detach them): they reach the host with its next script."""
+    from cloud.session_refs import RefsProblem, http_refs, save_refs
+
+    session_id = row["id"]
+    state = nexus()
+    try:
+        refs = http_refs(state.store, g.user.name, _json_body("refs")["refs"])
+        if refs:
+            _check_refs_host(state, row["host_id"])
+    except RefsProblem as exc:
+        return api_error(exc.status, str(exc))
+    save_refs(state.store, session_id, refs)
+    return jsonify({"session_id": session_id, "refs": shown_refs(refs, g.user.name)})
+
+
 def _follow(run: Run, after: int) -> Iterator[str]:
     keepalive_s = nexus().settings.keepalive_s
     index = after

@@ -60,6 +60,11 @@ def render_context_block(host: HostLink, context: dict[str, Any] | None,
         lines.append("Units: " + ", ".join(f"{k} {v}" for k, v in units.items()))
     if refs:
         lines.append(text("context_refs.txt").format(names=", ".join(r["name"] for r in refs)).strip())
+    links = context.get("links") or {}
+    if links.get("loaded") or links.get("unavailable"):
+        unavailable = "; ".join(f"{name}: {why}" for name, why in sorted((links.get("unavailable") or {}).items()))
+        lines.append(text("context_links.txt").format(names=", ".join(links.get("loaded") or []) or "none",
+                                                      unavailable=unavailable or "none").strip())
     return text("context_block.txt").format(lines="\n".join(lines)).strip()
 
 

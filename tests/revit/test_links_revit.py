@@ -4,6 +4,7 @@ executor on the fake Revit's main thread."""
 from __future__ import annotations
 
 from tests.revit.test_guards_revit import execute
+from tests.revit.test_runtime_server import launch  # noqa: F401, F811 - a fixture
 
 READ = ("for name, link in links.items():\n"
         "    walls = DB.FilteredElementCollector(link.document).OfClass(DB.Wall).GetElementCount()\n"
@@ -41,3 +42,17 @@ def test_a_linked_model_cannot_be_changed_and_the_run_leaves_both_documents_unch
 def test_without_links_scripts_see_an_empty_mapping(revit):
     reply = execute(revit, "print(len(links), list(links), links.unavailable)\n", mode="collect")
     assert reply["stdout"] == "0 [] {}\n"
+
+
+def test_the_context_block_names_the_linked_models_for_the_model(server, launch):  # noqa: F811
+    from cloud.context import render_context_block
+    from cloud.contract import validate_host_message
+
+    host, _ = launch()
+    host.session.link_document("Structure")
+    host.session.link_document("MEP", loaded=False)
+    reply = validate_host_message(server.send_to_host(host.host_id, {"type": "context"}))
+    links = reply["context"]["links"]
+    assert links["loaded"] == ["Structure"] and list(links["unavailable"]) == ["MEP.rvt : 1 : location <Not Shared>"]
+    block = render_context_block(server.state.hosts.get(host.host_id), reply["context"])
+    assert "Linked models (read-only" in block and "Structure" in block and "not loaded" in block

@@ -20,6 +20,7 @@ from cloud.hostlink import HostDirectory, HostLink, HostUnavailable, request_id_
 from cloud.hosts.registry import UnknownHostApp, get_provider, host_tool_definitions
 from cloud.loop import RunContext, run_agentic_loop
 from cloud.prompts import message, text
+from cloud.session_refs import refs_of_row
 from cloud.store import Store
 from cloud.tools.opening import open_tool_context
 from cloud.transcript import Entry, marker, run_end, tool_result_part, tool_results, user_text
@@ -70,7 +71,7 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
     store.update_session(session.session_id, status="running")
     status = "error"  # unless the loop ends with Complete (a crash propagates to the caller)
     try:
-        append(_user_turn(host, user_message, cancel))
+        append(_user_turn(host, user_message, cancel, refs_of_row(row)))
         context = RunContext(tools, model, system_prompt(host), append, record_usage,
                              host_tool_definitions(host.hello if host is not None and host.connected() else None))
         usage_chunk: Chunk | None = None
@@ -96,12 +97,13 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
         store.update_session(session.session_id, status=status)
 
 
-def _user_turn(host: HostLink | None, user_message: str, cancel: threading.Event) -> Entry:
+def _user_turn(host: HostLink | None, user_message: str, cancel: threading.Event,
+               refs: list[dict[str, str]] | None = None) -> Entry:
     """The person's message, led by a fresh context block when a host is connected."""
     entry = user_text(user_message)
     if host is not None and host.connected():
         entry["content"].insert(0, {"type": "text", "kind": "host_context",
-                                    "text": render_context_block(host, fetch_context(host, cancel))})
+                                    "text": render_context_block(host, fetch_context(host, cancel), refs)})
     return entry
 
 

@@ -27,7 +27,8 @@ def fetch_context(host: HostLink, cancel: threading.Event) -> dict[str, Any] | N
     return reply.get("context")
 
 
-def render_context_block(host: HostLink, context: dict[str, Any] | None) -> str:
+def render_context_block(host: HostLink, context: dict[str, Any] | None,
+                         refs: list[dict[str, str]] | None = None) -> str:
     hello = host.hello
     context = context or {}
     document = context.get("document") or hello.get("document", {}).get("title", "?")
@@ -57,6 +58,13 @@ def render_context_block(host: HostLink, context: dict[str, Any] | None) -> str:
     units = context.get("units") or {}
     if units:
         lines.append("Units: " + ", ".join(f"{k} {v}" for k, v in units.items()))
+    if refs:
+        lines.append(text("context_refs.txt").format(names=", ".join(r["name"] for r in refs)).strip())
+    links = context.get("links") or {}
+    if links.get("loaded") or links.get("unavailable"):
+        unavailable = "; ".join(f"{name}: {why}" for name, why in sorted((links.get("unavailable") or {}).items()))
+        lines.append(text("context_links.txt").format(names=", ".join(links.get("loaded") or []) or "none",
+                                                      unavailable=unavailable or "none").strip())
     return text("context_block.txt").format(lines="\n".join(lines)).strip()
 
 

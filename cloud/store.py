@@ -71,7 +71,7 @@ Table("sessions", metadata, _text("id", primary_key=True), _text("user_name", nu
       _text("model"), _real("created", nullable=False), _real("updated", nullable=False),
       _text("status", nullable=False, server_default="idle"), _text("policy", nullable=False, server_default="auto"),
       _text("state", nullable=False, server_default="{}"),
-      _text("validation", nullable=False, server_default="warn"), _text("ids"),
+      _text("validation", nullable=False, server_default="warn"), _text("ids"), _text("refs"),
       Index("sessions_user", "user_name", "created"))
 Table("messages", metadata, _text("session_id", primary_key=True), Column("seq", Integer, primary_key=True),
       _text("entry", nullable=False))
@@ -441,7 +441,7 @@ class Store:
         return row
 
     def update_session(self, session_id: str, **fields: Any) -> None:
-        allowed = {"host_id", "model", "status", "state", "policy", "validation", "ids"}
+        allowed = {"host_id", "model", "status", "state", "policy", "validation", "ids", "refs"}
         if not fields or set(fields) - allowed:
             raise ValueError(f"cannot update session fields {sorted(set(fields) - allowed)}")
         if "state" in fields:

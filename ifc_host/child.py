@@ -24,7 +24,8 @@ from ifc_host import limits as script_limits
 from ifc_host import process_tree, sandbox
 from ifc_host.changes import ChangeRecorder
 from ifc_host.pipes import MessageReader, send_frame, send_message
-from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
+from ifc_host.refs import LoadedRef, ReferenceModels, read_only_error
+from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, ScriptOutcome, run_code
 
 SCRIPT_FILENAME = "<script>"
 _PR_SET_PDEATHSIG = 1
@@ -65,7 +66,7 @@ class PipeChannel:
         return self.reader.read(None)
 
 
-def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int]) -> NoReturn:
+def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int], refs: list[LoadedRef]) -> NoReturn:
     """Entry point right after fork(), ahead of the script: confine, say ready, wait for the job, run it.
     Never returns (os._exit keeps the keeper's cleanup from running here)."""
     code = 70
@@ -79,7 +80,7 @@ def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int]) -> 
         channel.send({"kind": "ready", "sandbox": report.as_dict(), "pid": tree.pid})
         job = channel.recv()
         if job is not None:
-            serve_job(model, job, channel, fds["epilogue"], tree, limits)
+            serve_job(model, job, channel, fds["epilogue"], tree, limits, refs)
         code = 0
     except BaseException:  # noqa: B036 - nothing may escape a forked child
         code = 70
@@ -88,11 +89,11 @@ def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int]) -> 
 
 
 def serve_job(model: ifcopenshell.file, job: dict[str, Any], channel: Channel, epilogue_fd: int,
-              tree: process_tree.Tree, limits: script_limits.ScriptLimits) -> None:
+              tree: process_tree.Tree, limits: script_limits.ScriptLimits, refs: list[LoadedRef] | None = None) -> None:
     """Run the job, report its result, then obey the keeper until it says commit or discard. Whatever the
-    script started is killed before its result is reported."""
+    script started is killed before its result is reported. `refs`: the session's reference models (refs.py)."""
     process_tree.write_note(tree, script_limits.apply_cpu(limits, float(job.get("timeout_s") or 0)))
-    result = _run_job(model, job, epilogue_fd)
+    result = _run_job(model, job, epilogue_fd, refs or [])
     process_tree.end_descendants(tree)
     result = script_limits.explain(result, limits)
     channel.send({"kind": "result", "result": result})
@@ -145,20 +146,30 @@ def preimport() -> None:
             importlib.import_module(f"ifcopenshell.util.{name}")
         except Exception:  # noqa: S110
             pass
+    try:  # clash detection in scripts (refs.clash): the sandbox cannot read this package's files later
+        importlib.import_module("ifc_host.clash")
+        importlib.import_module("ifcclash.ifcclash")
+    except Exception:  # noqa: S110 - ifcclash missing: refs.clash says so when called
+        pass
 
 
-def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) -> dict[str, Any]:
+def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int, loaded: list[LoadedRef]) -> dict[str, Any]:
     stdout = CappedOutput(1, STDOUT_CAP_BYTES)
     sys.stdout = sys.stderr = stdout
     _forbid_script_transactions()
-    _protect_host_files(job.get("protected_paths") or [])
+    _protect_host_files([*(job.get("protected_paths") or []), *(r.spec.path for r in loaded)])
+    refs = ReferenceModels(loaded, model, job.get("model_name") or "model")
     recorder = ChangeRecorder(model)
     model.transaction = recorder
     try:
-        outcome = run_code(job["code"], SCRIPT_FILENAME, _script_globals(model))
+        outcome = run_code(job["code"], SCRIPT_FILENAME, _script_globals(model, refs))
     finally:
         stdout.flush()
         model.transaction = None
+    violations = refs.violations()
+    refs.release()
+    if violations and outcome.ok:  # a change that got past the guards: the script fails all the same
+        outcome = ScriptOutcome(False, read_only_error(violations))
     result: dict[str, Any] = {
         "ok": outcome.ok, "error": outcome.error, "stdout_truncated": stdout.truncated, "failures": [],
         "changes": {"added": [], "modified": [], "deleted": []}, "epilogue_stdout": None,
@@ -178,8 +189,9 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int) ->
     return result
 
 
-def _script_globals(model: ifcopenshell.file) -> dict[str, Any]:
-    return {"__name__": "__main__", "__builtins__": __builtins__, "model": model, "ifcopenshell": ifcopenshell}
+def _script_globals(model: ifcopenshell.file, refs: ReferenceModels) -> dict[str, Any]:
+    return {"__name__": "__main__", "__builtins__": __builtins__, "model": model, "refs": refs,
+            "ifcopenshell": ifcopenshell}
 
 
 def _forbid_script_transactions() -> None:

@@ -97,11 +97,13 @@ class ExecuteJob:
     hold: bool = False
     validation: str = "warn"  # "warn" | "block": what schema/model-rule findings the script introduced do
     ids: str | None = None  # an IDS (XML) whose failures introduced by the script count like schema findings
+    refs: tuple[dict[str, str], ...] = ()  # reference models, read-only: {"name", "path"} each (refs.py)
 
     def as_request(self) -> dict[str, Any]:
         return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
                 "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
-                "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids}
+                "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids,
+                "refs": list(self.refs)}
 
 
 class IsolatedExecutor:
@@ -198,7 +200,8 @@ class IsolatedExecutor:
             self._in_flight = job.request_id
         try:
             external = self._adopt_edits_made_on_disk()
-            result = self._call(job.as_request(), job.timeout_s + COMMIT_TIMEOUT_S + 30)
+            request = {**job.as_request(), "model_name": self.model_path.name}
+            result = self._call(request, job.timeout_s + COMMIT_TIMEOUT_S + 30)
         except KeeperUnavailable as exc:
             with self._flight_lock:
                 self._in_flight = None

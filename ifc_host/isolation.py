@@ -30,6 +30,7 @@ from ifc_host import limits as script_limits
 from ifc_host import process_count, sandbox
 from ifc_host.pipes import MessageReader, send_message
 from ifc_host.process_tree import ScriptHandle, reap_bounded
+from ifc_host.refs import LoadedRef, ReferenceCache, ReferenceProblem, RefSpec, specs_of
 
 if TYPE_CHECKING:
     import ifcopenshell
@@ -182,6 +183,9 @@ class _WarmSpares(abc.ABC):
     def __init__(self) -> None:
         self.spares: list[tuple[ForkedRun | SpawnedRun, Path]] = []  # oldest (the next to be used) first
         self.replenishing = True  # False once a successor keeper is coming (see Keeper.after_reply)
+        self.refs: list[LoadedRef] = []  # the reference models the spare holds (fork) or opens (spawn)
+        self.ref_specs: list[RefSpec] = []
+        self.ref_cache = ReferenceCache()
         self.limits = script_limits.from_environment()
         self.process_group = process_count.join_keeper_group(self.limits.processes)  # once: see process_count
 
@@ -226,7 +230,20 @@ class _WarmSpares(abc.ABC):
             return run
         raise RuntimeError(f"the script process failed to start: {last_error}")
 
+    def use_refs(self, raw: Any) -> None:
+        """The reference models the next script sees (an execute's `refs`); a spare holding others is replaced.
+        ReferenceProblem when one cannot be opened."""
+        specs = specs_of(raw)
+        refs = self.ref_cache.load(specs) if self.name == "fork" else []
+        missing = [s for s in specs if self.name != "fork" and not Path(s.path).is_file()]
+        if missing:
+            raise ReferenceProblem(f"reference {missing[0].name}: no model file at {missing[0].path} on this host")
+        if specs != self.ref_specs or [r.digest for r in refs] != [r.digest for r in self.refs]:
+            self.discard_spare()
+        self.ref_specs, self.refs = specs, refs
+
     def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any]) -> ForkedRun | SpawnedRun:
+        self.use_refs(job.get("refs"))
         run = self._ready_spare(model, committed_path)
         self.spares.pop(0)
         run.request_id, run.mode, run.started = job["request_id"], job["mode"], time.monotonic()
@@ -296,7 +313,7 @@ class ForkStrategy(_WarmSpares):
 
             for fd in (to_child_w, from_child_r, *self.private_fds):
                 os.close(fd)
-            child_main(model, scratch, {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r})
+            child_main(model, scratch, {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r}, self.refs)
         try:
             os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race harmlessly
         except (PermissionError, ProcessLookupError):
@@ -394,7 +411,8 @@ class SpawnStrategy(_WarmSpares):
         scratch = _scratch(self.workdir)
         process = self.context.Process(
             target=spare_main, name="nexus-ifc-spare", daemon=True,
-            args=(theirs, str(committed_path), str(scratch), {k: str(v) for k, v in files.items()}))
+            args=(theirs, str(committed_path), str(scratch), {k: str(v) for k, v in files.items()},
+                  [(r.name, r.path) for r in self.ref_specs]))
         process.start()
         theirs.close()
         return SpawnedRun(process, ours, files, scratch, {}, self.limits)

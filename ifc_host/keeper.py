@@ -61,6 +61,7 @@ from ifc_host.model_file import (
     replace_atomically,
     write_beside,
 )
+from ifc_host.refs import ReferenceProblem
 from ifc_host.script import STDOUT_CAP_BYTES
 from ifc_host.trusted_report import IdsStates, Prepared, prepare, warm_ids
 
@@ -170,6 +171,8 @@ class Keeper:
             return {**_failure(job, "Cancelled", CANCELLED_BEFORE), "cancelled": True}
         try:
             run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
+        except ReferenceProblem as exc:
+            return _failure(job, "BadReference", f"{exc}; nothing ran, the model is unchanged")
         except (RuntimeError, OSError) as exc:
             return _failure(job, "HostCrash", f"{exc}; the model is unchanged and the host keeps running")
         if job.get("ids") and job["mode"] == "automate":

@@ -15,7 +15,8 @@ from shared_contract.validate import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
 HOST_APP = "ifc"
-CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate", "abort", "export_scene"]
+CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "validate", "abort", "export_scene",
+                "refs"]
 CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error", "abort",
                  "export_scene")
 RESULT_FIELDS = (

@@ -130,14 +130,16 @@ class RenderError(RuntimeError):
 
 
 def render_view(model_path: str, view: str | None, element_ids: list[int], max_px: int,
-                timeout_s: float = 60) -> RenderedView:
-    """Render a view of the IFC file at ``model_path`` (see the module docstring)."""
+                timeout_s: float = 60, refs: Sequence[str] = ()) -> RenderedView:
+    """Render a view of the IFC file at ``model_path`` (see the module docstring); the reference models at
+    ``refs`` are drawn greyed behind it in axonometric views and elevations."""
     if not MIN_PX <= int(max_px) <= MAX_PX:
         raise RenderError(f"max_px must be between {MIN_PX} and {MAX_PX}, got {max_px}")
     if not Path(model_path).is_file():
         raise RenderError(f"no model file at {model_path}")
     with tempfile.TemporaryDirectory(prefix="nexus-render-") as work:
-        return _run_child(str(Path(model_path).resolve()), view, element_ids, int(max_px), timeout_s, Path(work))
+        return _run_child(str(Path(model_path).resolve()), view, element_ids, int(max_px), timeout_s, Path(work),
+                          [str(Path(r).resolve()) for r in refs])
 
 
 def render_view_from_bytes(model_text: str | bytes, view: str | None, element_ids: list[int], max_px: int,
@@ -153,7 +155,7 @@ def render_view_from_bytes(model_text: str | bytes, view: str | None, element_id
 
 
 def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px: int, timeout_s: float,
-               work: Path) -> RenderedView:
+               work: Path, refs: list[str] | None = None) -> RenderedView:
     """Render in a child process, recovering from native crashes one offending element at a time."""
     key = _content_key(model_path)
     with _recipes_lock:
@@ -167,7 +169,7 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
         request = {"model_path": model_path, "view": view, "element_ids": [int(i) for i in element_ids],
                    "max_px": max_px, "png_path": str(work / "view.png"), "result_path": str(work / "result.json"),
                    "careful": recipe.careful, "exact": sorted(recipe.exact), "skip": sorted(recipe.skip),
-                   "journal_path": str(journal), "cache_dir": str(meshes)}
+                   "journal_path": str(journal), "cache_dir": str(meshes), "ref_paths": refs or []}
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break

@@ -7,6 +7,7 @@ elements are painted last, on top, so a change inside the building stays visible
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import ifcopenshell
@@ -15,7 +16,7 @@ import numpy as np
 from ifc_host import render_canvas as style
 from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, NothingDrawn, tessellate_bodies
 from ifc_host.render_canvas import Canvas, LegendEntry
-from ifc_host.render_scene import Drawing, ViewSpec, all_elements, elements_of_storey
+from ifc_host.render_scene import Drawing, Mesh, ViewSpec, all_elements, elements_of_storey
 
 _SQRT2, _SQRT3, _SQRT6 = np.sqrt(2.0), np.sqrt(3.0), np.sqrt(6.0)
 _LIGHT = np.array([-0.3, -0.6, 0.75]) / np.linalg.norm([-0.3, -0.6, 0.75])
@@ -48,51 +49,64 @@ _CLASS_COLOURS: list[tuple[str, style.RGB]] = [
     ("IfcWall", (232, 230, 224)),
 ]
 _OTHER_COLOUR: style.RGB = (215, 205, 185)
+_REFERENCE_COLOUR: style.RGB = (150, 150, 150)
 
 
 def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], max_px: int,
-                     options: BodyOptions = FIRST_ATTEMPT) -> Drawing:
+                     options: BodyOptions = FIRST_ATTEMPT, references: list[ifcopenshell.file] | None = None) -> Drawing:
     elements = elements_of_storey(spec.storey) if spec.storey is not None else all_elements(model)
     bodies = tessellate_bodies(model, [e for e in elements if not e.is_a("IfcSpace")], options)
     meshes = bodies.meshes
     highlighted = set(element_ids) & set(meshes)
     classes = {e.id(): e for e in elements}
 
-    triangles, colours, lit = [], [], []
+    triangles, colours, lit, behind = [], [], [], []
     for element_id, mesh in meshes.items():
-        tris = mesh.verts[mesh.faces]
-        # Bodies are closed; orient them outward (positive volume) so back faces can be culled below.
-        signed_volume = np.einsum("ij,ij->i", tris[:, 0], np.cross(tris[:, 1], tris[:, 2])).sum()
-        triangles.append(tris if signed_volume >= 0 else tris[:, ::-1])
+        triangles.append(_outward(mesh.verts[mesh.faces]))
         base = style.HIGHLIGHT if element_id in highlighted else _colour_of(classes[element_id])
         colours.append(np.tile(np.array(base, dtype=float), (len(mesh.faces), 1)))
         lit.append(np.full(len(mesh.faces), element_id in highlighted))
+        behind.append(np.zeros(len(mesh.faces), dtype=bool))
+    z_band = _z_band(meshes.values()) if spec.storey is not None else None
+    for reference in references or []:  # whole models; in a storey's view only what overlaps its heights
+        for mesh in tessellate_bodies(reference, [e for e in all_elements(reference) if not e.is_a("IfcSpace")],
+                                      FIRST_ATTEMPT).meshes.values():
+            if z_band is None or (mesh.z_range[1] >= z_band[0] and mesh.z_range[0] <= z_band[1]):
+                triangles.append(_outward(mesh.verts[mesh.faces]))
+                colours.append(np.tile(np.array(_REFERENCE_COLOUR, dtype=float), (len(mesh.faces), 1)))
+                lit.append(np.zeros(len(mesh.faces), dtype=bool))
+                behind.append(np.ones(len(mesh.faces), dtype=bool))
     if bodies.nothing_drawn:
         raise NothingDrawn(spec.name, bodies)
     title = _title(spec, len(highlighted), len(set(element_ids) - highlighted), len(bodies.undrawn),
                    len(bodies.out_of_time))
     legend = [LegendEntry("Highlighted", style.HIGHLIGHT)] if highlighted else []
+    if references:
+        legend.append(LegendEntry("Reference models", _REFERENCE_COLOUR))
     if not triangles:
         return Drawing(*Canvas((0.0, 0.0, 10.0, 10.0), max_px, title, legend).finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
 
     tris = np.concatenate(triangles)
     rgb = np.concatenate(colours)
     is_lit = np.concatenate(lit)
+    is_reference = np.concatenate(behind)
     normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
     lengths = np.linalg.norm(normals, axis=1)
     projection = ELEVATIONS[spec.facing] if spec.kind == "elevation" else ISOMETRIC
     keep = (lengths > 1e-12) & (normals @ projection.toward_viewer > 1e-9 * lengths)
     tris, rgb, is_lit, normals = tris[keep], rgb[keep], is_lit[keep], normals[keep] / lengths[keep, None]
-    tris, rgb, is_lit, normals = _split_long_triangles(tris, rgb, is_lit, normals)
+    is_reference = is_reference[keep]
+    tris, rgb, is_lit, normals, is_reference = _split_long_triangles(tris, rgb, is_lit, normals, is_reference)
     shade = 0.45 + 0.55 * np.abs(normals @ _LIGHT)
     rgb = rgb * shade[:, None]
     if highlighted:
         rgb[~is_lit] = rgb[~is_lit] * (1 - _GHOST) + 255 * _GHOST
+    rgb[is_reference] = rgb[is_reference] * (1 - _GHOST) + 255 * _GHOST  # greyed, whatever is highlighted
 
     screen = np.stack([tris @ projection.right, tris @ projection.up], axis=-1)
     depth = -(tris @ projection.toward_viewer).mean(axis=1)
-    # Painter's algorithm: far triangles first; highlighted ones after all the others.
-    order = np.lexsort((-depth, is_lit))
+    # Painter's algorithm: references first (behind everything), then far triangles first; highlighted ones last.
+    order = np.lexsort((-depth, is_lit, ~is_reference))
 
     flat = screen.reshape(-1, 2)
     canvas = Canvas((float(flat[:, 0].min()), float(flat[:, 1].min()), float(flat[:, 0].max()),
@@ -101,6 +115,17 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
     for points, ink in zip(pixels, _inks(rgb[order]), strict=True):
         canvas.fill_triangle(points, ink)
     return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
+
+
+def _outward(tris: np.ndarray) -> np.ndarray:
+    """Bodies are closed; orient them outward (positive volume) so back faces can be culled."""
+    signed_volume = np.einsum("ij,ij->i", tris[:, 0], np.cross(tris[:, 1], tris[:, 2])).sum()
+    return tris if signed_volume >= 0 else tris[:, ::-1]
+
+
+def _z_band(meshes: Iterable[Mesh]) -> tuple[float, float] | None:
+    ranges = [m.z_range for m in meshes]
+    return (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None
 
 
 def _inks(rgb: np.ndarray) -> list[int]:

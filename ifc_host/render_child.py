@@ -32,8 +32,11 @@ def render_request(request: dict[str, Any]) -> dict[str, Any]:
                           skip=frozenset(int(i) for i in request.get("skip") or ()),
                           journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
                           deadline=float(request["deadline"]) if request.get("deadline") else None)
-    draw = draw_plan if spec.kind == "plan" else draw_axonometric
-    drawing = draw(model, spec, element_ids, int(request["max_px"]), options)
+    if spec.kind == "plan":
+        drawing = draw_plan(model, spec, element_ids, int(request["max_px"]), options)
+    else:  # reference models (a federated session's) greyed behind the working model
+        references = [open_model(path) for path in request.get("ref_paths") or []]
+        drawing = draw_axonometric(model, spec, element_ids, int(request["max_px"]), options, references)
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
             "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time)}

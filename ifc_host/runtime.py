@@ -383,7 +383,7 @@ class HostRuntime:
         job = ExecuteJob(request_id=message["request_id"], mode=message["mode"], code=message["code"],
                          timeout_s=float(message["timeout_s"]), epilogue_code=epilogue.get("code"),
                          hold=bool(message.get("hold")), validation=message.get("validation") or "warn",
-                         ids=message.get("ids"))
+                         ids=message.get("ids"), refs=tuple(message.get("refs") or ()))
         log.info("running %s script for request %s", job.mode, job.request_id)
         if job.mode == "automate":  # the model as it was, for the scene's deleted and moved elements
             self.before_copies.keep(job.request_id, self.executor.committed_path)
@@ -430,7 +430,8 @@ class HostRuntime:
                 self.executor.snapshot_held(path)
             try:
                 rendered = render_view(str(path), message.get("view"), list(message.get("element_ids") or []),
-                                       int(message["max_px"]), timeout_s=self.render_timeout_s)
+                                       int(message["max_px"]), timeout_s=self.render_timeout_s,
+                                       refs=[r["path"] for r in message.get("refs") or []])
             except RenderError as exc:
                 return protocol.export_view_failure(request_id, str(exc))
             return protocol.export_view_result(

@@ -11,6 +11,7 @@ from ifc_host import limits as script_limits
 from ifc_host import process_tree
 from ifc_host.child import capture_output, die_with_the_keeper, preimport, reset_signals, serve_job
 from ifc_host.model_file import BadModelError, open_checked
+from ifc_host.refs import ReferenceProblem, RefSpec, open_reference
 from ifc_host.sandbox import apply
 
 
@@ -33,7 +34,8 @@ class ConnectionChannel:
             return None
 
 
-def spare_main(conn: Connection, model_path: str, scratch: str, files: dict[str, str]) -> None:
+def spare_main(conn: Connection, model_path: str, scratch: str, files: dict[str, str],
+               refs: list[tuple[str, str]] | None = None) -> None:
     code = 70
     try:
         die_with_the_keeper()  # while loading, too
@@ -42,7 +44,8 @@ def spare_main(conn: Connection, model_path: str, scratch: str, files: dict[str,
         preimport()
         try:
             model = open_checked(model_path)
-        except BadModelError as exc:
+            loaded = [open_reference(RefSpec(name, path)) for name, path in refs or []]
+        except (BadModelError, ReferenceProblem) as exc:
             conn.send({"kind": "failed", "error": str(exc)})
             return
         limits = script_limits.from_environment()  # before the environment is scrubbed
@@ -55,7 +58,7 @@ def spare_main(conn: Connection, model_path: str, scratch: str, files: dict[str,
             code = 0
             return
         capture_output(fds["stdout"], fds["crash"])
-        serve_job(model, job, channel, fds["epilogue"], tree, limits)
+        serve_job(model, job, channel, fds["epilogue"], tree, limits, loaded)
         code = 0
     except BaseException:  # noqa: B036 - the keeper reads a dead spare as a crash of the script
         code = 70

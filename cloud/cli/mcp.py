@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--ifc: how long the IFC host may take to open the model and connect "
                         "(default 120 s + 3 s per MB of model)")
     p.add_argument("--token-file", help="--server: file holding the token (else NEXUS_TOKEN)")
+    p.add_argument("--ref", action="append", default=[], metavar="OTHER.ifc",
+                   help="--ifc: a reference model, read-only (repeatable): scripts see it as refs['OTHER.ifc']")
     add_isolation_argument(p)
     p.set_defaults(func=cmd_mcp)
 
@@ -61,6 +63,7 @@ def serve_ifc(args: argparse.Namespace) -> int:
     from cloud.mcp.calls import Backend
     from cloud.mcp.server import NexusMcp
     from cloud.mcp.starting import Starting, step_file_problem
+    from cloud.session_refs import RefsProblem, local_refs
     from cloud.vendors.registry import (
         ModelSpecError,
         allow_on_command_line,
@@ -70,6 +73,13 @@ def serve_ifc(args: argparse.Namespace) -> int:
     )
 
     problem = step_file_problem(args.ifc)
+    if problem:
+        return fail(problem)
+    try:
+        refs = local_refs(args.ref, args.ifc)
+    except RefsProblem as exc:
+        return fail(str(exc))
+    problem = next((p for p in (step_file_problem(r["path"]) for r in refs) if p), None)
     if problem:
         return fail(problem)
     store = open_store(args)
@@ -102,7 +112,7 @@ def serve_ifc(args: argparse.Namespace) -> int:
     starting = Starting(start, wait_s=host_start_timeout + START_MARGIN_S)
     try:
         server = NexusMcp(starting, lambda: MCP_USER, models, default_model=lambda: args.model or default_model_spec(),
-                          image_max_px=args.image_max_px, policy=args.policy).build(host_app=IFC_HOST_APP)
+                          image_max_px=args.image_max_px, policy=args.policy, refs=refs).build(host_app=IFC_HOST_APP)
         server.run("stdio")
         return 0
     finally:

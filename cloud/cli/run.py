@@ -76,6 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "without --out or --in-place they are kept in a scratch copy whose path is printed")
     p.add_argument("--ids", metavar="FILE", help="an IDS file (buildingSMART Information Delivery Specification): "
                    "its requirements an automation makes fail are reported like schema findings")
+    p.add_argument("--ref", action="append", default=[], metavar="OTHER.ifc",
+                   help="a reference model, read-only (repeatable): scripts see it as refs['OTHER.ifc']")
     add_isolation_argument(p)
     p.set_defaults(func=cmd_run)
 
@@ -114,6 +116,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
     from cloud.ids_document import read_ids_file
+    from cloud.session_refs import RefsProblem, local_refs, save_refs
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import allow_on_command_line, create_model
     from ifc_host.ids_check import IdsProblem
@@ -124,7 +127,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         model = create_model(spec)
         open_checked(args.ifc)
         ids = read_ids_file(args.ids) if args.ids else None
-    except (ModelSpecError, ModelError, BadModelError, IdsProblem) as exc:
+        refs = local_refs(args.ref, args.ifc)
+        for ref in refs:
+            open_checked(ref["path"])
+    except (ModelSpecError, ModelError, BadModelError, IdsProblem, RefsProblem) as exc:
         return fail(str(exc))
     # Without --out or --in-place, MODEL is never modified: commits go to a scratch copy, kept if any.
     scratch = None if args.out or args.in_place else Path(tempfile.mkdtemp(prefix="nexus-run-"))
@@ -141,6 +147,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         if ids:
             core.store.update_session(session["id"], ids=ids)
             session["ids"] = ids
+        if refs:
+            save_refs(core.store, session["id"], refs)
+            session["refs"] = core.store.get_session(session["id"])["refs"]
         with CtrlC() as ctrl_c:
             for chunk in core.run(session, model, args.prompt, ctrl_c.cancel):
                 data = chunk.to_json()

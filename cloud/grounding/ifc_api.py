@@ -96,6 +96,33 @@ def _schema_entities(schema_name: str) -> list[ApiEntry]:
     return entries
 
 
+CLASH_SETS_DOC = ("clash_sets: a list of {'name', 'mode': 'intersection' | 'collision' | 'clearance', 'tolerance' "
+                  "(intersection), 'clearance' (clearance), 'check_all', 'a': [{'file': KEY}], 'b': [{'file': KEY}]} "
+                  "where KEY names a file put in clasher.ifcs (e.g. clasher.ifcs['model'] = model; "
+                  "clasher.ifcs['MEP.ifc'] = refs['MEP.ifc']); after clash() each set has 'clashes': "
+                  "{key: {'a_global_id', 'b_global_id', 'p1', 'p2', 'distance', 'type'}}. Set settings.logger "
+                  "(a logging.Logger) first. refs.clash(...) does all this and returns findings.")
+
+
+def _clash_api() -> list[ApiEntry]:
+    """IfcOpenShell's ifcclash (clash detection between the working model and its references)."""
+    try:
+        from ifcclash import ifcclash
+    except Exception:  # not installed: nothing to index
+        return []
+    entries = [ApiEntry("ifcclash.ifcclash", "module", "", "Clash detection (IfcOpenShell's ifcclash): hard "
+                        "clashes, collisions and clearance between the elements of one or more IFC files. "
+                        + CLASH_SETS_DOC)]
+    for cls in (ifcclash.Clasher, ifcclash.ClashSettings):
+        entries.append(ApiEntry(f"ifcclash.ifcclash.{cls.__name__}", "class", _signature(cls),
+                                _doc(cls) or (CLASH_SETS_DOC if cls is ifcclash.Clasher else "")))
+        for name, fn in vars(cls).items():
+            if not name.startswith("_") and inspect.isfunction(fn):
+                entries.append(ApiEntry(f"ifcclash.ifcclash.{cls.__name__}.{name}", "function", _signature(fn),
+                                        _doc(fn)))
+    return entries
+
+
 def build_ifc_index(schema_name: str = "IFC4") -> ApiIndex:
-    entries = [*_api_functions(), *_util_functions(), *_schema_entities(schema_name)]
+    entries = [*_api_functions(), *_util_functions(), *_clash_api(), *_schema_entities(schema_name)]
     return ApiIndex(entries, f"ifcopenshell {ifcopenshell.version} API and {schema_name} schema")

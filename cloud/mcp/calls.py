@@ -20,6 +20,7 @@ from cloud.hostlink import HostConnection, HostDirectory, session_link
 from cloud.mcp.wording import say
 from cloud.rendezvous import Delivery, ToolResultChannel
 from cloud.runs import RunRegistry
+from cloud.session_refs import save_refs
 from cloud.store import Store
 from cloud.tools.dispatch import execute_tool
 from cloud.tools.opening import open_tool_context
@@ -114,8 +115,10 @@ class Ready:
 
 
 class McpCalls:
-    def __init__(self, backend: Backend, image_max_px: int | None = None, policy: str | None = None) -> None:
+    def __init__(self, backend: Backend, image_max_px: int | None = None, policy: str | None = None,
+                 refs: list[dict[str, str]] | None = None) -> None:
         self.backend, self.policy = backend, policy  # policy: for the sessions created here (None: auto)
+        self.refs = refs or []  # reference models of the sessions created here (nexus mcp --ref)
         self.image_max_px = image_max_px or backend.settings.image_max_px
         self._lock = threading.Lock()
         self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, connection) -> session id
@@ -153,6 +156,8 @@ class McpCalls:
         session_id = self.backend.store.create_session(caller.user, host_id, f"mcp:{caller.client}", {})
         if self.policy:
             self.backend.store.update_session(session_id, policy=self.policy)
+        if self.refs:
+            save_refs(self.backend.store, session_id, self.refs)
         with self._lock:
             self._sessions.setdefault(key, session_id)
             self._session_locks.setdefault(self._sessions[key], threading.Lock())

@@ -18,6 +18,7 @@ from cloud.chunks import Chunk
 from cloud.hostlink import session_link
 from cloud.mcp.calls import Backend
 from cloud.mcp.wording import say
+from cloud.session_refs import save_refs
 from cloud.vendors.base import ModelAdapter
 
 RELEASE_WAIT_S = 5.0
@@ -46,8 +47,8 @@ class DelegatedRun:
 
 
 class DelegatedRuns:
-    def __init__(self, backend: Backend, policy: str | None = None) -> None:
-        self.backend, self.policy = backend, policy
+    def __init__(self, backend: Backend, policy: str | None = None, refs: list[dict[str, str]] | None = None) -> None:
+        self.backend, self.policy, self.refs = backend, policy, refs or []
         self._lock = threading.Lock()
         self._runs: dict[str, DelegatedRun] = {}
 
@@ -56,6 +57,8 @@ class DelegatedRuns:
         session_id = store.create_session(user, host_id, model.spec, {})
         if self.policy:
             store.update_session(session_id, policy=self.policy)
+        if self.refs:
+            save_refs(store, session_id, self.refs)
         row = store.get_session(session_id)
         assert row is not None
         run = DelegatedRun(session_id, user)

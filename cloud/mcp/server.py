@@ -157,8 +157,10 @@ class NexusMcp:
 
     def __init__(self, backend: Backend | BackendSource, user_of: Callable[[], str],
                  models: Callable[[str], ModelAdapter], default_model: str | Callable[[], str | None] | None = None,
-                 image_max_px: int | None = None, policy: str | None = None) -> None:
+                 image_max_px: int | None = None, policy: str | None = None,
+                 refs: list[dict[str, str]] | None = None) -> None:
         self.source: BackendSource = Ready(backend) if isinstance(backend, Backend) else backend
+        self.refs = refs or []  # `nexus mcp --ifc ... --ref ...`: every session's reference models
         self.user_of, self.models = user_of, models
         self.default_model, self.image_max_px, self.policy = default_model, image_max_px, policy
         self._parts: tuple[Backend, McpCalls, DelegatedRuns] | None = None
@@ -172,8 +174,8 @@ class NexusMcp:
         if self._parts is None:
             backend = await anyio.to_thread.run_sync(self.source.get)
             if self._parts is None:  # another call may have got there while this one waited
-                self._parts = (backend, McpCalls(backend, self.image_max_px, self.policy),
-                               DelegatedRuns(backend, self.policy))
+                self._parts = (backend, McpCalls(backend, self.image_max_px, self.policy, self.refs),
+                               DelegatedRuns(backend, self.policy, self.refs))
 
     def _part(self) -> tuple[Backend, McpCalls, DelegatedRuns]:
         assert self._parts is not None, "ready() first"
@@ -412,7 +414,7 @@ class NexusMcp:
         host = self.calls.resolve_host(user, host_id)
         link = WebSocketHostLink(self.backend.hosts, self.backend.channel, host.host_id, user,
                                  "ctx_" + uuid.uuid4().hex[:12])
-        return render_context_block(link, fetch_context(link, threading.Event()))
+        return render_context_block(link, fetch_context(link, threading.Event()), self.refs)
 
     def _resources(self, server: MCPServer) -> None:
         @server.resource("nexus://context", name="context", mime_type="text/plain",

@@ -8,6 +8,7 @@ from typing import Any
 from cloud import chunks
 from cloud.hosts.base import ViewRequest
 from cloud.prompts import message
+from cloud.session_refs import REFS_CAPABILITY, session_refs
 from cloud.tools.base import ToolContext, ToolOutput, no_reply_text, plain
 from cloud.tools.result import ImageMeta, ToolResult
 from cloud.transcript import tool_result_part
@@ -26,8 +27,11 @@ class Exported:
 
 def export_view(ctx: ToolContext, call_id: str, view: ViewRequest) -> Exported:
     assert ctx.host is not None
-    command = {"type": "export_view", "view": view.view, "element_ids": list(view.element_ids),
-               "max_px": ctx.image_max_px}
+    command: dict[str, Any] = {"type": "export_view", "view": view.view, "element_ids": list(view.element_ids),
+                               "max_px": ctx.image_max_px}
+    refs = session_refs(ctx.store, ctx.session.session_id)
+    if refs and ctx.host.hello.has(REFS_CAPABILITY):
+        command["refs"] = refs  # drawn greyed behind the working model
     reply = ctx.host.ask(command, ctx.settings.tool_timeout_s, ctx.cancel, about=call_id)
     result = reply.message
     if result is None or result.get("type") != "export_view_result" or not result.get("ok"):

@@ -15,6 +15,7 @@ from cloud.hosts.registry import (
     stamped_epilogue,
 )
 from cloud.session import Outcome
+from cloud.session_refs import REFS_CAPABILITY, session_refs
 from cloud.tools.approval import settle
 from cloud.tools.base import ToolContext, ToolOutput, no_reply_text, plain
 from cloud.tools.capture import Exported, export_view
@@ -54,6 +55,9 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
     automate = run.mode == "automate"
     command: dict[str, Any] = {"type": "execute", "mode": run.mode, "code": run.code,
                                "timeout_s": ctx.settings.script_timeout_s}
+    refs = session_refs(ctx.store, ctx.session.session_id)
+    if refs and ctx.host.hello.has(REFS_CAPABILITY):
+        command["refs"] = refs  # the federated session's reference models, read-only in the script
     provider, epilogue = None, None
     if automate:
         try:

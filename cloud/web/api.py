@@ -13,6 +13,7 @@ from cloud.hostlink import HELD, HostActivity, abort_on_host, session_link
 from cloud.policy import POLICY_STRICTNESS
 from cloud.rendezvous import Delivery
 from cloud.runs import KEEPALIVE, Run
+from cloud.session_refs import refs_of_row, shown_refs
 from cloud.tools.relay import validate_relayed_result
 from cloud.transcript import model_view, person_view
 from cloud.validation_setting import VALIDATION_STRICTNESS
@@ -103,7 +104,9 @@ def _check_host(host_id: Any) -> str | None:
 @api.post("/sessions")
 @require_user()
 def create_session():
-    body = _json_body(optional=("host_id", "model"))
+    from cloud.session_refs import RefsProblem, http_refs, save_refs
+
+    body = _json_body(optional=("host_id", "model", "refs"))
     state = nexus()
     check_sessions_per_hour(state.store, state.settings, g.user.name)
     host_id = _check_host(body.get("host_id"))
@@ -111,8 +114,29 @@ def create_session():
         mine = state.hosts.for_user(g.user.name)
         host_id = mine[0].host_id if len(mine) == 1 else None
     model = _check_model(body["model"]) if body.get("model") is not None else state.default_model
+    try:
+        refs = http_refs(state.store, g.user.name, body.get("refs", []))
+        if refs:
+            _check_refs_host(state, host_id)
+    except RefsProblem as exc:
+        return api_error(exc.status, str(exc))
     session_id = state.store.create_session(g.user.name, host_id, model, {})
-    return jsonify({"session_id": session_id, "host_id": host_id, "model": model}), 201
+    if refs:
+        save_refs(state.store, session_id, refs)
+    return jsonify({"session_id": session_id, "host_id": host_id, "model": model,
+                    "refs": shown_refs(refs, g.user.name)}), 201
+
+
+def _check_refs_host(state: Any, host_id: str | None) -> None:
+    """Reference models are for IFC hosts (Revit's are its linked models): the session's host must take them."""
+    from cloud.session_refs import REFS_CAPABILITY, RefsProblem
+
+    host = state.hosts.get(host_id) if host_id else None
+    if host is None:
+        raise RefsProblem("refs: a session with reference models needs a connected IFC host (host_id)", 409)
+    if REFS_CAPABILITY not in (host.hello.get("capabilities") or []):
+        raise RefsProblem(f"refs: host {host_id} ({host.host_app}) does not take reference models; they are for "
+                          "IFC hosts (in Revit, the linked models are the references)")
 
 
 @api.get("/sessions")
@@ -170,6 +194,7 @@ def get_session(row: dict[str, Any]):
         "usage": state.store.session_usage(session_id), "running": run is not None,
         "run_chunks": run.chunk_count() if run else 0,
         "ids": ids_summary(row.get("ids")),  # title, specifications, size: never the document
+        "refs": shown_refs(refs_of_row(row), g.user.name),
     })
 
 
@@ -181,6 +206,25 @@ def set_host(row: dict[str, Any]):
     host_id = _check_host(_json_body("host_id")["host_id"])
     nexus().store.update_session(session_id, host_id=host_id)
     return jsonify({"session_id": session_id, "host_id": host_id})
+
+
+@api.put("/sessions/<session_id>/refs")
+@require_user()
+@own_session
+def set_refs(row: dict[str, Any]):
+    """Attach reference models to a session (or `[]` to detach them): they reach the host with its next script."""
+    from cloud.session_refs import RefsProblem, http_refs, save_refs
+
+    session_id = row["id"]
+    state = nexus()
+    try:
+        refs = http_refs(state.store, g.user.name, _json_body("refs")["refs"])
+        if refs:
+            _check_refs_host(state, row["host_id"])
+    except RefsProblem as exc:
+        return api_error(exc.status, str(exc))
+    save_refs(state.store, session_id, refs)
+    return jsonify({"session_id": session_id, "refs": shown_refs(refs, g.user.name)})
 
 
 def _follow(run: Run, after: int) -> Iterator[str]:

@@ -8,6 +8,7 @@ from Autodesk.Revit import DB
 
 from nexus_runtime import protocol
 from nexus_runtime.ids import element_id_value, element_id_values
+from nexus_runtime.links import collect_links
 
 COUNTED_CATEGORIES = (
     ("Walls", "OST_Walls"), ("Doors", "OST_Doors"), ("Windows", "OST_Windows"), ("Floors", "OST_Floors"),
@@ -38,6 +39,9 @@ def describe(uiapp, message):
         "counts": _counts(doc),
         "units": {"length": "foot (Revit API internal unit; level elevations are in feet)", "angle": "radian"},
     }
+    links = collect_links(doc)
+    if len(links) or links.unavailable:
+        context["links"] = {"loaded": links.keys(), "unavailable": links.unavailable}
     return protocol.context_ok(request_id, context)
 
 

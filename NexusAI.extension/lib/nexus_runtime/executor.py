@@ -30,6 +30,7 @@ from nexus_runtime.guards import OWN_NAME_PREFIX, RunGuard
 from nexus_runtime.holds import BY_REVIT, DISCARD, KEEP
 from nexus_runtime.integrity import CommitCheck
 from nexus_runtime.jobs import monotonic
+from nexus_runtime.links import collect_links
 from nexus_runtime.run_services import RunServices
 
 EPILOGUE_TIMEOUT_S = 60.0
@@ -55,6 +56,7 @@ def script_namespace(uiapp, uidoc, doc, changes):
         "DB": DB,
         "UI": UI,
         "nexus_changes": changes.as_message,
+        "links": collect_links(doc),  # linked models, read-only (links.py)
     }
 
 

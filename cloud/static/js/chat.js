@@ -7,6 +7,7 @@ import { RunView, beforeRunInProgress, renderTranscript, shortModel, userBubble 
 import { mountSkillsList } from "./skills.js";
 import { ApprovalAttention, offerNotifications } from "./attention.js";
 import { showHostActivity } from "./host_activity.js";
+import { ReferencesControl } from "./references.js";
 
 const REMEMBERED = "nexus.session";
 const HOST_POLL_MS = 5000;
@@ -28,6 +29,7 @@ class ChatPage {
     this.policySelect = $("policy");
     this.validationSelect = validationControl(this.policySelect);
     this.idsIndicator = idsIndicator(this.validationSelect);
+    this.references = new ReferencesControl(this.idsIndicator, () => this.ensureSession(), (text) => this.showNotice(text));
     this.notice = $("notice");
     this.sessionId = null;
     this.session = null;
@@ -244,6 +246,7 @@ class ChatPage {
     this.policySelect.value = "auto";
     this.validationSelect.value = "warn";
     showIds(this.idsIndicator, null);
+    this.references.show([]);
     this.updatePolicyNote();
     this.showEmpty();
     this.toggleSessions(false);
@@ -280,6 +283,7 @@ class ChatPage {
     this.policySelect.value = session.policy || "auto";
     this.validationSelect.value = session.validation || "warn";
     showIds(this.idsIndicator, session.ids);
+    this.references.show(session.refs);
     this.updatePolicyNote();
     this.showCost(session.usage);
     clear(this.conversation);
@@ -387,6 +391,11 @@ class ChatPage {
       this.showNotice(error.message);
       this.setRunning(false);
     }
+  }
+
+  async ensureSession() {
+    if (!this.sessionId) await this.createSession(this.modelInput.value.trim() || null);
+    return this.sessionId;
   }
 
   async createSession(model) {

@@ -108,6 +108,16 @@ class FakeRevit:
         self.documents.append(doc)
         return doc
 
+    def link_document(self, title: str, offset: tuple[float, float, float] = (0.0, 0.0, 0.0), loaded: bool = True,
+                      broken: bool = False) -> db.Document:
+        """A Revit model linked into the active document at `offset` (Revit opens linked models, read-only)."""
+        linked = self.open_background_document(title)
+        linked._linked = True
+        self.doc._seed(db.RevitLinkInstance(self.doc, title + ".rvt : 1 : location <Not Shared>",
+                                            linked if loaded else None,
+                                            db.Transform.CreateTranslation(db.XYZ(*offset)), broken))
+        return linked
+
     def close_document(self) -> None:
         if self.doc in self.documents:
             self.documents.remove(self.doc)

@@ -144,6 +144,25 @@ class XYZ:
         return XYZ(self.X - other.X, self.Y - other.Y, self.Z - other.Z)
 
 
+class Transform:
+    """A rigid placement: origin and basis vectors (only what links use)."""
+
+    def __init__(self, origin: XYZ | None = None, basis_x: XYZ | None = None, basis_y: XYZ | None = None,
+                 basis_z: XYZ | None = None) -> None:
+        self.Origin = origin or XYZ()
+        self.BasisX, self.BasisY, self.BasisZ = basis_x or XYZ(1, 0, 0), basis_y or XYZ(0, 1, 0), basis_z or XYZ(0, 0, 1)
+
+    @staticmethod
+    def CreateTranslation(vector: XYZ) -> Transform:
+        return Transform(XYZ(vector.X, vector.Y, vector.Z))
+
+    def OfPoint(self, point: XYZ) -> XYZ:
+        x, y, z, o = self.BasisX, self.BasisY, self.BasisZ, self.Origin
+        return XYZ(o.X + point.X * x.X + point.Y * y.X + point.Z * z.X,
+                   o.Y + point.X * x.Y + point.Y * y.Y + point.Z * z.Y,
+                   o.Z + point.X * x.Z + point.Y * y.Z + point.Z * z.Z)
+
+
 class UV:
     def __init__(self, u: float = 0.0, v: float = 0.0) -> None:
         self.U, self.V = float(u), float(v)
@@ -787,6 +806,8 @@ class Transaction(_NamedTransactionStatus):
         if not self._name:
             raise exc.ArgumentException("A transaction needs a name.")
         doc = self._document
+        if doc._linked:  # Revit: a linked document cannot be modified from the host
+            raise exc.InvalidOperationException("The document is a linked document: it cannot be modified.")
         if doc._transaction is not None or doc._world._read_only_reason:
             raise exc.InvalidOperationException(
                 "Starting a new transaction is not permitted. It could be because another transaction already "
@@ -894,6 +915,29 @@ class TransactionGroup(_NamedTransactionStatus):
 
     def _record(self, name: str, journal: list[Any], added: set[int], modified: set[int], deleted: set[int]) -> None:
         self._committed.append((name, journal, set(added), set(modified), set(deleted)))
+
+
+class RevitLinkInstance(Element):
+    """A linked Revit model placed in the host. `linked`: its document (None: the link is not loaded);
+    `broken`: Revit raises when asked for its document."""
+
+    def __init__(self, document: Document, name: str, linked: Document | None, transform: Transform,
+                 broken: bool = False) -> None:
+        super().__init__(document, name)
+        self._linked_document, self._transform, self._broken = linked, transform, broken
+
+    @property
+    def Name(self) -> str:
+        return self._name
+
+    def GetLinkDocument(self) -> Document | None:
+        Session.check_api_context("RevitLinkInstance.GetLinkDocument")
+        if self._broken:
+            raise exc.InvalidOperationException("The link's document could not be accessed.")
+        return self._linked_document
+
+    def GetTotalTransform(self) -> Transform:
+        return self._transform
 
 
 # --- collector ----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from shared_contract import SCHEMA_DIR
 HOST_MESSAGE_TYPES = (
     "hello", "welcome", "execute", "execute_result", "export_view", "export_view_result",
     "decide", "decided", "ping", "pong", "error", "context", "context_result",
-    "doctor", "doctor_result", "abort", "aborted",
+    "doctor", "doctor_result", "abort", "aborted", "show_elements", "show_elements_result",
 )
 
 

@@ -49,6 +49,10 @@ VALID_HOST_MESSAGES = {
                       "host_version": "Revit 2026 (26.0)", "python_version": "2.7.12 (IronPython)", "ok": False,
                       "checks": [{"id": "webview2", "title": "WebView2", "ok": False, "detail": "too old",
                                   "fallback": "Open chat in browser"}]},
+    "show_elements": {"type": "show_elements", "request_id": "show-1.show_elements", "element_ids": [312, 5077]},
+    "show_elements_result": {"type": "show_elements_result", "request_id": "show-1.show_elements", "ok": True,
+                             "shown": [312], "missing": [5077], "zoomed": True, "view": "Level 1",
+                             "document": "Tower"},
 }
 
 # (message type, change to a valid example, the field the error must name)
@@ -83,6 +87,10 @@ INVALID_HOST_MESSAGES = [
     ("context_result", {"context": {"document": "T", "selection": ["a"]}}, "context/selection/0"),
     ("doctor", {"show": True}, "show"),
     ("doctor_result", {"checks": []}, "checks"),
+    ("show_elements", {"element_ids": []}, "element_ids"),
+    ("show_elements", {"element_ids": ["312"]}, "element_ids/0"),
+    ("show_elements_result", {"shown": ["a"]}, "shown/0"),
+    ("show_elements_result", {"ok": False}, "error"),
     ("doctor_result", {"checks": [{"id": "x", "title": "X", "ok": "yes", "detail": "", "fallback": ""}]}, "checks/0/ok"),
 ]
 
@@ -90,7 +98,7 @@ MISSING_REQUIRED = {
     "hello": "document", "welcome": "host_id", "execute": "code", "execute_result": "changes",
     "export_view": "max_px", "export_view_result": "request_id", "decide": "decision", "decided": "decision", "error": "message",
     "context": "request_id", "context_result": "ok", "doctor": "request_id", "doctor_result": "checks",
-    "abort": "request_id", "aborted": "state",
+    "abort": "request_id", "aborted": "state", "show_elements": "element_ids", "show_elements_result": "ok",
 }
 
 

@@ -25,7 +25,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ClientCapabilities, ListToolsResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from cloud.mcp.results import as_text
@@ -44,10 +44,9 @@ NOT_HELD = ("No change held for you is waiting under tool call {tool_call_id}: i
 ToolHandler = Callable[[dict[str, Any], Context], Awaitable[CallToolResult]]
 
 
-def renders_apps(ctx: Context) -> bool:
+def renders_apps(capabilities: ClientCapabilities | None) -> bool:
     """Whether the client said it renders MCP Apps HTML (capabilities.extensions, or experimental before
     the 2026-07-28 capabilities had extensions)."""
-    capabilities = ctx.client_capabilities
     if capabilities is None:
         return False
     for table in (capabilities.extensions, capabilities.experimental):
@@ -57,8 +56,16 @@ def renders_apps(ctx: Context) -> bool:
     return False
 
 
+def listed_for(listing: ListToolsResult, capabilities: ClientCapabilities | None) -> ListToolsResult:
+    """tools/list as this client sees it: the card's own tools only for a client that renders the card (a
+    client that does not would hand them to its model, for whom they are not)."""
+    if renders_apps(capabilities):
+        return listing
+    return listing.model_copy(update={"tools": [t for t in listing.tools if t.name not in APP_TOOLS]})
+
+
 def card_meta() -> dict[str, Any]:
-    return {"ui": {"resourceUri": CARD_URI}, "ui/resourceUri": CARD_URI}  # the second: hosts of ext-apps 0.x
+    return {"ui": {"resourceUri": CARD_URI}, "ui/resourceUri": CARD_URI}  # the second: older hosts read it
 
 
 def tool_meta(name: str) -> dict[str, Any] | None:
@@ -223,7 +230,7 @@ class ReviewCard:
     async def offer(self, ctx: Context, caller: Any, session_id: str, tool_call_id: str, tool: str,
                     request: dict[str, Any]) -> bool:
         """Under `ask`: True when the client renders the card, which then decides (no elicitation form)."""
-        if not renders_apps(ctx):
+        if not renders_apps(ctx.client_capabilities):
             return False
         self.held.add(HeldChange(caller.user, caller.connection, session_id, tool_call_id, tool, request))
         await ctx.report_progress(0, None, DECIDE_IN_CARD.format(session_id=session_id))

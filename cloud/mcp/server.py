@@ -34,7 +34,7 @@ from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_tool_definitions
-from cloud.mcp.apps import ReviewCard, register_card, tool_meta, with_card
+from cloud.mcp.apps import ReviewCard, listed_for, register_card, tool_meta, with_card
 from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, Caller, CallOutcome, McpCalls, Ready, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
 from cloud.mcp.results import as_text, capped_copy, output_schema
@@ -136,7 +136,11 @@ def connection_of(ctx: Context) -> str:
 
 class NexusServer(MCPServer):
     """The SDK's server, with a prompt request that names what is wrong with it answered as invalid params
-    (-32602), as the spec says, instead of an internal error with a traceback on standard error."""
+    (-32602), as the spec says, instead of an internal error with a traceback on standard error; the review
+    card's own tools are listed only to clients that render it (apps.py)."""
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        return listed_for(await super()._handle_list_tools(ctx, params), ctx.session.client_capabilities)
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
                          context: Context | None = None) -> Any:

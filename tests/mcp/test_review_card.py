@@ -131,11 +131,13 @@ def test_a_client_that_does_not_render_apps_gets_today_s_result_and_its_elicitat
     async def scenario():
         async with stdio_session("--ifc", str(sample_ifc), "--out", str(out), "--db", str(tmp_path / "db.sqlite"),
                                  "--policy", "ask", elicitation_callback=elicit) as session:
+            listed = {t.name for t in (await session.list_tools()).tools}
             call = await session.call_tool("execute_task_automation", {"code": RENAME.format(name="PLAIN")})
             none_held = await session.call_tool("review_held_change", {})
-            return call, none_held
+            return listed, call, none_held
 
-    call, none_held = anyio.run(scenario)
+    listed, call, none_held = anyio.run(scenario)
+    assert "execute_task_automation" in listed and not listed & {"review_held_change", "decide_held_change"}
     result = call.structured_content
     assert result["committed"] is True and result["decision"] == {"decision": "keep", "by": "mcp", "comment": ""}
     assert text_of(call).startswith("{") and "PLAIN" in result["change_report"]

@@ -57,6 +57,8 @@ def show_elements(session_id: str):
         return api_error(409, f"this conversation's host {host_id} is not connected" if host_id
                          else "this conversation has no host")
     if SHOW_CAPABILITY not in (connection.hello.get("capabilities") or []):
+        if connection.host_app == "revit":
+            return api_error(409, "this Revit's NexusAI extension is too old to show elements: update it")
         name = HOST_NAMES.get(connection.host_app, connection.host_app)
         return api_error(409, f"{name} cannot show elements (only Revit can)")
     about = "show-" + uuid.uuid4().hex[:12]

@@ -19,6 +19,7 @@ HOST_MESSAGE_TYPES = (
     "hello", "welcome", "execute", "execute_result", "export_view", "export_view_result",
     "decide", "decided", "ping", "pong", "error", "context", "context_result",
     "doctor", "doctor_result", "abort", "aborted", "export_scene", "export_scene_result",
+    "show_elements", "show_elements_result",
 )
 
 

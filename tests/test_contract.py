@@ -54,6 +54,10 @@ VALID_HOST_MESSAGES = {
                      "max_bytes": 2097152},
     "export_scene_result": {"type": "export_scene_result", "request_id": "c1.scene", "ok": True, "glb_base64": "Z2xU",
                             "view": "Level 1", "nodes": 2, "counts": {"added": 1, "modified": 0, "deleted": 1}},
+    "show_elements": {"type": "show_elements", "request_id": "show-1.show_elements", "element_ids": [312, 5077]},
+    "show_elements_result": {"type": "show_elements_result", "request_id": "show-1.show_elements", "ok": True,
+                             "shown": [312], "missing": [5077], "zoomed": True, "view": "Level 1",
+                             "document": "Tower"},
 }
 
 # (message type, change to a valid example, the field the error must name)
@@ -88,6 +92,10 @@ INVALID_HOST_MESSAGES = [
     ("context_result", {"context": {"document": "T", "selection": ["a"]}}, "context/selection/0"),
     ("doctor", {"show": True}, "show"),
     ("doctor_result", {"checks": []}, "checks"),
+    ("show_elements", {"element_ids": []}, "element_ids"),
+    ("show_elements", {"element_ids": ["312"]}, "element_ids/0"),
+    ("show_elements_result", {"shown": ["a"]}, "shown/0"),
+    ("show_elements_result", {"ok": False}, "error"),
     ("doctor_result", {"checks": [{"id": "x", "title": "X", "ok": "yes", "detail": "", "fallback": ""}]}, "checks/0/ok"),
 ]
 
@@ -96,6 +104,7 @@ MISSING_REQUIRED = {
     "export_view": "max_px", "export_view_result": "request_id", "decide": "decision", "decided": "decision", "error": "message",
     "context": "request_id", "context_result": "ok", "doctor": "request_id", "doctor_result": "checks",
     "abort": "request_id", "aborted": "state", "export_scene": "request_id", "export_scene_result": "ok",
+    "show_elements": "element_ids", "show_elements_result": "ok",
 }
 
 

@@ -35,7 +35,8 @@ HOST_ID = re.compile(r"h_[A-Za-z0-9_-]{1,64}")  # shaped like the ids HostDirect
 
 HELLO_TIMEOUT_S = 30
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-RESULT_TYPES = ("execute_result", "export_view_result", "context_result", "error", "aborted", "export_scene_result")
+RESULT_TYPES = ("execute_result", "export_view_result", "context_result", "error", "aborted", "export_scene_result",
+                "show_elements_result")
 
 
 def _send(ws: Any, message: dict[str, Any]) -> None:

@@ -34,6 +34,7 @@ from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_tool_definitions
+from cloud.mcp.apps import ReviewCard, listed_for, register_card, tool_meta, with_card
 from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, Caller, CallOutcome, McpCalls, Ready, Refused
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
 from cloud.mcp.results import as_text, capped_copy, output_schema
@@ -68,7 +69,7 @@ def contract_tool(name: str, description: str, schema: dict[str, Any], handler: 
     return ContractTool(fn=_placeholder, name=name, description=description, parameters=schema,
                         fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True,
                         handler=handler, result_schema=output_schema(name),
-                        annotations=ToolAnnotations.model_validate(annotations(name)))
+                        annotations=ToolAnnotations.model_validate(annotations(name)), meta=tool_meta(name))
 
 
 def with_host(schema: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +136,11 @@ def connection_of(ctx: Context) -> str:
 
 class NexusServer(MCPServer):
     """The SDK's server, with a prompt request that names what is wrong with it answered as invalid params
-    (-32602), as the spec says, instead of an internal error with a traceback on standard error."""
+    (-32602), as the spec says, instead of an internal error with a traceback on standard error; the review
+    card's own tools are listed only to clients that render it (apps.py)."""
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        return listed_for(await super()._handle_list_tools(ctx, params), ctx.session.client_capabilities)
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
                          context: Context | None = None) -> Any:
@@ -164,6 +169,7 @@ class NexusMcp:
         self.user_of, self.models = user_of, models
         self.default_model, self.image_max_px, self.policy = default_model, image_max_px, policy
         self._parts: tuple[Backend, McpCalls, DelegatedRuns] | None = None
+        self.card = ReviewCard()  # the MCP Apps review card (apps.py)
 
     def caller(self, ctx: Context) -> Caller:
         name, version = client_info(ctx)
@@ -207,8 +213,10 @@ class NexusMcp:
             if "host" in schema["properties"]:
                 schema = with_host(schema)
             tools.append(contract_tool(name, spec["description"], schema, self._when_ready(handler)))
+        tools.extend(self.card.tools(self, self._when_ready))
         server = NexusServer("NexusAI", version=package_version(), tools=tools, **server_args)
         self._resources(server)
+        register_card(server)
         self._prompts(server)
         self._completions(server)
         return server
@@ -252,10 +260,13 @@ class NexusMcp:
                 if isinstance(item, CallOutcome):
                     outcome = item
                 elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":
-                    await self._review(ctx, session_id, call_id, item.content)
+                    if not await self.card.offer(ctx, caller, session_id, call_id, name, item.metadata or {}):
+                        await self._review(ctx, session_id, call_id, item.content)
         except anyio.get_cancelled_exc_class():
             self.calls.cancel(call_id)  # the host aborts the script: killed, rolled back, a hold discarded
             raise
+        finally:
+            self.card.held.forget(call_id)
         return self.result(outcome, call_id, name)
 
     async def _review(self, ctx: Context, session_id: str, call_id: str, summary: str) -> None:
@@ -292,8 +303,8 @@ class NexusMcp:
                                     "summary": outcome.text}
         images = [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
                   for image in outcome.images]
-        return structured_result(capped_copy(person, outcome.session_id, self.backend.settings),
-                                 outcome.is_error, images)
+        return with_card(name, structured_result(capped_copy(person, outcome.session_id, self.backend.settings),
+                                                 outcome.is_error, images))
 
     # hosts, delegated runs
     async def list_hosts(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:

@@ -20,6 +20,7 @@ from cloud.web.models_api import models_api
 from cloud.web.pages import pages
 from cloud.web.quotas import QuotaExceeded, RequestRate
 from cloud.web.scene_api import scene_api
+from cloud.web.show_api import show_api
 from cloud.web.skills_api import skills_api
 from cloud.web.state import NexusState
 
@@ -58,6 +59,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
     app.register_blueprint(skills_api)
     app.register_blueprint(batches_api)
     app.register_blueprint(scene_api)
+    app.register_blueprint(show_api)
 
     @app.before_request
     def authenticate_everything():

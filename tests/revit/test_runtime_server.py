@@ -39,7 +39,7 @@ def test_both_transports_say_hello_and_serve(server, launch, transport):
     assert server.wait_for_host(token) == host.host_id
     hello = validate_host_message(server.state.hosts.get(host.host_id).hello)
     assert hello["host_app"] == "revit" and hello["document"] == {"title": "Tower A"}
-    assert hello["capabilities"] == ["execute", "export_view", "context", "hold", "doctor", "abort"]
+    assert hello["capabilities"] == ["execute", "export_view", "context", "hold", "doctor", "abort", "show_elements"]
     assert run(server, host, REVIT_SCRIPTS["count_elements"])["stdout"] == "12\n"
 
 

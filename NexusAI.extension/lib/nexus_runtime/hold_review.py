@@ -47,7 +47,8 @@ def _wait(uiapp, run, held_result, services, guard, log, pacing):
         window = ReviewWindow(run, pacing, serve, review_text.review_title(changes),
                               review_text.review_body(changes, held_result.get("epilogue_stdout"),
                                                       held_result.get("stdout")),
-                              review_text.highlight_note(highlight.selected, highlight.isolated), log)
+                              review_text.highlight_note(highlight.selected, highlight.isolated,
+                                                         highlight.not_isolable), log)
         window.wait_for_decision()
     except Exception as exc:  # no window: the chat page and a short timeout can still decide
         log.write("the review window could not be shown: {0}".format(exc))

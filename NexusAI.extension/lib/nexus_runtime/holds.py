@@ -35,7 +35,7 @@ UNKNOWN = "unknown"  # on_decide: nothing is held under this request id
 LATER = "later"  # on_decide: the main thread will answer once the decision is applied
 NOW = "now"  # on_decide: here is the final result, send it
 
-SERVED_WHILE_HELD = ("export_view", "context")  # read-only jobs the main thread serves while it waits
+SERVED_WHILE_HELD = ("export_view", "context", "show_elements")  # jobs that change no model, served while held
 SETTLED_KEPT_S = 3600.0  # how long a settled result waits for the cloud's decide before it is forgotten
 
 

@@ -9,7 +9,7 @@ import numbers
 from nexus_runtime import RUNTIME_VERSION
 
 HOST_APP = "revit"
-CAPABILITIES = ["execute", "export_view", "context", "hold", "doctor", "abort"]
+CAPABILITIES = ["execute", "export_view", "context", "hold", "doctor", "abort", "show_elements"]
 CANCELLED_BEFORE = "cancelled before it ran: nothing ran, the model is unchanged"
 BUSY_MESSAGE = "Revit is busy (a dialog or an edit mode may be open; press Esc)"
 NO_DOCUMENT_TITLE = "(no document open)"
@@ -141,7 +141,23 @@ def context_error(request_id, message):
     return {"type": "context_result", "request_id": request_id, "ok": False, "error": message}
 
 
+def show_elements_result(request_id, shown, missing, zoomed, view_name, document_title):
+    """The elements now selected in Revit (and zoomed to, when `zoomed`), and those that no longer exist."""
+    return {"type": "show_elements_result", "request_id": request_id, "ok": True, "shown": [int(i) for i in shown],
+            "missing": [int(i) for i in missing], "zoomed": bool(zoomed), "view": view_name,
+            "document": document_title}
+
+
+def show_elements_error(request_id, message, missing=None):
+    reply = {"type": "show_elements_result", "request_id": request_id, "ok": False, "error": message}
+    if missing:
+        reply["missing"] = [int(i) for i in missing]
+    return reply
+
+
 def busy_reply_for(message, waited_ms):
+    if message.get("type") == "show_elements":
+        return show_elements_error(message.get("request_id"), BUSY_MESSAGE)
     if message.get("type") == "doctor":
         return error(BUSY_MESSAGE, message.get("request_id"))
     if message.get("type") == "export_view":
@@ -153,6 +169,8 @@ def busy_reply_for(message, waited_ms):
 
 def failed_reply_for(message, kind, text):
     """A reply for a job that could not run at all (no document, internal fault)."""
+    if message.get("type") == "show_elements":
+        return show_elements_error(message.get("request_id"), text)
     if message.get("type") == "doctor":
         return error(text, message.get("request_id"))
     if message.get("type") == "export_view":
@@ -229,10 +247,27 @@ def check_export_view(message):
         raise ProtocolError("view: must be a string")
     element_ids = message.get("element_ids")
     if element_ids is not None:
-        if not isinstance(element_ids, list) or not all(
-                isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in element_ids):
+        if not isinstance(element_ids, list):
             raise ProtocolError("element_ids: must be a list of integers")
-        if not all(ELEMENT_ID_MIN <= i <= ELEMENT_ID_MAX for i in element_ids):
-            raise ProtocolError("element_ids: Revit element ids are 64-bit integers; {0} is out of range".format(
-                next(i for i in element_ids if not ELEMENT_ID_MIN <= i <= ELEMENT_ID_MAX)))
+        _check_element_ids(element_ids)
     return message
+
+
+SHOW_ELEMENTS_MAX = 1000
+
+
+def check_show_elements(message):
+    _require_request_id(message)
+    element_ids = message.get("element_ids")
+    if not isinstance(element_ids, list) or not element_ids or len(element_ids) > SHOW_ELEMENTS_MAX:
+        raise ProtocolError("element_ids: required, a list of 1 to {0} element ids".format(SHOW_ELEMENTS_MAX))
+    _check_element_ids(element_ids)
+    return message
+
+
+def _check_element_ids(element_ids):
+    if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in element_ids):
+        raise ProtocolError("element_ids: must be a list of integers")
+    if not all(ELEMENT_ID_MIN <= i <= ELEMENT_ID_MAX for i in element_ids):
+        raise ProtocolError("element_ids: Revit element ids are 64-bit integers; {0} is out of range".format(
+            next(i for i in element_ids if not ELEMENT_ID_MIN <= i <= ELEMENT_ID_MAX)))

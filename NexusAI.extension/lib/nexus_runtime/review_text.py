@@ -39,7 +39,10 @@ def review_body(changes, epilogue_stdout, stdout):
     return "The script ran without a change report: " + change_counts(changes) + "."
 
 
-def highlight_note(selected, isolated):
+def highlight_note(selected, isolated, not_isolable=None):
+    if not_isolable and selected:
+        return "The {0} are selected; the active view '{1}' cannot isolate them (open a plan or 3D view).".format(
+            _plural(selected, "changed element"), not_isolable)
     if isolated:
         return "The {0} shown in the active view are selected and isolated until you decide.".format(
             _plural(selected, "changed element"))

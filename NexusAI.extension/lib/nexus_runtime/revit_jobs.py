@@ -1,7 +1,7 @@
 """What a job does once Revit's main thread picked it up. Revit-facing (called from the handler)."""
 import sys
 
-from nexus_runtime import context_snapshot, doctor, doctor_report, executor, image_export, protocol
+from nexus_runtime import context_snapshot, doctor, doctor_report, executor, image_export, protocol, show_elements
 
 
 def make_job_runner(log, services):
@@ -12,6 +12,8 @@ def make_job_runner(log, services):
             return image_export.export_view(uiapp, job.message, log)
         if job.kind == "context":
             return context_snapshot.describe(uiapp, job.message)
+        if job.kind == "show_elements":
+            return show_elements.show_elements(uiapp, job.message, log)
         if job.kind == "doctor":
             return run_doctor(uiapp, job, log, services)
         return protocol.failed_reply_for(job.message, "Unsupported", "unsupported job " + str(job.kind))

@@ -1,7 +1,7 @@
 """Inbound cloud messages -> replies. A command goes to the main-thread dispatcher on a worker thread,
 so the connection thread keeps reading (pings, further commands) while Revit works; a second command
 while one is in flight is refused as busy, except the read-only ones a held run serves while it waits
-(export_view for the preview image, context). A `decide` goes to the held run it names: it is the only
+(export_view for the preview image, context, show_elements for the pane's "Show in Revit"). A `decide` goes to the held run it names: it is the only
 message that can keep or discard a held change. A `doctor` first checks the network from its worker
 thread, then runs the Revit checks on the main thread like any other job. An `abort` (the run was cancelled)
 abandons the job if Revit has not picked it up, stops a running script at its next checkpoint (aborts.py;
@@ -12,8 +12,10 @@ import threading
 from nexus_runtime import holds, protocol
 
 CHECKS = {"execute": protocol.check_execute, "export_view": protocol.check_export_view,
-          "context": protocol.check_context, "doctor": protocol.check_doctor}
+          "context": protocol.check_context, "doctor": protocol.check_doctor,
+          "show_elements": protocol.check_show_elements}
 CONTEXT_PICKUP_S = 5.0  # the cloud waits briefly for a context snapshot, then goes on without one
+SHOW_PICKUP_S = 10.0  # a person clicked "Show in Revit": a late selection would only surprise them
 BUSY_WITH_ANOTHER = ("Revit is busy with another NexusAI request ({0}); one runs at a time. "
                      "Try again when it has finished.")
 NOTHING_HELD = "no automation is held for this request"
@@ -78,6 +80,8 @@ class CommandRouter(object):
             pickup_timeout = min(pickup_timeout, float(message["timeout_s"]))
         elif message["type"] == "context":
             pickup_timeout = min(pickup_timeout, CONTEXT_PICKUP_S)
+        elif message["type"] == "show_elements":
+            pickup_timeout = min(pickup_timeout, SHOW_PICKUP_S)
         try:
             if message["type"] == "doctor" and self._network_check is not None:
                 message = dict(message, network=self._network_check())

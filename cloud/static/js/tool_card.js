@@ -8,6 +8,7 @@ import { parsePartialJson } from "./partial_json.js";
 import { applyToModels } from "./batches.js";
 import { saveAsSkill } from "./skills.js";
 import { sceneToggle } from "./scene_toggle.js";
+import { changedElementsRow, showInRevitButton } from "./show_in_revit.js";
 
 const TOOL_LABELS = {
   execute_data_collection: "Inspecting the model",
@@ -155,9 +156,9 @@ export class ToolCard {
         h("li", { text: `Dialog${d.dismissed ? " (dismissed)" : ""}: ${d.message}` }))));
     }
     if (meta.error) this.result.append(errorView(meta.error));
-    if (meta.failures && meta.failures.length) this.result.append(failuresView(meta.failures));
-    if (meta.change_report || meta.changes) this.result.append(changesView(meta));
-    if (meta.change_details || meta.validation) this.result.append(diffView(meta.change_details, meta.validation));
+    if (meta.failures && meta.failures.length) this.result.append(failuresView(meta.failures, this.sessionId));
+    if (meta.change_report || meta.changes) this.result.append(changesView(meta, this.sessionId));
+    if (meta.change_details || meta.validation) this.result.append(diffView(meta.change_details, meta.validation, this.sessionId));
     if (meta.image) this.result.append(imageView(this.sessionId, meta.image));
     const scene = sceneToggle(this.sessionId, this.toolCallId, meta, this.result);
     if (scene) this.result.append(scene);
@@ -232,21 +233,23 @@ function errorView(error) {
     error.traceback ? h("details", {}, h("summary", { text: "Traceback" }), h("pre", { class: "plain-text", text: error.traceback })) : null);
 }
 
-function failuresView(failures) {
+function failuresView(failures, sessionId = null) {
   return h("div", { class: "failures" },
     h("div", { class: "section-title", text: `Host reported ${failures.length} warning${failures.length === 1 ? "" : "s"} or error${failures.length === 1 ? "" : "s"}` }),
     h("ul", {}, failures.map((f) => h("li", {},
-      pill(f.severity || "warning", f.severity === "error" ? "bad" : "warn"), " ", f.message || JSON.stringify(f)))));
+      pill(f.severity || "warning", f.severity === "error" ? "bad" : "warn"), " ", f.message || JSON.stringify(f),
+      f.element_ids && f.element_ids.length ? [" ", showInRevitButton(sessionId, f.element_ids)] : null))));
 }
 
-function changesView(meta) {
+function changesView(meta, sessionId = null) {
   const changes = meta.changes || {};
   const counts = ["added", "modified", "deleted"].map((k) => [k, (changes[k] || []).length]).filter(([, n]) => n);
   return h("div", { class: "changes" },
     h("div", { class: "section-head" }, h("span", { class: "section-title", text: "Change report" }),
       counts.map(([k, n]) => pill(`${n} ${k}`, k === "deleted" ? "bad" : k === "added" ? "good" : "info"))),
     meta.change_report ? h("pre", { class: "plain-text change-report", text: meta.change_report })
-      : h("div", { class: "muted", text: counts.length ? "" : "No elements changed." }));
+      : h("div", { class: "muted", text: counts.length ? "" : "No elements changed." }),
+    changedElementsRow(sessionId, changes));
 }
 
 // Before → after: modified elements grouped by what changed, then old and new values element by element.
@@ -275,7 +278,7 @@ function keyText(key) {
   return kind === "property" || kind === "quantity" ? name : (name || key);
 }
 
-export function diffView(details, validation) {
+export function diffView(details, validation, sessionId = null) {
   const box = h("div", { class: "change-diff" });
   const head = h("div", { class: "section-head" }, h("span", { class: "section-title", text: "Before → after" }));
   if (validation) {
@@ -304,7 +307,8 @@ export function diffView(details, validation) {
         index === 0 ? h("th", { scope: "row", rowspan: String(changes.length), class: "diff-element" },
           h("span", { class: "diff-id", text: `#${element.id} ${element.class || ""}` }),
           label ? h("span", { class: "diff-name", text: label }) : null,
-          h("span", { class: `diff-status ${element.status}`, text: STATUS_WORDS[element.status] || element.status })) : null,
+          h("span", { class: `diff-status ${element.status}`, text: STATUS_WORDS[element.status] || element.status }),
+          element.status !== "deleted" ? showInRevitButton(sessionId, [element.id]) : null) : null,
         h("td", { class: "diff-key", text: keyText(change.key) }),
         h("td", { class: "diff-old", text: change.old === null || change.old === undefined ? "—" : change.old }),
         h("td", { class: "diff-new", text: change.new === null || change.new === undefined ? "—" : change.new }))));
@@ -358,9 +362,9 @@ export function approvalView(sessionId, meta, onDecided) {
   const minutes = meta.timeout_s ? Math.round(meta.timeout_s / 60) : null;
   const box = h("div", { class: "approval", dataset: { toolCallId: meta.tool_call_id || "" } },
     h("div", { class: "section-title", text: "The script ran; its changes are held until you decide." }),
-    meta.failures && meta.failures.length ? failuresView(meta.failures) : null,
-    meta.change_report || meta.changes ? changesView(meta) : null,
-    meta.change_details || meta.validation ? diffView(meta.change_details, meta.validation) : null,
+    meta.failures && meta.failures.length ? failuresView(meta.failures, sessionId) : null,
+    meta.change_report || meta.changes ? changesView(meta, sessionId) : null,
+    meta.change_details || meta.validation ? diffView(meta.change_details, meta.validation, sessionId) : null,
     meta.image && meta.image.image_id ? imageView(sessionId, meta.image) : null,
     meta.stdout ? h("details", {}, h("summary", { text: "Output" }), outputView(meta.stdout, "Output")) : null,
     comment,

@@ -531,8 +531,14 @@ class View(Element):
     def Title(self) -> str:
         return self._type_label + ": " + self._name
 
+    def CanUseTemporaryVisibilityModes(self) -> bool:
+        """Schedules, sheets and templates have no temporary hide/isolate in Revit."""
+        return not self._is_template and self._view_type not in (ViewType.Schedule, ViewType.DrawingSheet)
+
     def IsolateElementsTemporary(self, elementIds: Any) -> None:
         Session.check_api_context("View.IsolateElementsTemporary")
+        if not self.CanUseTemporaryVisibilityModes():
+            raise exc.InvalidOperationException("The view cannot use temporary view modes.")
         self._set_isolated(frozenset(i._value for i in elementIds))
 
     def DisableTemporaryViewMode(self, mode: EnumValue) -> None:
@@ -590,8 +596,23 @@ class View3D(View):
 
 
 class ViewSchedule(View):
+    """A schedule of one category: a collector on it returns the scheduled elements (its rows), as Revit's does."""
     _view_type = ViewType.Schedule
     _type_label = "Schedule"
+
+    def __init__(self, document: Document, name: str, category: EnumValue | None = None, **kwargs: Any) -> None:
+        super().__init__(document, name, **kwargs)
+        self._scheduled = category if category is not None else BuiltInCategory.OST_Doors
+
+    def _shows(self, element: Element) -> bool:
+        category = element.Category
+        return category is not None and category.BuiltInCategory == self._scheduled
+
+
+class ViewSheet(View):
+    """A sheet: it shows viewports and annotations, never model elements directly."""
+    _view_type = ViewType.DrawingSheet
+    _type_label = "Sheet"
 
 
 class InternalElement(Element):

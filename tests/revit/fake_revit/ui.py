@@ -49,21 +49,27 @@ class ExternalEvent:
 
 
 class Selection:
-    def __init__(self) -> None:
+    def __init__(self, document: Any = None) -> None:
+        self._document = document
         self._ids: list[Any] = []
 
     def GetElementIds(self) -> NetList:
         return NetList(self._ids)
 
     def SetElementIds(self, ids: Any) -> None:
-        self._ids = list(ids)
+        """Like Revit, refuses ids of elements that are not (or no longer) in the document."""
+        ids = list(ids)
+        if self._document is not None and any(i._value not in self._document._elements for i in ids):
+            raise Session.world.exceptions.ArgumentException("One or more elements do not exist in the document.")
+        self._ids = ids
 
 
 class UIDocument:
     def __init__(self, document: Any, world: Any) -> None:
         self._document = document
         self._world = world
-        self.Selection = Selection()
+        self.Selection = Selection(document)
+        self._shown: list[tuple[str, list[int]]] = []  # ShowElements calls: (the view zoomed in, element ids)
 
     @property
     def Document(self) -> Any:
@@ -84,6 +90,30 @@ class UIDocument:
 
     def RefreshActiveView(self) -> None:
         Session.check_api_context("UIDocument.RefreshActiveView")
+
+    def ShowElements(self, elementIds: Any) -> None:
+        """Zoom to the elements: in the active view when it shows them all, else in a view that does (which
+        becomes active); Revit's failures: no or deleted elements (ArgumentException), an open transaction
+        or no view that shows them (InvalidOperationException)."""
+        Session.check_api_context("UIDocument.ShowElements")
+        errors = self._world.exceptions
+        ids = list(elementIds)
+        if not ids:
+            raise errors.ArgumentException("elementIds is empty.")
+        elements = [self._document._elements.get(i._value) for i in ids]
+        if any(e is None for e in elements):
+            raise errors.ArgumentException("One or more elements in elementIds do not exist in the document.")
+        if self._document.IsModifiable:
+            raise errors.InvalidOperationException("The document is modifiable (a transaction is open).")
+        from .db import View
+        candidates = [self._world.active_view] + [v for v in self._document._elements.values()
+                                                  if isinstance(v, View) and not v.IsTemplate]
+        view = next((v for v in candidates if v is not None and all(v._visible(e) for e in elements)), None)
+        if view is None:
+            raise errors.InvalidOperationException("No good view can be found to show the elements.")
+        if view is not self._world.active_view:
+            self._world.activate_view(view)
+        self._shown.append((view.Name, [i._value for i in ids]))
 
 
 class DockablePaneId:

@@ -236,9 +236,9 @@ class McpCalls:
         with self._lock:
             return [(call_id, w) for call_id, w in self._calls.items() if w.user == user]
 
-    def by_key(self, user: str, key: str) -> _Worker | str | None:
-        """The user's earlier call with this idempotency key: its worker (in this process), else the call
-        id the audit log recorded it under (an earlier process of this deployment), else None."""
+    def by_key(self, user: str, key: str) -> _Worker | tuple[str, str] | None:
+        """The user's earlier call with this idempotency key: its worker (in this process), else its session
+        and call id as the audit log recorded them (an earlier process of this deployment), else None."""
         with self._lock:
             call_id = self._keys.get((user, key))
             if call_id is not None:
@@ -246,19 +246,23 @@ class McpCalls:
         needle = json.dumps({"idempotency_key": key})[1:-1]  # as the audit row's JSON writes it
         for row in self.backend.store.audit(user_name=user, kind=AUDIT_KIND, text=needle, limit=20):
             if row["session_id"] and json.loads(row["code"]).get("arguments", {}).get("idempotency_key") == key:
-                return str(row["tool_call_id"])
+                return str(row["session_id"]), str(row["tool_call_id"])
         return None
 
-    def stored_outcome(self, user: str, call_id: str) -> CallOutcome | None:
-        """A call finished by an earlier process: the person's result the store kept for it."""
-        for row in self.backend.store.audit(user_name=user, kind=AUDIT_KIND, text=call_id, limit=5):
+    def session_of(self, user: str, call_id: str) -> str | None:
+        """The session a call of the user's ran in, from the audit log (a call of an earlier process)."""
+        for row in self.backend.store.audit(user_name=user, kind=AUDIT_KIND, limit=2000):
             if row["tool_call_id"] == call_id and row["session_id"]:
-                person = self.backend.store.get_result(row["session_id"], call_id)
-                if person is not None:
-                    text = str(person.get("summary", ""))
-                    part = {"content": [{"type": "text", "text": text}], "is_error": not person.get("ok")}
-                    return CallOutcome(person, part, row["session_id"])
+                return str(row["session_id"])
         return None
+
+    def stored_outcome(self, session_id: str, call_id: str) -> CallOutcome | None:
+        """A call finished by an earlier process: the person's result the store kept for it."""
+        person = self.backend.store.get_result(session_id, call_id)
+        if person is None:
+            return None
+        part = {"content": [{"type": "text", "text": str(person.get("summary", ""))}], "is_error": not person.get("ok")}
+        return CallOutcome(person, part, session_id)
 
     def _run(self, worker: _Worker, session_id: str, call_id: str, name: str, arguments: dict[str, Any]) -> None:
         try:

@@ -441,12 +441,12 @@ class NexusMcp:
 
     async def _repeat(self, caller: Caller, earlier: Any, key: str, ctx: Context) -> CallToolResult:
         """A retried call with an idempotency key already used: the first call's outcome, never a second run."""
-        if isinstance(earlier, str):  # finished in an earlier process of this deployment
-            outcome = await anyio.to_thread.run_sync(self.calls.stored_outcome, caller.user, earlier)
-            if outcome is None:
-                return error_result(say("unknown_call", tool_call_id=earlier))
-            return self.result(outcome, earlier, str(outcome.person.get("name", "")) if outcome.person else "", key,
-                               repeated=True)
+        if isinstance(earlier, tuple):  # run by an earlier process of this deployment
+            session_id, call_id = earlier
+            outcome = await anyio.to_thread.run_sync(self.calls.stored_outcome, session_id, call_id)
+            if outcome is None:  # it never finished (the process ended mid-call): nothing was kept
+                return error_result(say("unknown_call", tool_call_id=call_id))
+            return self.result(outcome, call_id, str((outcome.person or {}).get("name", "")), key, repeated=True)
         call_id = next(c for c, w in self.calls.calls_of(caller.user) if w is earlier)
         if not earlier.done.is_set():
             await ctx.report_progress(0, None, say("repeat_running", idem=key, tool_call_id=call_id))
@@ -478,8 +478,9 @@ class NexusMcp:
             return quota_result(exc)
         worker = self.calls.worker(caller.user, call_id)
         if worker is None:
-            outcome = await anyio.to_thread.run_sync(self.calls.stored_outcome, caller.user, call_id)
-            if outcome is None:
+            session_id = await anyio.to_thread.run_sync(self.calls.session_of, caller.user, call_id)
+            outcome = session_id and await anyio.to_thread.run_sync(self.calls.stored_outcome, session_id, call_id)
+            if not outcome:
                 return error_result(say("unknown_call", tool_call_id=call_id))
             return self.result(outcome, call_id, str((outcome.person or {}).get("name", "")), None)
         return await self._outcome_of(worker, call_id, ctx, wait_s=float(arguments.get("wait_s", 0)))

@@ -26,6 +26,7 @@ from mcp.server.auth.settings import AuthSettings
 from starlette.applications import Starlette
 
 from cloud.mcp.calls import Backend
+from cloud.mcp.events import RETRY_MS, MemoryEventStore
 from cloud.mcp.quotas import DeploymentQuotas
 from cloud.mcp.server import NexusMcp
 from cloud.store import Store
@@ -74,7 +75,8 @@ def mcp_http_app(state: Any, public_url: str, bind: str = "127.0.0.1", chat_url:
     server = NexusMcp(backend, token_user, http_models, default_model=state.default_model).build(
         token_verifier=StoreTokenVerifier(state.store), auth=auth)
     # On 127.0.0.1 the SDK also checks Host/Origin against DNS rebinding; elsewhere the token guards.
-    return server.streamable_http_app(host=bind)
+    # Resumable streams: a priming event with `retry`, and replay after Last-Event-ID (cloud/mcp/events.py).
+    return server.streamable_http_app(host=bind, event_store=MemoryEventStore(), retry_interval=RETRY_MS)
 
 
 @dataclass

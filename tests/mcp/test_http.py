@@ -332,3 +332,58 @@ def test_no_oauth_metadata_and_a_401_asks_for_a_bearer_token(deployment, tmp_pat
     authenticated = inspector("--header", f"Authorization: Bearer {server.token('alice')}")
     assert authenticated.returncode == 0, authenticated.stderr[-2000:]
     assert "execute_task_automation" in {t["name"] for t in json.loads(authenticated.stdout)["tools"]}
+
+
+def _sse_events(reply: requests.Response) -> Iterator[dict[str, str]]:
+    """The SSE events of a streamed reply, as {id, data, retry} (fields absent when not sent)."""
+    event: dict[str, str] = {}
+    for line in reply.iter_lines(decode_unicode=True):
+        if line is None:
+            continue
+        if line == "":
+            if event:
+                yield event
+            event = {}
+            continue
+        name, _, value = line.partition(":")
+        if name in ("id", "data", "retry"):
+            event[name] = event.get(name, "") + value.removeprefix(" ") if name == "data" else value.strip()
+
+
+def test_a_run_task_stream_is_primed_and_resumes_after_a_dropped_connection(deployment, tmp_path, monkeypatch):
+    """A client whose connection drops mid-run_task reconnects with Last-Event-ID and still gets the result:
+    the stream opens with a priming event (an id, no data, `retry`), and the endpoint replays what was missed."""
+    server, url, _, _ = deployment
+    monkeypatch.setenv("NEXUS_SCRIPTED_DIRS", str(tmp_path))
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_data_collection", "input": {"code": "import time\ntime.sleep(4)\nprint(7)"}}}],
+        [{"text": "Counted 7."}]]}))
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "Authorization": f"Bearer {server.token('alice')}"}
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-11-25"}}
+    opened = requests.post(url, json=initialize, headers=headers, timeout=30)
+    assert opened.status_code == 200, opened.text
+    session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    requests.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session, timeout=10)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "run_task", "arguments": {"prompt": "count", "model": f"scripted:{script}"},
+                       "_meta": {"progressToken": "p7"}}}
+    with requests.post(url, json=call, headers=session, stream=True, timeout=30) as first:
+        assert first.headers["content-type"].startswith("text/event-stream")
+        priming = next(_sse_events(first))  # then the connection drops, the run still going
+    assert priming.get("id") and not priming.get("data") and priming.get("retry") == "2000", priming
+
+    resumed = {**session, "Last-Event-ID": priming["id"], "Accept": "text/event-stream"}
+    messages = []
+    with requests.get(url, headers=resumed, stream=True, timeout=60) as again:
+        assert again.status_code == 200, again.text
+        for event in _sse_events(again):
+            if event.get("data"):
+                messages.append(json.loads(event["data"]))
+                if messages[-1].get("id") == 7:
+                    break
+    result = messages[-1]["result"]
+    assert result["structuredContent"]["status"] == "complete", result
+    assert result["structuredContent"]["answer"] == "Counted 7."
+    assert any(m.get("method") == "notifications/progress" for m in messages)  # the steps it missed, too

@@ -99,7 +99,7 @@ def serve_ifc(args: argparse.Namespace) -> int:
         cores.append(core)
         print(f"NexusAI MCP server: the IFC host on {args.ifc} has connected; chat page (reviews under --policy "
               f"ask): {core.server.url}/?signin={store.create_signin_code(token)}", file=sys.stderr, flush=True)
-        return Backend.of(core.state)
+        return Backend.of(core.state, chat_url=core.server.url)
 
     def models(spec: str):  # the person's own machine: any spec they could type on `nexus run`
         no_key = missing_key(spec)  # in our words, not the vendor SDK's

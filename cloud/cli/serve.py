@@ -39,7 +39,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from cloud.mcp.http import start_mcp_http
 
         try:
-            mcp = start_mcp_http(app.extensions["nexus"], args.bind, args.mcp_port)
+            mcp = start_mcp_http(app.extensions["nexus"], args.bind, args.mcp_port,
+                                 chat_url=f"http://{args.bind}:{args.port}")
         except OSError as exc:
             server.server_close()
             return fail(_cannot_listen("--mcp-port", args.bind, args.mcp_port, exc))

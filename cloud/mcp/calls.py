@@ -1,14 +1,19 @@
 """One MCP tool call through the loop's own tool code (cloud/tools): the same validation, policy, edits,
-budgets, audit, epilogue, change report and rendering, against a store session kept per MCP client and host.
+budgets, audit, epilogue, change report and rendering, against a store session kept per MCP connection and host.
 
-`McpCalls.call` runs the tool's generator on a worker thread and hands its chunks over a queue, so the
-async side can turn an `approval_request` into an MCP elicitation while the tool waits for the decision.
+`McpCalls.start` runs the tool's generator as a run of the deployment's run registry, like a chat-page run:
+the chat page's session shows it live (its tool card, and under `ask` the Keep/Discard card of a held
+change), `/api/runs` and `/api/approvals` list it, and the page's cancel and approval routes reach it. Its
+chunks also go over a queue to the MCP side, which can turn an `approval_request` into an MCP elicitation
+while the tool waits for the decision. The finished call is written to the session's transcript, and its
+outcome is kept (by call id, and by its idempotency key) so a retry or `review_status` finds it.
 """
 from __future__ import annotations
 
 import json
 import queue
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,16 +24,20 @@ from cloud.contract import content_hash
 from cloud.hostlink import HostConnection, HostDirectory, session_link
 from cloud.mcp.wording import say
 from cloud.rendezvous import Delivery, ToolResultChannel
-from cloud.runs import RunRegistry
+from cloud.runs import Run, RunRegistry
 from cloud.session_refs import save_refs
 from cloud.store import Store
 from cloud.tools.dispatch import execute_tool
 from cloud.tools.opening import open_tool_context
+from cloud.transcript import tool_results
 from cloud.web.quotas import QuotaExceeded, RunSlot
 
 LOOP_TOOLS = ("execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
               "run_skill")
 AUDIT_KIND = "mcp_call"
+KEYED_TOOLS = ("execute_task_automation", "run_skill")  # the calls that change the model take an idempotency key
+RELEASE_WAIT_S = 5.0
+KEPT_OUTCOMES = 1000  # finished calls remembered in this process (the store keeps the rest: see `by_key`)
 
 
 @dataclass(frozen=True)
@@ -68,9 +77,16 @@ class CallOutcome:
 
 @dataclass
 class _Worker:
-    """A tool call running on its own thread: chunks, then the finished CallOutcome (or the exception)."""
+    """A tool call running as a run: chunks, then the finished CallOutcome (or the exception)."""
+    user: str
+    session_id: str
+    name: str
     items: queue.Queue[Chunk | CallOutcome | BaseException] = field(default_factory=queue.Queue)
     cancel: threading.Event = field(default_factory=threading.Event)  # the client cancelled the call
+    run: Run | None = None  # its run in the registry, once started (the chat page's cancel sets run.cancel)
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: CallOutcome | None = None
+    failure: BaseException | None = None
 
 
 class Quotas(Protocol):
@@ -93,11 +109,16 @@ class Backend:
     channel: ToolResultChannel
     runs: RunRegistry
     quotas: Quotas | None = None
+    chat_url: str | None = None  # the chat page's address, for "decide at <link>"
 
     @classmethod
-    def of(cls, state: Any, quotas: Quotas | None = None) -> Backend:
+    def of(cls, state: Any, quotas: Quotas | None = None, chat_url: str | None = None) -> Backend:
         """From an orchestrator app's NexusState (`app.extensions["nexus"]`)."""
-        return cls(state.store, state.settings, state.hosts, state.channel, state.runs, quotas)
+        return cls(state.store, state.settings, state.hosts, state.channel, state.runs, quotas, chat_url)
+
+    def session_link(self, session_id: str) -> str:
+        """Where the person opens a session on the chat page (its held change's Keep/Discard card)."""
+        return f"{(self.chat_url or '').rstrip('/')}/#session={session_id}"
 
 
 class BackendSource(Protocol):
@@ -124,6 +145,8 @@ class McpCalls:
         self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, connection) -> session id
         self._session_locks: dict[str, threading.Lock] = {}  # one call at a time per session (capacity one)
         self._running: dict[str, _Worker] = {}  # call id -> its worker, while it runs
+        self._calls: OrderedDict[str, _Worker] = OrderedDict()  # call id -> its worker, running or finished
+        self._keys: dict[tuple[str, str], str] = {}  # (user, idempotency key) -> call id
 
     def hosts_for(self, user: str) -> list[HostConnection]:
         return self.backend.hosts.for_user(user)
@@ -175,52 +198,136 @@ class McpCalls:
             "capability_version": None, "kind": AUDIT_KIND, "code": code, "sha256": content_hash(code)}])
 
     def start(self, caller: Caller, call_id: str, name: str, arguments: dict[str, Any],
-              host_id: str | None) -> tuple[str, Iterator[Chunk | CallOutcome]]:
+              host_id: str | None, key: str | None = None) -> tuple[str, Iterator[Chunk | CallOutcome]]:
         """Start a loop tool call; returns its session id and an iterator of chunks ending in its CallOutcome.
-        Raises Refused (or QuotaExceeded) before anything runs."""
+        Raises Refused (or QuotaExceeded) before anything runs. `key`: the call's idempotency key (the
+        caller checked `by_key` first); it is recorded with the call's arguments in the audit log."""
         host = None
+        audited = {**arguments, "host": host_id, **({"idempotency_key": key} if key else {})}
         try:
             if self.backend.quotas is not None:
                 self.backend.quotas.admit_call(caller.user)
             host = self.resolve_host(caller.user, host_id)
             session_id = self.session_for(caller, host.host_id)
+            held = self.backend.channel.pending_tool_call(session_id)
+            if held and self.backend.channel.awaiting_decision(session_id):
+                raise Refused(say("held_first", tool_call_id=held, link=self.backend.session_link(session_id)))
         except (Refused, QuotaExceeded):
-            self.audit(caller, None, host, call_id, name, {**arguments, "host": host_id})
+            self.audit(caller, None, host, call_id, name, audited)
             raise
-        self.audit(caller, session_id, host, call_id, name, {**arguments, "host": host_id})
-        worker = _Worker()
+        self.audit(caller, session_id, host, call_id, name, audited)
+        worker = _Worker(caller.user, session_id, name)
         with self._lock:
             self._running[call_id] = worker
+            self._calls[call_id] = worker
+            while len(self._calls) > KEPT_OUTCOMES:
+                old_id, old = self._calls.popitem(last=False)
+                self._keys = {k: v for k, v in self._keys.items() if v != old_id}
+            if key:
+                self._keys[(caller.user, key)] = call_id
         thread = threading.Thread(target=self._run, args=(worker, session_id, call_id, name, arguments),
                                   name=f"mcp-{name}", daemon=True)
         thread.start()
         return session_id, _drain(worker)
 
+    def worker(self, user: str, call_id: str) -> _Worker | None:
+        """The user's call, running or finished in this process."""
+        with self._lock:
+            found = self._calls.get(call_id)
+        return found if found is not None and found.user == user else None
+
+    def calls_of(self, user: str) -> list[tuple[str, _Worker]]:
+        with self._lock:
+            return [(call_id, w) for call_id, w in self._calls.items() if w.user == user]
+
+    def by_key(self, user: str, key: str) -> _Worker | tuple[str, str] | None:
+        """The user's earlier call with this idempotency key: its worker (in this process), else its session
+        and call id as the audit log recorded them (an earlier process of this deployment), else None."""
+        with self._lock:
+            call_id = self._keys.get((user, key))
+            if call_id is not None:
+                return self._calls.get(call_id)
+        needle = json.dumps({"idempotency_key": key})[1:-1]  # as the audit row's JSON writes it
+        for row in self.backend.store.audit(user_name=user, kind=AUDIT_KIND, text=needle, limit=20):
+            if row["session_id"] and json.loads(row["code"]).get("arguments", {}).get("idempotency_key") == key:
+                return str(row["session_id"]), str(row["tool_call_id"])
+        return None
+
+    def session_of(self, user: str, call_id: str) -> str | None:
+        """The session a call of the user's ran in, from the audit log (a call of an earlier process)."""
+        for row in self.backend.store.audit(user_name=user, kind=AUDIT_KIND, limit=2000):
+            if row["tool_call_id"] == call_id and row["session_id"]:
+                return str(row["session_id"])
+        return None
+
+    def stored_outcome(self, session_id: str, call_id: str) -> CallOutcome | None:
+        """A call finished by an earlier process: the person's result the store kept for it."""
+        person = self.backend.store.get_result(session_id, call_id)
+        if person is None:
+            return None
+        part = {"content": [{"type": "text", "text": str(person.get("summary", ""))}], "is_error": not person.get("ok")}
+        return CallOutcome(person, part, session_id)
+
     def _run(self, worker: _Worker, session_id: str, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        store = self.backend.store
         try:
             with self._session_locks[session_id]:
-                row = store.get_session(session_id)
-                assert row is not None
-                # The client's agent runs its own loop and budgets: each call is a run of its own here
-                # (the fix/iteration caps bound one run of NexusAI's loop); the script stays for edits.
-                link = session_link(self.backend.hosts, self.backend.channel, row)
-                ctx = open_tool_context(store, self.backend.settings, row, link, image_max_px=self.image_max_px,
-                                        cancel=worker.cancel)
-                tool = execute_tool(ctx, {"id": call_id, "name": name, "input": arguments})
-                while True:
-                    try:
-                        chunk = next(tool)
-                    except StopIteration as done:
-                        called = done.value
+                ended = threading.Event()
+                run = self.backend.runs.start(
+                    session_id, lambda registered: self._drive(registered, ended, worker, call_id, name, arguments))
+                if run is None:
+                    raise Refused(say("session_busy", link=self.backend.session_link(session_id)))
+                ended.wait()
+                # and until the registry has let go of it (a moment after its last chunk), so this
+                # connection's next call finds the session free
+                stop = threading.Event()
+                for _ in range(int(RELEASE_WAIT_S / 0.005)):
+                    if self.backend.runs.get(session_id) is not run:
                         break
-                    worker.items.put(chunk)
-                worker.items.put(CallOutcome(called.person or None, called.part, session_id))
+                    stop.wait(0.005)
         except BaseException as exc:  # handed to the caller, which reports it
+            worker.failure = exc
             worker.items.put(exc)
         finally:
             with self._lock:
                 self._running.pop(call_id, None)
+            worker.done.set()
+
+    def _drive(self, run: Run, ended: threading.Event, worker: _Worker, call_id: str, name: str,
+               arguments: dict[str, Any]) -> Iterator[Chunk]:
+        """The call as a run's chunks (the chat page's stream), each also handed to the MCP side."""
+        store = self.backend.store
+        session_id = worker.session_id
+        worker.run = run
+        if worker.cancel.is_set():  # cancelled before its run started
+            run.cancel.set()
+        try:
+            row = store.get_session(session_id)
+            assert row is not None
+            # The client's agent runs its own loop and budgets: each call is a run of its own here
+            # (the fix/iteration caps bound one run of NexusAI's loop); the script stays for edits.
+            link = session_link(self.backend.hosts, self.backend.channel, row)
+            ctx = open_tool_context(store, self.backend.settings, row, link, image_max_px=self.image_max_px,
+                                    cancel=run.cancel)
+            yield Chunk("ToolCall", name, {"tool_call_id": call_id, "name": name, "input": arguments})
+            tool = execute_tool(ctx, {"id": call_id, "name": name, "input": arguments})
+            while True:
+                try:
+                    chunk = next(tool)
+                except StopIteration as done:
+                    called = done.value
+                    break
+                worker.items.put(chunk)
+                yield chunk
+            # The chat page reads the call back from the transcript once its run has gone.
+            store.append_entries(session_id, [
+                {"role": "assistant", "model": row["model"],
+                 "content": [{"type": "tool_call", "id": call_id, "name": name, "input": arguments}]},
+                tool_results([called.part])])
+            worker.outcome = CallOutcome(called.person or None, called.part, session_id)
+            worker.items.put(worker.outcome)
+            yield Chunk("Complete")
+        finally:
+            ended.set()
 
     def cancel(self, call_id: str) -> bool:
         """The client cancelled the call (MCP notifications/cancelled): it ends as a chat run's cancel does,
@@ -230,6 +337,8 @@ class McpCalls:
         if worker is None:
             return False
         worker.cancel.set()
+        if worker.run is not None:
+            worker.run.cancel.set()
         return True
 
     def decide(self, session_id: str, call_id: str, decision: dict[str, Any], wait_s: float = 30.0) -> bool:

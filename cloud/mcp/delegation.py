@@ -136,12 +136,43 @@ class DelegatedRuns:
         row = self.backend.store.get_session(handle)
         if row is None or row["user_name"] != user or row["model"] is None or row["model"].startswith("mcp:"):
             return None
-        transcript = self.backend.store.transcript(handle)
-        answer = ""
-        for entry in reversed(transcript):
-            if entry.get("role") == "assistant":
-                answer = "".join(p.get("text", "") for p in entry.get("content", []) if p.get("type") == "text")
-                break
-        status = {"idle": "complete", "running": "running"}.get(row["status"], row["status"])
-        return {"handle": handle, "status": status, "steps": [], "answer": answer.strip(), "error": None,
-                "committed": [], "results": []}
+        return self._from_store(handle, row)
+
+    def _from_store(self, handle: str, row: dict[str, Any]) -> dict[str, Any]:
+        """A run driven by an earlier process (or another instance), rebuilt from its session's transcript:
+        the model's texts of every turn since the task was given, a step per tool call and result, the
+        person's results the store kept, and how the run ended."""
+        store = self.backend.store
+        transcript = store.transcript(handle)
+        start = max((i for i, e in enumerate(transcript) if e.get("role") == "user"
+                     and any(p.get("type") == "text" and not p.get("kind") for p in e.get("content", []))), default=-1)
+        texts: list[str] = []
+        steps: list[str] = []
+        results: list[dict[str, Any]] = []
+        ended: dict[str, Any] | None = None
+        for entry in transcript[start + 1:]:
+            role = entry.get("role")
+            if role == "assistant":
+                text = "".join(p.get("text", "") for p in entry.get("content", []) if p.get("type") == "text").strip()
+                if text:
+                    texts.append(text)
+                steps += [f"tool call: {p.get('name')}" for p in entry.get("content", []) if p.get("type") == "tool_call"]
+            elif role == "tool":
+                for part in entry.get("content", []):
+                    if part.get("type") != "tool_result":
+                        continue
+                    person = store.get_result(handle, part.get("tool_call_id", "")) or {
+                        "tool_call_id": part.get("tool_call_id"), "name": part.get("name"), "ok": not part.get("is_error")}
+                    results.append(person)
+                    steps.append(f"{person.get('name')}: {'ok' if person.get('ok') else 'failed'}"
+                                 + (", committed" if person.get("committed") else ""))
+            elif role == "run_end":
+                ended = entry
+        if ended is not None:
+            status = {"complete": "complete", "cancelled": "cancelled"}.get(ended.get("outcome", ""), "error")
+        else:
+            status = {"idle": "complete", "running": "running"}.get(row["status"], row["status"])
+        error = ended.get("text") if ended is not None and status != "complete" else None
+        return {"handle": handle, "status": status, "steps": steps, "answer": TURN_SEPARATOR.join(texts),
+                "error": error or None, "committed": [r["tool_call_id"] for r in results if r.get("committed")],
+                "results": results}

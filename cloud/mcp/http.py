@@ -26,6 +26,7 @@ from mcp.server.auth.settings import AuthSettings
 from starlette.applications import Starlette
 
 from cloud.mcp.calls import Backend
+from cloud.mcp.events import RETRY_MS, MemoryEventStore
 from cloud.mcp.quotas import DeploymentQuotas
 from cloud.mcp.server import NexusMcp
 from cloud.store import Store
@@ -62,10 +63,11 @@ def http_models(spec: str) -> ModelAdapter:
     return create_model(spec)
 
 
-def mcp_http_app(state: Any, public_url: str, bind: str = "127.0.0.1") -> Starlette:
-    """The endpoint for a Flask app's NexusState (`app.extensions["nexus"]`)."""
+def mcp_http_app(state: Any, public_url: str, bind: str = "127.0.0.1", chat_url: str | None = None) -> Starlette:
+    """The endpoint for a Flask app's NexusState (`app.extensions["nexus"]`); `chat_url`: the chat page's
+    address, where a held change is decided when the client cannot ask the person."""
     quotas = DeploymentQuotas(state.store, state.settings, state.runs, state.request_rate)
-    backend = Backend.of(state, quotas)  # the chat API's quotas, and its request-rate window
+    backend = Backend.of(state, quotas, chat_url)  # the chat API's quotas, and its request-rate window
     # The store's tokens are not issued per resource and there is no OAuth server: the verifier is the whole
     # check, and no protected-resource metadata is published (it would name an authorization server that
     # does not exist, and clients would try OAuth). A 401 says `WWW-Authenticate: Bearer`: send a token.
@@ -73,7 +75,8 @@ def mcp_http_app(state: Any, public_url: str, bind: str = "127.0.0.1") -> Starle
     server = NexusMcp(backend, token_user, http_models, default_model=state.default_model).build(
         token_verifier=StoreTokenVerifier(state.store), auth=auth)
     # On 127.0.0.1 the SDK also checks Host/Origin against DNS rebinding; elsewhere the token guards.
-    return server.streamable_http_app(host=bind)
+    # Resumable streams: a priming event with `retry`, and replay after Last-Event-ID (cloud/mcp/events.py).
+    return server.streamable_http_app(host=bind, event_store=MemoryEventStore(), retry_interval=RETRY_MS)
 
 
 @dataclass
@@ -93,7 +96,7 @@ class McpHttpServer:
 
 
 def start_mcp_http(state: Any, bind: str = "127.0.0.1", port: int = 0,
-                   public_url: str | None = None) -> McpHttpServer:
+                   public_url: str | None = None, chat_url: str | None = None) -> McpHttpServer:
     """Serve the endpoint on a daemon thread of this process (port 0: a free one) and return once it listens."""
     import socket
 
@@ -101,7 +104,7 @@ def start_mcp_http(state: Any, bind: str = "127.0.0.1", port: int = 0,
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((bind, port))
     port = sock.getsockname()[1]
-    app = mcp_http_app(state, public_url or f"http://{bind}:{port}", bind)
+    app = mcp_http_app(state, public_url or f"http://{bind}:{port}", bind, chat_url)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="nexus-mcp-http", daemon=True)
     thread.start()

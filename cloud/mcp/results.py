@@ -100,6 +100,13 @@ def loop_result_schema() -> dict[str, Any]:
         "properties": {"session_id": {"type": "string"}, "tool_call_id": {"type": "string"},
                        "path": {"type": "string"}},
         "required": ["session_id", "tool_call_id", "path"]}
+    properties["held"] = {"type": "boolean", "description": "the change is held open until a person decides"}
+    properties["review_status"] = {"enum": ["pending", "running", "kept", "discarded"],
+                                   "description": "the review of a held change (running: the call has not ended)"}
+    properties["decide_at"] = {"type": "string", "description": "the chat page where a person keeps or discards it"}
+    properties["note"] = {"type": "string", "description": "what to do next"}
+    properties["idempotency_key"] = {"type": "string", "description": "a retry with this key returns this outcome"}
+    properties["repeated"] = {"type": "boolean", "description": "the outcome of an earlier call with the same key"}
     return {"type": "object", "properties": properties, "required": ["tool_call_id", "name", "ok"],
             "additionalProperties": False}
 

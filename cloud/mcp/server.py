@@ -5,12 +5,14 @@ streamable HTTP (http.py) build the same server, differing only in how the user 
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
+from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.tools.base import Tool
@@ -22,12 +24,16 @@ from mcp_types import (
     CallToolResult,
     Completion,
     CompletionArgument,
+    ElicitRequest,
+    ElicitRequestFormParams,
     ImageContent,
+    InputRequiredResult,
     PromptReference,
     ResourceTemplateReference,
     TextContent,
     ToolAnnotations,
 )
+from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 from cloud.context import fetch_context, render_context_block
@@ -35,16 +41,37 @@ from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_tool_definitions
 from cloud.mcp.apps import ReviewCard, listed_for, register_card, tool_meta, with_card
-from cloud.mcp.calls import LOOP_TOOLS, Backend, BackendSource, Caller, CallOutcome, McpCalls, Ready, Refused
+from cloud.mcp.calls import (
+    KEYED_TOOLS,
+    LOOP_TOOLS,
+    Backend,
+    BackendSource,
+    Caller,
+    CallOutcome,
+    McpCalls,
+    Ready,
+    Refused,
+)
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
 from cloud.mcp.results import as_text, capped_copy, output_schema
-from cloud.mcp.wording import annotations, host_argument, own_tool, package_version, prompt_text, prompts, say
+from cloud.mcp.wording import (
+    annotations,
+    host_argument,
+    key_argument,
+    own_tool,
+    package_version,
+    prompt_text,
+    prompts,
+    say,
+)
 from cloud.vendors.base import ModelAdapter
 from cloud.web.quotas import QuotaExceeded
 
 ToolHandler = Callable[[dict[str, Any], Context], Awaitable[CallToolResult]]
 DEFAULT_RUN_WAIT_S = 50.0  # under the 60 s many clients give a call; longer runs return a handle
 PROGRESS_POLL_S = 0.2
+REVIEW_KEY = "nexus_review"  # the review question's key in an input_required result (2026-07-28)
+INPUT_REQUIRED_VERSION = "2026-07-28"  # from this protocol version on, a call asks by input_required results
 
 
 class ContractTool(Tool):
@@ -76,6 +103,63 @@ def with_host(schema: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(schema)
     out.setdefault("properties", {})["host"] = {"type": "string", "minLength": 1, "description": host_argument()}
     return out
+
+
+def with_key(schema: dict[str, Any]) -> dict[str, Any]:
+    """The optional idempotency key of a call that changes the model (tools.json's idempotency_argument)."""
+    out = copy.deepcopy(schema)
+    out.setdefault("properties", {})["idempotency_key"] = {"type": "string", "minLength": 1, "maxLength": 200,
+                                                           "description": key_argument()}
+    return out
+
+
+def can_elicit(ctx: Context) -> bool:
+    capabilities = ctx.client_capabilities
+    return capabilities is not None and capabilities.elicitation is not None
+
+
+def asks_by_input_required(ctx: Context) -> bool:
+    """Under 2026-07-28 a tool asks the client by returning an input_required result (the client answers
+    and calls again); earlier versions send an elicitation request mid-call."""
+    version = ctx.protocol_version
+    return version is not None and is_version_at_least(version, INPUT_REQUIRED_VERSION)
+
+
+def review_request(summary: str) -> ElicitRequest:
+    return ElicitRequest(params=ElicitRequestFormParams(message=say("approval_elicit", report=summary),
+                                                        requested_schema=render_elicitation_schema(ApprovalAnswer)))
+
+
+def decision_of(action: str | None, content: dict[str, Any] | None, minutes: float) -> dict[str, Any]:
+    """The person's answer to the review form, as a decision: only "keep" checked and accepted keeps."""
+    if action == "accept":
+        answer = ApprovalAnswer.model_validate(content or {})
+        return {"decision": "keep" if answer.keep else "discard", "by": "mcp", "comment": answer.comment}
+    if action == "decline":  # the person said no
+        return {"decision": "discard", "by": "mcp", "comment": say("approval_declined")}
+    if action == "cancel":  # the question was dismissed, nobody decided
+        return {"decision": "discard", "by": "mcp", "undecided": True, "comment": say("approval_dismissed")}
+    return {"decision": "discard", "by": "mcp", "undecided": True, "comment": say("approval_no_answer", minutes=minutes)}
+
+
+def review_state(ctx: Context) -> dict[str, Any] | None:
+    """The review this call answers (a retry after an input_required result), from its request state (sealed
+    by the SDK: the client cannot forge it)."""
+    raw = ctx.request_state
+    if not raw:
+        return None
+    try:
+        state = json.loads(raw)
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) and isinstance(state.get("review"), str) else None
+
+
+def review_answer(ctx: Context) -> tuple[str | None, dict[str, Any] | None] | None:
+    answer = (ctx.input_responses or {}).get(REVIEW_KEY)
+    if answer is None:
+        return None
+    return getattr(answer, "action", None), getattr(answer, "content", None)
 
 
 class ApprovalAnswer(BaseModel):
@@ -170,6 +254,11 @@ class NexusMcp:
         self.default_model, self.image_max_px, self.policy = default_model, image_max_px, policy
         self._parts: tuple[Backend, McpCalls, DelegatedRuns] | None = None
         self.card = ReviewCard()  # the MCP Apps review card (apps.py)
+        # Reviews asked by an input_required result (2026-07-28), until the client answers in its retry:
+        # a direct call's (call id -> its chunks, the question, its key), a delegated run's ((handle, call id)
+        # -> the question, the wait).
+        self._waiting: dict[str, tuple[Iterator[Any], str, str | None]] = {}
+        self._run_reviews: dict[tuple[str, str], tuple[str, float]] = {}
 
     def caller(self, ctx: Context) -> Caller:
         name, version = client_info(ctx)
@@ -205,9 +294,14 @@ class NexusMcp:
         tools: list[Tool] = []
         for definition in offered_tools(host_app):
             if definition["name"] in LOOP_TOOLS:
-                tools.append(contract_tool(definition["name"], definition["description"],
-                                           with_host(definition["input_schema"]), self._loop_tool(definition["name"])))
-        for name, handler in (("list_hosts", self.list_hosts), ("run_task", self.run_task), ("get_run", self.get_run)):
+                schema = with_host(definition["input_schema"])
+                description = definition["description"]
+                if definition["name"] in KEYED_TOOLS:
+                    schema, description = with_key(schema), description + "\n\n" + key_argument()
+                tools.append(contract_tool(definition["name"], description, schema,
+                                           self._loop_tool(definition["name"])))
+        for name, handler in (("list_hosts", self.list_hosts), ("run_task", self.run_task), ("get_run", self.get_run),
+                              ("review_status", self.review_status)):
             spec = own_tool(name)
             schema = spec["input_schema"]
             if "host" in schema["properties"]:
@@ -240,18 +334,36 @@ class NexusMcp:
         if self.backend.quotas is not None:
             await anyio.to_thread.run_sync(self.backend.quotas.admit_call, user)
 
-    async def loop_call(self, name: str, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+    async def loop_call(self, name: str, arguments: dict[str, Any], ctx: Context) -> CallToolResult | InputRequiredResult:
         caller = self.caller(ctx)
+        answered = review_state(ctx)
+        if answered is not None and "run" not in answered:
+            return await self._resume_call(caller, answered["review"], ctx)
         arguments = dict(arguments)
         host_id = arguments.pop("host", None)
+        key = arguments.pop("idempotency_key", None) if name in KEYED_TOOLS else None
+        if key:
+            earlier = await anyio.to_thread.run_sync(self.calls.by_key, caller.user, key)
+            if earlier is not None:
+                return await self._repeat(caller, earlier, key, ctx)
         call_id = "mcp_" + uuid.uuid4().hex[:16]
+        if name in KEYED_TOOLS and not key:
+            key = call_id  # issued by the server, told in the first progress message and in the result
         try:
             session_id, items = await anyio.to_thread.run_sync(
-                self.calls.start, caller, call_id, name, arguments, host_id)
+                lambda: self.calls.start(caller, call_id, name, arguments, host_id, key))
         except Refused as exc:
             return error_result(str(exc))
         except QuotaExceeded as exc:
             return quota_result(exc)
+        if key:
+            await ctx.report_progress(0, None, say("call_key", tool_call_id=call_id, idem=key))
+        return await self._follow_call(ctx, session_id, call_id, name, items, key)
+
+    async def _follow_call(self, ctx: Context, session_id: str, call_id: str, name: str, items: Iterator[Any],
+                           key: str | None) -> CallToolResult | InputRequiredResult:
+        """The call's chunks until its outcome; a held change is reviewed by the person where the client can
+        ask them, else the call answers at once that it is held, and where to decide."""
         outcome: CallOutcome | None = None
         try:
             while outcome is None:
@@ -260,51 +372,159 @@ class NexusMcp:
                 if isinstance(item, CallOutcome):
                     outcome = item
                 elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":
-                    if not await self.card.offer(ctx, caller, session_id, call_id, name, item.metadata or {}):
-                        await self._review(ctx, session_id, call_id, item.content)
+                    if await self.card.offer(ctx, self.caller(ctx), session_id, call_id, name, item.metadata or {}):
+                        continue  # the client renders the review card, which decides
+                    asked = await self._review_call(ctx, session_id, call_id, name, item.content, key)
+                    if isinstance(asked, InputRequiredResult):
+                        self._waiting[call_id] = (items, item.content, key)
+                        return asked
+                    if asked is not None:
+                        return asked
+        except Refused as exc:
+            return error_result(str(exc))
         except anyio.get_cancelled_exc_class():
             self.calls.cancel(call_id)  # the host aborts the script: killed, rolled back, a hold discarded
             raise
         finally:
             self.card.held.forget(call_id)
-        return self.result(outcome, call_id, name)
+        return self.result(outcome, call_id, name, key)
 
-    async def _review(self, ctx: Context, session_id: str, call_id: str, summary: str) -> None:
-        """Under `ask`: the person decides through elicitation where the client can ask them; otherwise
-        the chat page (or the host) decides, as for any run, and the client is told where."""
-        timeout_s = self.backend.settings.approval_timeout_s
-        minutes = round(timeout_s / 60, 1)
-        capabilities = ctx.client_capabilities
-        note = say("approval_elsewhere", session_id=session_id, minutes=minutes)
-        if capabilities is None or capabilities.elicitation is None:
-            await ctx.report_progress(0, None, note)
-            return
-        decision: dict[str, Any] = {"decision": "discard", "by": "mcp", "undecided": True,
-                                    "comment": say("approval_no_answer", minutes=minutes)}
-        with anyio.move_on_after(timeout_s):
+    def _minutes(self) -> float:
+        return round(self.backend.settings.approval_timeout_s / 60, 1)
+
+    async def _review_call(self, ctx: Context, session_id: str, call_id: str, name: str, summary: str,
+                           key: str | None) -> CallToolResult | InputRequiredResult | None:
+        """Under `ask`, a held change of a direct call: None once the person decided here (elicitation mid-call,
+        before 2026-07-28); the input_required result that asks them (2026-07-28); or, where the client cannot
+        ask, the held result saying where to decide (the chat page shows the change as for any run)."""
+        if can_elicit(ctx) and asks_by_input_required(ctx):
+            return InputRequiredResult(input_requests={REVIEW_KEY: review_request(summary)},
+                                       request_state=json.dumps({"review": call_id}))
+        if can_elicit(ctx) and await self._elicit_decision(ctx, session_id, call_id, summary):
+            return None
+        await ctx.report_progress(0, None, self._held_note(session_id, call_id))
+        return self.held_result(session_id, call_id, name, key)
+
+    def _held_note(self, session_id: str, call_id: str) -> str:
+        return say("approval_elsewhere", link=self.backend.session_link(session_id), minutes=self._minutes(),
+                   tool_call_id=call_id)
+
+    def held_result(self, session_id: str, call_id: str, name: str, key: str | None) -> CallToolResult:
+        link = self.backend.session_link(session_id)
+        held = {"tool_call_id": call_id, "name": name, "ok": True, "held": True, "committed": False,
+                "review_status": "pending", "decide_at": link,
+                "note": say("approval_held_note", link=link, tool_call_id=call_id)}
+        if key:
+            held["idempotency_key"] = key
+        # The first text says it in words (a client that shows only text); the second is the structured content.
+        return CallToolResult(content=[TextContent(text=self._held_note(session_id, call_id)),
+                                       TextContent(text=as_text(held))], structured_content=held, is_error=False)
+
+    async def _elicit_decision(self, ctx: Context, session_id: str, call_id: str, summary: str) -> bool:
+        """Ask the person mid-call (before 2026-07-28) and deliver their decision; False if the client could
+        not ask after all (a bridge whose own client cannot)."""
+        decision = decision_of(None, None, self._minutes())
+        with anyio.move_on_after(self.backend.settings.approval_timeout_s):
             try:
                 answer = await ctx.elicit(say("approval_elicit", report=summary), ApprovalAnswer)
-            except MCPError:  # the client could not ask after all (a bridge whose own client cannot)
-                await ctx.report_progress(0, None, note)
-                return
-            if answer.action == "accept" and answer.data is not None and answer.data.keep:
-                decision = {"decision": "keep", "by": "mcp", "comment": answer.data.comment}
-            elif answer.action == "accept" and answer.data is not None:
-                decision = {"decision": "discard", "by": "mcp", "comment": answer.data.comment}
-            elif answer.action == "decline":  # the person said no
-                decision = {"decision": "discard", "by": "mcp", "comment": say("approval_declined")}
-            else:  # cancel: the question was dismissed, nobody decided
-                decision = {"decision": "discard", "by": "mcp", "undecided": True,
-                            "comment": say("approval_dismissed")}
+            except MCPError:
+                return False
+            content = answer.data.model_dump() if answer.action == "accept" and answer.data is not None else None
+            decision = decision_of(answer.action, content, self._minutes())
         await anyio.to_thread.run_sync(self.calls.decide, session_id, call_id, decision)
+        return True
 
-    def result(self, outcome: CallOutcome, call_id: str, name: str) -> CallToolResult:
+    async def _resume_call(self, caller: Caller, call_id: str, ctx: Context) -> CallToolResult | InputRequiredResult:
+        """The client answered the review question of a call it made before (2026-07-28): the decision is
+        delivered and the call followed to its outcome."""
+        worker = self.calls.worker(caller.user, call_id)
+        waiting = self._waiting.pop(call_id, None)
+        if worker is None:
+            return error_result(say("unknown_call", tool_call_id=call_id))
+        if waiting is None:  # answered already (a repeated retry): the outcome, once there
+            return await self._outcome_of(worker, call_id, ctx, wait_s=DEFAULT_RUN_WAIT_S)
+        items, summary, key = waiting
+        answer = review_answer(ctx)
+        if answer is None:  # retried without an answer: ask again
+            self._waiting[call_id] = waiting
+            return InputRequiredResult(input_requests={REVIEW_KEY: review_request(summary)},
+                                       request_state=json.dumps({"review": call_id}))
+        decision = decision_of(*answer, self._minutes())
+        await anyio.to_thread.run_sync(self.calls.decide, worker.session_id, call_id, decision)
+        return await self._follow_call(ctx, worker.session_id, call_id, worker.name, items, key)
+
+    async def _repeat(self, caller: Caller, earlier: Any, key: str, ctx: Context) -> CallToolResult:
+        """A retried call with an idempotency key already used: the first call's outcome, never a second run."""
+        if isinstance(earlier, tuple):  # run by an earlier process of this deployment
+            session_id, call_id = earlier
+            outcome = await anyio.to_thread.run_sync(self.calls.stored_outcome, session_id, call_id)
+            if outcome is None:  # it never finished (the process ended mid-call): nothing was kept
+                return error_result(say("unknown_call", tool_call_id=call_id))
+            return self.result(outcome, call_id, str((outcome.person or {}).get("name", "")), key, repeated=True)
+        call_id = next(c for c, w in self.calls.calls_of(caller.user) if w is earlier)
+        if not earlier.done.is_set():
+            await ctx.report_progress(0, None, say("repeat_running", idem=key, tool_call_id=call_id))
+        return await self._outcome_of(earlier, call_id, ctx, wait_s=DEFAULT_RUN_WAIT_S, key=key, repeated=True)
+
+    async def _outcome_of(self, worker: Any, call_id: str, ctx: Context, wait_s: float, key: str | None = None,
+                          repeated: bool = False) -> CallToolResult:
+        """A call's outcome, waiting up to `wait_s` for it; while it waits for a review, the held result."""
+        with anyio.move_on_after(wait_s):
+            while not worker.done.is_set():
+                await anyio.sleep(PROGRESS_POLL_S)
+        if worker.outcome is not None:
+            return self.result(worker.outcome, call_id, worker.name, key, repeated=repeated)
+        if worker.failure is not None:
+            return error_result(str(worker.failure))
+        if self.backend.channel.awaiting_decision(worker.session_id):
+            return self.held_result(worker.session_id, call_id, worker.name, key)
+        return structured_result({"tool_call_id": call_id, "name": worker.name, "ok": True,
+                                  "review_status": "running", "note": say("call_running", tool_call_id=call_id)})
+
+    async def review_status(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        """What became of a call (held for review, or still running): its outcome once decided."""
+        caller = self.caller(ctx)
+        call_id = arguments["tool_call_id"]
+        self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "review_status", arguments)
+        try:
+            await self._admit_call(caller.user)
+        except QuotaExceeded as exc:
+            return quota_result(exc)
+        worker = self.calls.worker(caller.user, call_id)
+        if worker is None:
+            session_id = await anyio.to_thread.run_sync(self.calls.session_of, caller.user, call_id)
+            outcome = session_id and await anyio.to_thread.run_sync(self.calls.stored_outcome, session_id, call_id)
+            if not outcome:
+                return error_result(say("unknown_call", tool_call_id=call_id))
+            return self.result(outcome, call_id, str((outcome.person or {}).get("name", "")), None)
+        return await self._outcome_of(worker, call_id, ctx, wait_s=float(arguments.get("wait_s", 0)))
+
+    async def _review(self, ctx: Context, session_id: str, call_id: str, summary: str) -> InputRequiredResult | None:
+        """Under `ask`, a held change of a delegated run: asked through elicitation where the client can ask
+        (None once decided, or the input_required result under 2026-07-28); otherwise the chat page (or the
+        host) decides, as for any run, and the client is told where."""
+        if can_elicit(ctx) and asks_by_input_required(ctx):
+            return InputRequiredResult(input_requests={REVIEW_KEY: review_request(summary)},
+                                       request_state=json.dumps({"review": call_id, "run": session_id}))
+        if not can_elicit(ctx) or not await self._elicit_decision(ctx, session_id, call_id, summary):
+            await ctx.report_progress(0, None, self._held_note(session_id, call_id))
+        return None
+
+    def result(self, outcome: CallOutcome, call_id: str, name: str, key: str | None = None,
+               repeated: bool = False) -> CallToolResult:
         person = outcome.person or {"tool_call_id": call_id, "name": name, "ok": not outcome.is_error,
                                     "summary": outcome.text}
         images = [ImageContent(data=image["data"], mime_type=image.get("media_type", "image/png"))
                   for image in outcome.images]
-        return with_card(name, structured_result(capped_copy(person, outcome.session_id, self.backend.settings),
-                                                 outcome.is_error, images))
+        structured = capped_copy(person, outcome.session_id, self.backend.settings)
+        decision = structured.get("decision")
+        if isinstance(decision, dict) and decision.get("decision") in ("keep", "discard"):
+            structured["review_status"] = "kept" if decision["decision"] == "keep" else "discarded"
+        if key:
+            structured["idempotency_key"] = key
+        if repeated:
+            structured["repeated"] = True
+        return with_card(name, structured_result(structured, outcome.is_error, images))
 
     # hosts, delegated runs
     async def list_hosts(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
@@ -320,8 +540,11 @@ class NexusMcp:
                               if k in h} for h in hosts]}
         return structured_result(listing)
 
-    async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+    async def run_task(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult | InputRequiredResult:
         caller = self.caller(ctx)
+        answered = review_state(ctx)
+        if answered is not None and "run" in answered:
+            return await self._resume_run(caller, answered, ctx)
         user = caller.user
         slot = None
         try:
@@ -363,8 +586,11 @@ class NexusMcp:
     def _default_model(self) -> str | None:
         return self.default_model() if callable(self.default_model) else self.default_model
 
-    async def get_run(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+    async def get_run(self, arguments: dict[str, Any], ctx: Context) -> CallToolResult | InputRequiredResult:
         caller = self.caller(ctx)
+        answered = review_state(ctx)
+        if answered is not None and "run" in answered:
+            return await self._resume_run(caller, answered, ctx)
         user = caller.user
         self.calls.audit(caller, None, None, "mcp_" + uuid.uuid4().hex[:16], "get_run", arguments)
         try:
@@ -378,7 +604,7 @@ class NexusMcp:
             return self._run_result(found)
         return await self._follow(found, ctx, float(arguments.get("wait_s", 0)))
 
-    async def _follow(self, run: DelegatedRun, ctx: Context, wait_s: float) -> CallToolResult:
+    async def _follow(self, run: DelegatedRun, ctx: Context, wait_s: float) -> CallToolResult | InputRequiredResult:
         """A progress notification for each of the run's steps, in order, while it goes on; its result, or
         its handle if it outlasts `wait_s`. Every step the run took before it ended is reported before its
         result, also when it ended between two looks here."""
@@ -391,7 +617,10 @@ class NexusMcp:
                     await ctx.report_progress(reported, None, step)
                 if run.approvals:  # a change held under `ask`: the person decides, here if the client can ask
                     call_id, summary = run.approvals.pop(0)
-                    await self._review(ctx, run.handle, call_id, summary)
+                    asked = await self._review(ctx, run.handle, call_id, summary)
+                    if asked is not None:
+                        self._run_reviews[(run.handle, call_id)] = (summary, wait_s)
+                        return asked
                     continue
                 if ended:
                     break
@@ -399,6 +628,26 @@ class NexusMcp:
         if run.done.is_set():
             await anyio.to_thread.run_sync(self.runs.released, run)
         return self._run_result(run.summary())
+
+    async def _resume_run(self, caller: Caller, answered: dict[str, Any], ctx: Context) -> CallToolResult | InputRequiredResult:
+        """The client answered the review question of a delegated run's held change (2026-07-28)."""
+        handle, call_id = str(answered["run"]), answered["review"]
+        found = self.runs.get(caller.user, handle)
+        if found is None:
+            return error_result(say("unknown_run", handle=handle))
+        if isinstance(found, dict):
+            return self._run_result(found)
+        waiting = self._run_reviews.pop((handle, call_id), None)
+        summary, wait_s = waiting if waiting is not None else ("", DEFAULT_RUN_WAIT_S)
+        answer = review_answer(ctx)
+        if answer is None and waiting is not None:  # retried without an answer: ask again
+            self._run_reviews[(handle, call_id)] = waiting
+            return InputRequiredResult(input_requests={REVIEW_KEY: review_request(summary)},
+                                       request_state=json.dumps({"review": call_id, "run": handle}))
+        if answer is not None and waiting is not None:
+            decision = decision_of(*answer, self._minutes())
+            await anyio.to_thread.run_sync(self.calls.decide, handle, call_id, decision)
+        return await self._follow(found, ctx, wait_s)
 
     def _run_result(self, summary: dict[str, Any]) -> CallToolResult:
         summary = {**summary, "results": [capped_copy(r, summary["handle"], self.backend.settings)

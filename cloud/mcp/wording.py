@@ -42,6 +42,11 @@ def host_argument() -> str:
     return _json("tools.json")["host_argument"]
 
 
+def key_argument() -> str:
+    """The `idempotency_key` argument's description (also appended to the description of each tool that takes it)."""
+    return _json("tools.json")["idempotency_argument"]
+
+
 def prompts() -> dict[str, dict[str, Any]]:
     return _json("prompts.json")
 

@@ -14,6 +14,7 @@ from cloud.gate.wsgi import HostGate
 from cloud.store import Store
 from cloud.web.admin import admin_api
 from cloud.web.api import api
+from cloud.web.approvals_api import approvals_api
 from cloud.web.auth import HOST_ONLY, api_error, current_user
 from cloud.web.batches_api import batches_api
 from cloud.web.models_api import models_api
@@ -60,6 +61,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
     app.register_blueprint(batches_api)
     app.register_blueprint(scene_api)
     app.register_blueprint(show_api)
+    app.register_blueprint(approvals_api)
 
     @app.before_request
     def authenticate_everything():

@@ -55,7 +55,8 @@ def test_two_connections_of_one_client_program_get_separate_sessions(deployment)
             b_edit = await b.call_tool("execute_task_automation", {"edits": [{"old": "'A-1'", "new": "'B-X'"}]})
             sessions = [row for row in _mcp_sessions(server) if row["id"] not in before]
             a_session = next(row["id"] for row in sessions if any(
-                json.loads(r["code"])["tool"] == "execute_task_automation" and "A-1" in r["code"]
+                json.loads(r["code"])["tool"] == "execute_task_automation"
+                    and "A-1" in json.loads(r["code"])["arguments"].get("code", "")  # A's own script, not B's edit
                 for r in store.audit(session_id=row["id"], kind="mcp_call")))
             store.update_session(a_session, policy="readonly")  # the person restricts A's session only
             b_after = await b.call_tool("execute_task_automation",

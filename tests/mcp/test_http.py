@@ -35,7 +35,7 @@ def deployment(tmp_path_factory) -> Iterator[tuple[RunningServer, str, dict[str,
 
     tmp = tmp_path_factory.mktemp("mcp_http")
     with running_server(tmp) as server:
-        endpoint = start_mcp_http(server.state)
+        endpoint = start_mcp_http(server.state, chat_url=server.url)
         hosts, outs = [], {}
         try:
             for user in ("alice", "bob"):
@@ -91,23 +91,26 @@ def test_each_user_reaches_only_their_own_host(deployment):
     assert any(json.loads(row["code"])["arguments"].get("host") == host_ids["alice"] for row in audit)
 
 
-def _decide_from_the_page(server: RunningServer, user: str, token: str, decision: str,
-                          decided: list[int]) -> threading.Thread:
-    """The chat page's part: once an MCP call's automation awaits approval, POST the decision."""
-    store = server.state.store
+def _approvals(server: RunningServer, token: str) -> list[dict[str, Any]]:
+    reply = requests.get(f"{server.url}/api/approvals", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    assert reply.status_code == 200, reply.text
+    return reply.json()["approvals"]
 
+
+def _decide_from_the_page(server: RunningServer, token: str, decision: str,
+                          decided: list[int]) -> threading.Thread:
+    """The chat page's part, over HTTP only: once the person's approvals list shows a held change of an MCP
+    call, POST the decision to its session."""
     def decide() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for row in store.list_sessions(user_name=user):
-                call = server.state.channel.pending_tool_call(row["id"])
-                if call and call.startswith("mcp_"):
-                    reply = requests.post(f"{server.url}/api/sessions/{row['id']}/approval",
-                                          json={"tool_call_id": call, "decision": decision},
+            for held in _approvals(server, token):
+                if held["tool_call_id"].startswith("mcp_") and held["decidable"]:
+                    reply = requests.post(f"{server.url}/api/sessions/{held['session_id']}/approval",
+                                          json={"tool_call_id": held["tool_call_id"], "decision": decision},
                                           headers={"Authorization": f"Bearer {token}"}, timeout=10)
-                    if reply.status_code == 202:  # 409 while the script still runs (nothing awaits approval)
-                        decided.append(reply.status_code)
-                        return
+                    decided.append(reply.status_code)
+                    return
             time.sleep(0.05)
 
     thread = threading.Thread(target=decide)
@@ -115,28 +118,81 @@ def _decide_from_the_page(server: RunningServer, user: str, token: str, decision
     return thread
 
 
-def test_a_client_without_elicitation_leaves_the_decision_to_the_chat_page(deployment):
+def _stream_until_approval_card(server: RunningServer, token: str, session_id: str) -> dict[str, Any]:
+    """The chat page's session stream (as the page re-attaches to a running session): its chunks until the
+    approval request, whose card offers Keep and Discard."""
+    with requests.get(f"{server.url}/api/sessions/{session_id}/stream?after=0", stream=True, timeout=30,
+                      headers={"Authorization": f"Bearer {token}"}) as reply:
+        assert reply.status_code == 200, reply.text
+        for line in reply.iter_lines(decode_unicode=True):
+            if line and line.startswith("data:"):
+                chunk = json.loads(line[5:]).get("chunk") or json.loads(line[5:])
+                if (chunk.get("metadata") or {}).get("kind") == "approval_request":
+                    return chunk
+    raise AssertionError("the session's stream ended without an approval request")
+
+
+def test_a_client_without_elicitation_is_answered_at_once_and_the_chat_page_decides(deployment):
     server, url, host_ids, outs = deployment
     store = server.state.store
     token = server.token("alice")
     store.set_user_policy("alice", "ask")
-    decided: list[int] = []
+    progress: list[str] = []
 
-    async def scenario():
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    async def held_call():
         async with http_session(url, token) as session:
-            return await session.call_tool("execute_task_automation",
-                                           {"code": "model.by_type('IfcDoor')[0].Name = 'PAGE-KEPT'"})
+            started = time.monotonic()
+            held = await session.call_tool("execute_task_automation",
+                                           {"code": "model.by_type('IfcDoor')[0].Name = 'PAGE-KEPT'"},
+                                           progress_callback=on_progress)
+            answered_in = time.monotonic() - started
+            refused = await session.call_tool("execute_data_collection", {"code": "print(1)"})
+            return held, answered_in, refused
 
-    page = _decide_from_the_page(server, "alice", token, "keep", decided)
+    async def later(call_id: str):
+        async with http_session(url, token) as session:  # another connection of the same person
+            return await session.call_tool("review_status", {"tool_call_id": call_id, "wait_s": 60})
+
     try:
-        result = anyio.run(scenario)
+        held, answered_in, refused = anyio.run(held_call)
+        status = held.structured_content
+        assert status["held"] is True and status["review_status"] == "pending", text_of(held)
+        session_id = status["decide_at"].rsplit("#session=", 1)[1]
+        assert status["decide_at"] == f"{server.url}/#session={session_id}"
+        assert held.content[0].text.startswith(f"Held for review: decide at {status['decide_at']}")
+        assert any(status["decide_at"] in m for m in progress), progress
+        assert answered_in < 30  # not the 15 minutes of the review timeout
+        assert refused.is_error and status["decide_at"] in text_of(refused)  # the held change first
+
+        listed = _approvals(server, token)
+        assert [(a["session_id"], a["tool_call_id"]) for a in listed] == [(session_id, status["tool_call_id"])]
+        assert listed[0]["decidable"] and "PAGE-KEPT" in listed[0]["summary"]
+        assert listed[0]["host_id"] == host_ids["alice"] and listed[0]["link"] == f"/#session={session_id}"
+        assert _approvals(server, server.token("bob")) == []  # only the user's own
+        page_view = requests.get(f"{server.url}/api/sessions/{session_id}",
+                                 headers={"Authorization": f"Bearer {token}"}, timeout=10).json()
+        assert page_view["running"] is True
+        card = _stream_until_approval_card(server, token, session_id)
+        assert card["metadata"]["tool_call_id"] == status["tool_call_id"]
+
+        reply = requests.post(f"{server.url}/api/sessions/{session_id}/approval",
+                              json={"tool_call_id": status["tool_call_id"], "decision": "keep"},
+                              headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        assert reply.status_code == 202, reply.text
+        decided = anyio.run(later, status["tool_call_id"])
     finally:
-        page.join()
         store.set_user_policy("alice", "auto")
-    assert decided == [202]
-    assert result.structured_content["committed"] is True, text_of(result)
-    assert result.structured_content["decision"]["decision"] == "keep"
+    assert decided.structured_content["committed"] is True, text_of(decided)
+    assert decided.structured_content["review_status"] == "kept"
+    assert decided.structured_content["decision"]["decision"] == "keep"
     assert "PAGE-KEPT" in {d.Name for d in ifcopenshell.open(str(outs["alice"])).by_type("IfcDoor")}
+    assert _approvals(server, token) == []
+    history = requests.get(f"{server.url}/api/sessions/{session_id}",
+                           headers={"Authorization": f"Bearer {token}"}, timeout=10).json()["history"]
+    assert any(p.get("id") == status["tool_call_id"] for e in history for p in e.get("content", []))
 
 
 def test_the_bridge_relays_elicitation_or_leaves_the_decision_to_the_page(deployment, tmp_path):
@@ -157,21 +213,27 @@ def test_the_bridge_relays_elicitation_or_leaves_the_decision_to_the_page(deploy
             return await session.call_tool("execute_task_automation",
                                            {"code": f"model.by_type('IfcDoor')[0].Name = '{name}'"})
 
+    async def outcome(call_id: str):
+        async with stdio_session("--server", url, "--token-file", str(token_file)) as session:
+            return await session.call_tool("review_status", {"tool_call_id": call_id, "wait_s": 60})
+
     decided: list[int] = []
     try:
         relayed = anyio.run(functools.partial(scenario, "BRIDGE-KEPT", elicitation_callback=accept))
-        page = _decide_from_the_page(server, "bob", token, "discard", decided)
+        page = _decide_from_the_page(server, token, "discard", decided)
         try:
             unasked = anyio.run(scenario, "BRIDGE-PAGE")
         finally:
             page.join()
+        later = anyio.run(outcome, unasked.structured_content["tool_call_id"])
     finally:
         store.set_user_policy("bob", "auto")
     assert len(asked) == 1 and "BRIDGE-KEPT" in asked[0]
     assert relayed.structured_content["committed"] is True, text_of(relayed)
     assert decided == [202]
-    assert unasked.structured_content["committed"] is False
-    assert unasked.structured_content["decision"]["decision"] == "discard"
+    assert unasked.structured_content["review_status"] == "pending", text_of(unasked)
+    assert later.structured_content["committed"] is False and later.structured_content["review_status"] == "discarded"
+    assert later.structured_content["decision"]["decision"] == "discard"
     names = {d.Name for d in ifcopenshell.open(str(outs["bob"])).by_type("IfcDoor")}
     assert "BRIDGE-KEPT" in names and "BRIDGE-PAGE" not in names
 
@@ -270,3 +332,58 @@ def test_no_oauth_metadata_and_a_401_asks_for_a_bearer_token(deployment, tmp_pat
     authenticated = inspector("--header", f"Authorization: Bearer {server.token('alice')}")
     assert authenticated.returncode == 0, authenticated.stderr[-2000:]
     assert "execute_task_automation" in {t["name"] for t in json.loads(authenticated.stdout)["tools"]}
+
+
+def _sse_events(reply: requests.Response) -> Iterator[dict[str, str]]:
+    """The SSE events of a streamed reply, as {id, data, retry} (fields absent when not sent)."""
+    event: dict[str, str] = {}
+    for line in reply.iter_lines(decode_unicode=True):
+        if line is None:
+            continue
+        if line == "":
+            if event:
+                yield event
+            event = {}
+            continue
+        name, _, value = line.partition(":")
+        if name in ("id", "data", "retry"):
+            event[name] = event.get(name, "") + value.removeprefix(" ") if name == "data" else value.strip()
+
+
+def test_a_run_task_stream_is_primed_and_resumes_after_a_dropped_connection(deployment, tmp_path, monkeypatch):
+    """A client whose connection drops mid-run_task reconnects with Last-Event-ID and still gets the result:
+    the stream opens with a priming event (an id, no data, `retry`), and the endpoint replays what was missed."""
+    server, url, _, _ = deployment
+    monkeypatch.setenv("NEXUS_SCRIPTED_DIRS", str(tmp_path))
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_data_collection", "input": {"code": "import time\ntime.sleep(4)\nprint(7)"}}}],
+        [{"text": "Counted 7."}]]}))
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "Authorization": f"Bearer {server.token('alice')}"}
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-11-25"}}
+    opened = requests.post(url, json=initialize, headers=headers, timeout=30)
+    assert opened.status_code == 200, opened.text
+    session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    requests.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session, timeout=10)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "run_task", "arguments": {"prompt": "count", "model": f"scripted:{script}"},
+                       "_meta": {"progressToken": "p7"}}}
+    with requests.post(url, json=call, headers=session, stream=True, timeout=30) as first:
+        assert first.headers["content-type"].startswith("text/event-stream")
+        priming = next(_sse_events(first))  # then the connection drops, the run still going
+    assert priming.get("id") and not priming.get("data") and priming.get("retry") == "2000", priming
+
+    resumed = {**session, "Last-Event-ID": priming["id"], "Accept": "text/event-stream"}
+    messages = []
+    with requests.get(url, headers=resumed, stream=True, timeout=60) as again:
+        assert again.status_code == 200, again.text
+        for event in _sse_events(again):
+            if event.get("data"):
+                messages.append(json.loads(event["data"]))
+                if messages[-1].get("id") == 7:
+                    break
+    result = messages[-1]["result"]
+    assert result["structuredContent"]["status"] == "complete", result
+    assert result["structuredContent"]["answer"] == "Counted 7."
+    assert any(m.get("method") == "notifications/progress" for m in messages)  # the steps it missed, too

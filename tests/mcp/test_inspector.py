@@ -32,7 +32,7 @@ def test_the_inspector_lists_the_tools_and_calls_one(tmp_path):
     listed = _inspector(model, tmp_path / "db.sqlite", "--method", "tools/list")
     assert {t["name"] for t in listed["tools"]} == {"execute_data_collection", "execute_task_automation",
                                                     "capture_view", "lookup_api", "list_hosts", "run_task",
-                                                    "get_run", "find_skill", "run_skill"}
+                                                    "get_run", "find_skill", "run_skill", "review_status"}
     called = _inspector(model, tmp_path / "db.sqlite", "--method", "tools/call", "--tool-name",
                         "execute_data_collection", "--tool-arg", "code=print(len(model.by_type('IfcWall')))")
     walls = len(ifcopenshell.open(str(model)).by_type("IfcWall"))

@@ -22,7 +22,8 @@ from mcp.shared.exceptions import MCPError
 from cloud.config import Settings
 from tests.mcp.support import nexus_mcp_params, text_of
 
-READ_ONLY = {"execute_data_collection", "capture_view", "lookup_api", "list_hosts", "find_skill", "get_run"}
+READ_ONLY = {"execute_data_collection", "capture_view", "lookup_api", "list_hosts", "find_skill", "get_run",
+             "review_status"}
 DESTRUCTIVE = {"execute_task_automation", "run_skill", "run_task"}
 BIG_OUTPUT = "for i in range(1600):\n    print('row %04d ' % i + 'x' * 24)\n"  # 48,000 characters
 
@@ -58,6 +59,8 @@ def test_every_tool_is_annotated_and_its_structured_content_follows_its_output_s
             results = {name: await session.call_tool(name, arguments) for name, arguments in calls.items()}
             results["get_run"] = await session.call_tool(
                 "get_run", {"handle": results["run_task"].structured_content["handle"]})
+            results["review_status"] = await session.call_tool(
+                "review_status", {"tool_call_id": results["execute_task_automation"].structured_content["tool_call_id"]})
             refused = await session.call_tool("execute_data_collection", {"code": "print(1)", "host": "h_nothere"})
             return tools, results, refused
 
@@ -88,6 +91,8 @@ def test_every_tool_is_annotated_and_its_structured_content_follows_its_output_s
     assert big["full_result"]["path"] == f"/api/sessions/{big['full_result']['session_id']}/results/" \
                                          f"{big['tool_call_id']}"
     assert results["execute_task_automation"].structured_content["committed"] is True
+    assert results["review_status"].structured_content["committed"] is True  # the same call's outcome, later
+    assert results["execute_task_automation"].structured_content["idempotency_key"]  # issued by the server
     assert results["capture_view"].structured_content["image"]["width"] > 0
     assert [c.type for c in results["capture_view"].content] == ["text", "image"]
 

@@ -139,3 +139,71 @@ def test_the_form_defaults_to_discard_and_cancel_is_no_decline(sample_ifc, tmp_p
     assert dismissed.structured_content["decision"]["undecided"] is True
     assert "dismissed" in dismissed.structured_content["decision"]["comment"]
     assert not {"AS-IS", "DECLINED", "DISMISSED"} & _door_names(out)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_person_is_asked_under_both_protocol_versions(mode, sample_ifc, tmp_path):
+    """The official high-level client: under 2025-11-25 the server elicits mid-call; under 2026-07-28 it
+    answers with an input_required result carrying the question, and the client calls again with the
+    answer (before, `ctx.elicit()` raised NoBackChannelError there and the person was never asked)."""
+    from mcp.client import Client
+
+    from tests.mcp.support import nexus_mcp_params
+
+    out = tmp_path / "out.ifc"
+    asked: list[str] = []
+    answers = iter([types.ElicitResult(action="accept", content={"keep": True, "comment": "fine"}),
+                    types.ElicitResult(action="decline")])
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return next(answers)
+
+    async def scenario():
+        params = nexus_mcp_params("--ifc", str(sample_ifc), "--out", str(out), "--db", str(tmp_path / "db.sqlite"),
+                                  "--policy", "ask", "--review-timeout", "60")
+        async with Client(params, mode=mode, elicitation_callback=elicit) as client:
+            kept = await client.call_tool("execute_task_automation", {"code": RENAME.format(name="ASKED-KEPT")})
+            declined = await client.call_tool("execute_task_automation", {"code": RENAME.format(name="ASKED-NO")})
+            return kept, declined
+
+    kept, declined = anyio.run(scenario)
+    assert len(asked) == 2 and "ASKED-KEPT" in asked[0] and "ASKED-NO" in asked[1]
+    assert kept.structured_content["committed"] is True, text_of(kept)
+    assert kept.structured_content["decision"] == {"decision": "keep", "by": "mcp", "comment": "fine"}
+    assert kept.structured_content["review_status"] == "kept"
+    assert declined.structured_content["committed"] is False
+    assert declined.structured_content["review_status"] == "discarded"
+    names = _door_names(out)
+    assert "ASKED-KEPT" in names and "ASKED-NO" not in names
+
+
+def test_a_delegated_run_asks_under_2026_07_28(sample_ifc, tmp_path):
+    import json
+
+    from mcp.client import Client
+
+    from tests.mcp.support import nexus_mcp_params
+
+    out = tmp_path / "out.ifc"
+    script = tmp_path / "rename.json"
+    script.write_text(json.dumps({"turns": [
+        [{"tool_call": {"name": "execute_task_automation", "input": {"code": RENAME.format(name="MODERN-RUN")}}}],
+        [{"text": "Renamed."}]]}))
+    asked: list[str] = []
+
+    async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"keep": True})
+
+    async def scenario():
+        params = nexus_mcp_params("--ifc", str(sample_ifc), "--out", str(out), "--db", str(tmp_path / "db.sqlite"),
+                                  "--policy", "ask", "--review-timeout", "60")
+        async with Client(params, mode="2026-07-28", elicitation_callback=accept) as client:
+            return await client.call_tool("run_task", {"prompt": "rename", "model": f"scripted:{script}"})
+
+    done = anyio.run(scenario)
+    assert done.structured_content["status"] == "complete", text_of(done)
+    assert len(asked) == 1 and "MODERN-RUN" in asked[0]
+    assert len(done.structured_content["committed"]) == 1
+    assert "MODERN-RUN" in _door_names(out)

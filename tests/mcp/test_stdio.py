@@ -1,6 +1,7 @@
 """`nexus mcp --ifc`: the official MCP Python client over stdio, on the sample building and a corpus file."""
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
 from pathlib import Path
@@ -41,13 +42,19 @@ def test_tools_listed_with_the_contracts_descriptions_and_schemas(sample_ifc, tm
             return (await session.list_tools()).tools
 
     tools = {t.name: t for t in anyio.run(scenario)}
-    assert set(tools) == LOOP_TOOLS | {"list_hosts", "run_task", "get_run"}
+    assert set(tools) == LOOP_TOOLS | {"list_hosts", "run_task", "get_run", "review_status"}
     for name, contract in _contract_tools().items():
-        # capture_view's description goes on to list the host's views (from its provider, as for the loop)
+        # capture_view's description goes on to list the host's views (from its provider, as for the loop);
+        # the tools that change the model go on to describe their idempotency key
         assert tools[name].description.startswith(contract["description"])
-        assert (tools[name].description == contract["description"]) == (name != "capture_view")
-        schema = dict(tools[name].input_schema)
+        keyed = name in ("execute_task_automation", "run_skill")
+        assert (tools[name].description == contract["description"]) == (name not in ("capture_view",) and not keyed)
+        schema = copy.deepcopy(dict(tools[name].input_schema))
         assert schema["properties"].pop("host")["type"] == "string"
+        if keyed:
+            key = schema["properties"].pop("idempotency_key")
+            assert key["type"] == "string" and "idempotency_key" in key["description"]
+            assert "idempotency_key" in tools[name].description
         assert schema == contract["input_schema"]
 
 

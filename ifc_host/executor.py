@@ -89,11 +89,13 @@ class ExecuteJob:
     hold: bool = False
     validation: str = "warn"  # "warn" | "block": what schema/model-rule findings the script introduced do
     ids: str | None = None  # an IDS (XML) whose failures introduced by the script count like schema findings
+    rules: dict[str, Any] | None = None  # a rule set (ifc_host/rules.py) whose introduced findings are reported
 
     def as_request(self) -> dict[str, Any]:
         return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
                 "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
-                "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids}
+                "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids,
+                "rules": self.rules}
 
 
 class IsolatedExecutor:

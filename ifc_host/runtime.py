@@ -379,7 +379,7 @@ class HostRuntime:
         job = ExecuteJob(request_id=message["request_id"], mode=message["mode"], code=message["code"],
                          timeout_s=float(message["timeout_s"]), epilogue_code=epilogue.get("code"),
                          hold=bool(message.get("hold")), validation=message.get("validation") or "warn",
-                         ids=message.get("ids"))
+                         ids=message.get("ids"), rules=message.get("rules"))
         log.info("running %s script for request %s", job.mode, job.request_id)
         return self._result_message(job.request_id, self.executor.execute(job))
 

@@ -26,6 +26,7 @@ from typing import TextIO
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
 from cloud.cli.protocol_stdout import protocol_stdout
+from cloud.cli.run_bcf import add_bcf_arguments, attach_bcf_in, bcf_problem, read_bcf_in, write_bcf_out
 from ifc_host.launcher import add_isolation_argument
 
 CLI_USER = "cli"
@@ -76,6 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "without --out or --in-place they are kept in a scratch copy whose path is printed")
     p.add_argument("--ids", metavar="FILE", help="an IDS file (buildingSMART Information Delivery Specification): "
                    "its requirements an automation makes fail are reported like schema findings")
+    add_bcf_arguments(p)
     add_isolation_argument(p)
     p.set_defaults(func=cmd_run)
 
@@ -97,7 +99,7 @@ def output_problem(ifc: str, out: str | None, in_place: bool) -> str | None:
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.vendors.registry import ModelSpecError, default_model_spec, missing_key
 
-    problem = output_problem(args.ifc, args.out, args.in_place)
+    problem = output_problem(args.ifc, args.out, args.in_place) or bcf_problem(args)
     if problem:
         return fail(problem)
     # The model first, before anything slow is imported or started: a missing key is said at once.
@@ -111,6 +113,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if no_key:
         return fail(no_key)
 
+    from cloud.bcf.archive import BcfProblem
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
     from cloud.ids_document import read_ids_file
@@ -124,7 +127,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         model = create_model(spec)
         open_checked(args.ifc)
         ids = read_ids_file(args.ids) if args.ids else None
-    except (ModelSpecError, ModelError, BadModelError, IdsProblem) as exc:
+        bcf_in = read_bcf_in(args)
+    except (ModelSpecError, ModelError, BadModelError, IdsProblem, BcfProblem) as exc:
         return fail(str(exc))
     # Without --out or --in-place, MODEL is never modified: commits go to a scratch copy, kept if any.
     scratch = None if args.out or args.in_place else Path(tempfile.mkdtemp(prefix="nexus-run-"))
@@ -141,8 +145,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         if ids:
             core.store.update_session(session["id"], ids=ids)
             session["ids"] = ids
+        prompt = attach_bcf_in(core.store, session["id"], bcf_in, args.prompt)
         with CtrlC() as ctrl_c:
-            for chunk in core.run(session, model, args.prompt, ctrl_c.cancel):
+            for chunk in core.run(session, model, prompt, ctrl_c.cancel):
                 data = chunk.to_json()
                 if args.json:
                     print(json.dumps(data), file=out, flush=True)
@@ -151,6 +156,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                 if chunk.type in ("Complete", "Error"):
                     outcome = chunk.type
         interrupted = ctrl_c.cancel.is_set()
+        if not interrupted:
+            write_bcf_out(core.store, session["id"], args, save_to or args.ifc,
+                          bcf_in)
         return EXIT_INTERRUPTED if interrupted else 0 if outcome == "Complete" else 1
     except KeyboardInterrupt:
         interrupted = True

@@ -16,6 +16,7 @@ from cloud.web.admin import admin_api
 from cloud.web.api import api
 from cloud.web.auth import HOST_ONLY, api_error, current_user
 from cloud.web.batches_api import batches_api
+from cloud.web.coordination_api import coordination_api
 from cloud.web.models_api import models_api
 from cloud.web.pages import pages
 from cloud.web.quotas import QuotaExceeded, RequestRate
@@ -56,6 +57,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
     app.register_blueprint(pages)
     app.register_blueprint(skills_api)
     app.register_blueprint(batches_api)
+    app.register_blueprint(coordination_api)
 
     @app.before_request
     def authenticate_everything():

@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
 
+from cloud.bcf.export import BcfExportProblem
 from cloud.contract import ContractError
 from cloud.rule_sets import RuleSetError, RuleSets
 from cloud.session_findings import session_findings
@@ -22,6 +23,7 @@ coordination_api = Blueprint("coordination_api", __name__)
 
 @coordination_api.errorhandler(RuleSetError)
 @coordination_api.errorhandler(ContractError)
+@coordination_api.errorhandler(BcfExportProblem)
 def _refused(exc: Exception):
     return api_error(400, str(exc))
 

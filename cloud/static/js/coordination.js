@@ -2,7 +2,7 @@
 // the scripts introduced: schema, model rules, IDS, the session's rule set), each with its elements; a click on
 // one shows the image captured after the automation that introduced it. A BCF archive's open topics can be
 // uploaded as the next message's task, and the conversation downloaded as BCF (its topics answered, or its
-// findings). The current conversation is the one the chat page remembers (localStorage "nexus.session").
+// findings). The current conversation is the chat page's (the address's #session=ID, else localStorage).
 
 import { ApiError, api } from "./api.js";
 import { clear, h, pill } from "./dom.js";
@@ -10,7 +10,11 @@ import { clear, h, pill } from "./dom.js";
 const REMEMBERED = "nexus.session";
 const SEVERITY_CLASS = { error: "danger", warning: "warn", info: "info" };
 
-const current = () => localStorage.getItem(REMEMBERED);
+// The conversation the chat page shows: in the address (#session=ID), else the one it remembers.
+function current() {
+  const match = /(?:^#|&)session=([0-9a-f]+)/.exec(location.hash);
+  return match ? match[1] : localStorage.getItem(REMEMBERED);
+}
 const sessionPath = (id, rest) => `/api/sessions/${encodeURIComponent(id)}${rest}`;
 
 function elementLabel(element) {

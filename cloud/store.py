@@ -71,7 +71,8 @@ Table("sessions", metadata, _text("id", primary_key=True), _text("user_name", nu
       _text("model"), _real("created", nullable=False), _real("updated", nullable=False),
       _text("status", nullable=False, server_default="idle"), _text("policy", nullable=False, server_default="auto"),
       _text("state", nullable=False, server_default="{}"),
-      _text("validation", nullable=False, server_default="warn"), _text("ids"), _text("refs"),
+      _text("validation", nullable=False, server_default="warn"), _text("ids"), _text("refs"), _text("rules"),
+      _text("bcf_in"),
       Index("sessions_user", "user_name", "created"))
 Table("messages", metadata, _text("session_id", primary_key=True), Column("seq", Integer, primary_key=True),
       _text("entry", nullable=False))
@@ -115,6 +116,9 @@ Table("deliveries", metadata, _text("session_id", primary_key=True), _text("pend
 Table("folder_grants", metadata, _text("folder", primary_key=True), _text("team", primary_key=True),
       _text("access", nullable=False), _text("granted_by", nullable=False), _real("granted", nullable=False))
 FOLDER_ACCESS = ("read", "read-write")
+# Rule sets saved per team (ifc_host/rules.py documents, as JSON): checks with a severity each.
+Table("rule_sets", metadata, _text("team", primary_key=True), _text("name", primary_key=True),
+      _text("document", nullable=False), _text("saved_by", nullable=False), _real("saved", nullable=False))
 
 DELIVERY_KEEP_S = 86400.0  # how long a delivery row is kept (its request closed long before)
 MAX_IDLE_CONNECTIONS = 8
@@ -418,6 +422,26 @@ class Store:
                     found[row["folder"]] = row["access"]
         return found
 
+    # rule sets saved per team (cloud/rule_sets.py checks them and the team's rights)
+    def save_rule_set(self, team: str, name: str, document: str, by: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT INTO rule_sets (team, name, document, saved_by, saved) VALUES (?, ?, ?, ?, ?) "
+                       "ON CONFLICT (team, name) DO UPDATE SET document = excluded.document, "
+                       "saved_by = excluded.saved_by, saved = excluded.saved", (team, name, document, by, time.time()))
+
+    def rule_sets(self, team: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._read(
+            "SELECT name, document, saved_by, saved FROM rule_sets WHERE team = ? ORDER BY name", (team,))]
+
+    def rule_set(self, team: str, name: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT name, document, saved_by, saved FROM rule_sets WHERE team = ? AND name = ?",
+                          (team, name))
+        return dict(rows[0]) if rows else None
+
+    def delete_rule_set(self, team: str, name: str) -> bool:
+        with self._write() as db:
+            return db.execute("DELETE FROM rule_sets WHERE team = ? AND name = ?", (team, name)).rowcount > 0
+
     # sessions and transcripts
     def create_session(self, user_name: str, host_id: str | None, model: str | None, state: dict[str, Any]) -> str:
         session_id = uuid.uuid4().hex
@@ -441,7 +465,7 @@ class Store:
         return row
 
     def update_session(self, session_id: str, **fields: Any) -> None:
-        allowed = {"host_id", "model", "status", "state", "policy", "validation", "ids", "refs"}
+        allowed = {"host_id", "model", "status", "state", "policy", "validation", "ids", "refs", "rules", "bcf_in"}
         if not fields or set(fields) - allowed:
             raise ValueError(f"cannot update session fields {sorted(set(fields) - allowed)}")
         if "state" in fields:

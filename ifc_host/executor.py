@@ -98,12 +98,13 @@ class ExecuteJob:
     validation: str = "warn"  # "warn" | "block": what schema/model-rule findings the script introduced do
     ids: str | None = None  # an IDS (XML) whose failures introduced by the script count like schema findings
     refs: tuple[dict[str, str], ...] = ()  # reference models, read-only: {"name", "path"} each (refs.py)
+    rules: dict[str, Any] | None = None  # a rule set (ifc_host/rules.py) whose introduced findings are reported
 
     def as_request(self) -> dict[str, Any]:
         return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
                 "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
                 "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids,
-                "refs": list(self.refs)}
+                "refs": list(self.refs), "rules": self.rules}
 
 
 class IsolatedExecutor:

@@ -458,7 +458,8 @@ class Keeper:
                                script_ms, started)
         if self.baseline is None:
             self.baseline = data_section(self.model.to_string().encode("utf-8"))
-        prepared = prepare(self.model, self.baseline, data, result, {**job, "mode": run.mode or job.get("mode")},
+        prepared = prepare(self.model, self.baseline, data, result,
+                           {**job, "mode": run.mode or job.get("mode"), "model_name": self.save_path.name},
                            write, self.workdir, self._ids_states, shadow)
         if isinstance(prepared, str):
             if op != "commit":

@@ -383,7 +383,7 @@ class HostRuntime:
         job = ExecuteJob(request_id=message["request_id"], mode=message["mode"], code=message["code"],
                          timeout_s=float(message["timeout_s"]), epilogue_code=epilogue.get("code"),
                          hold=bool(message.get("hold")), validation=message.get("validation") or "warn",
-                         ids=message.get("ids"), refs=tuple(message.get("refs") or ()))
+                         ids=message.get("ids"), refs=tuple(message.get("refs") or ()), rules=message.get("rules"))
         log.info("running %s script for request %s", job.mode, job.request_id)
         if job.mode == "automate":  # the model as it was, for the scene's deleted and moved elements
             self.before_copies.keep(job.request_id, self.executor.committed_path)

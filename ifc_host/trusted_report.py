@@ -31,6 +31,7 @@ from ifc_host.model_diff import (
 )
 from ifc_host.model_file import BadModelError, open_checked
 from ifc_host.model_patch import apply_records, check_header
+from ifc_host.rules_after import apply_rules
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
 from ifc_host.validation import validate_run
 
@@ -171,6 +172,8 @@ def _fill(model: ifcopenshell.file, changes: ChangeSet, result: dict[str, Any], 
     _compare_with_recorded(changes, recorded, result)
     validate_run(model, changes, job.get("validation"), result, before_model)
     ids_after = _check_ids(before_model or model, model, job, result, ids_states, committed_model)
+    apply_rules(before_model or model, model, changes, job, result, job.get("model_name") or "model.ifc",
+                same_model=committed_model)
     if job.get("epilogue_code") and result["ok"]:
         run_epilogue(model, job["epilogue_code"], changes, workdir, result)
     return ids_after

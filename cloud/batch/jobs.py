@@ -61,6 +61,7 @@ class BatchSpec:
     source: dict[str, Any] | None = None  # where the script came from (session, tool call, sha256)
     skill: dict[str, Any] | None = None  # a team skill (cloud/skills/batch.py): version, sha256, arguments
     ids: str | None = None  # an IDS document (the text: it travels with the manifest to every worker)
+    rules: dict[str, Any] | None = None  # a rule set document (ifc_host/rules.py; cloud/batch/findings.py)
 
     @property
     def kind(self) -> str:
@@ -87,6 +88,8 @@ class BatchSpec:
     def task_sha256(self, path: str) -> str:
         """What the task is, for one file: the same input with the same task is never redone."""
         ids = f"\0ids\0{sha256_text(self.ids)}" if self.ids else ""
+        if self.rules:
+            ids += f"\0rules\0{sha256_text(json.dumps(self.rules, sort_keys=True))}"
         if self.script is not None:
             skill = f"\0skill\0{self.skill['sha256']}" if self.skill else ""
             return sha256_text(f"script\0{self.policy}\0{self.validation}\0{self.script}{skill}{ids}")

@@ -50,9 +50,14 @@ def _counts(mapping: dict[str, Any]) -> str:
 
 def _findings(result: dict[str, Any]) -> str:
     findings = result.get("validation") or []
+    rules = result.get("rules") or {}
+    checked = ""
+    if rules.get("bcf"):  # the rule set over the resulting model, and its BCF archive (cloud/batch/findings.py)
+        counts = ", ".join(f"{n} {s}" for s, n in (rules.get("counts") or {}).items() if n) or wording()["none"]
+        checked = f"rule set '{rules.get('name')}': {counts}; BCF {rules['bcf']}"
     if not findings:
-        return wording()["none"]
-    return "; ".join(str(f.get("message") or f.get("rule") or f) for f in findings[:5]) + (
+        return checked or wording()["none"]
+    return (checked + "; " if checked else "") + "; ".join(str(f.get("message") or f.get("rule") or f) for f in findings[:5]) + (
         f" (+{len(findings) - 5})" if len(findings) > 5 else "")
 
 

@@ -8,6 +8,7 @@ the script wrote with the file, entity by entity), so no output is written for i
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -16,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from cloud.batch.findings import check_file
 from cloud.batch.jobs import BatchSpec, already_done, is_cancelled, save_result, sha256_file
 from cloud.store import Store
 
@@ -39,7 +41,7 @@ def process_file(spec: BatchSpec, path: str, store: Store, worker: str = "embedd
     if is_cancelled(spec.state_dir):  # cancelled before this file started: recorded, never run
         return _finish(spec, path, {**base, **_failed(path, "cancelled", cancelled=True)}, started, worker)
     try:
-        result = _run(spec, path, store)
+        result = check_file(spec, path, _run(spec, path, store))
     except Exception as exc:  # one file's crash is that file's failure; the batch goes on
         result = _failed(path, f"{type(exc).__name__}: {exc}", detail=traceback.format_exc(limit=5))
     return _finish(spec, path, {**base, **result}, started, worker)
@@ -123,6 +125,8 @@ def wait_for_hosts() -> None:
 def _drive(spec: BatchSpec, path: str, core: Any) -> dict[str, Any]:
     row = core.new_session(spec.model_for(path) or "batch:script", policy=spec.policy)
     core.store.update_session(row["id"], validation=spec.validation, ids=spec.ids)  # the host checks the IDS
+    if spec.rules:
+        core.store.update_session(row["id"], rules=json.dumps(spec.rules))
     results: list[dict[str, Any]] = []
     if spec.script is not None:
         chunks = _script_chunks(spec, core, row)

@@ -44,9 +44,11 @@ class Bounds:
 def export_findings(findings: Sequence[Finding], out: str | Path, *, version: str = "2.1",
                     models: dict[str, str | Path] | None = None, author: str = "nexus check",
                     project_name: str = "NexusAI findings", group: bool = False, snapshots: bool = True,
-                    snapshot_px: int = SNAPSHOT_PX, progress: Callable[[int, int], None] | None = None) -> Path:
+                    snapshot_px: int = SNAPSHOT_PX, progress: Callable[[int, int], None] | None = None,
+                    snapshot_of: Callable[[list[Finding]], bytes | None] | None = None) -> Path:
     """Write `findings` as a BCF archive at `out`. `models` maps a model's file name (ElementRef.model) to its path:
-    the models whose elements get a camera and a snapshot (elements of other models get components only)."""
+    the models whose elements get a camera and a snapshot (elements of other models get components only).
+    `snapshot_of(topic's findings)`: a PNG already made of them (a session's captured image), else rendered."""
     if version not in VERSIONS:
         raise BcfExportProblem(f"BCF version must be one of {', '.join(VERSIONS)}, got {version!r}")
     paths = {name: Path(path) for name, path in (models or {}).items()}
@@ -85,7 +87,9 @@ def export_findings(findings: Sequence[Finding], out: str | Path, *, version: st
         elements = list(dict.fromkeys(e for m in members for e in m.elements if e.global_id))
         handler = visinfo.VisualizationInfoHandler(_visualization_info(mdl, version, elements, members,
                                                                        geometry))
-        snapshot = _snapshot(elements, paths, snapshot_px) if snapshots else None
+        snapshot = snapshot_of(members) if snapshot_of is not None else None
+        if snapshot is None and snapshots:
+            snapshot = _snapshot(elements, paths, snapshot_px)
         if snapshot is not None:
             handler.snapshot = snapshot
         topic.add_visinfo_handler(handler, "snapshot.png" if snapshot is not None else None)

@@ -16,6 +16,7 @@ from cloud.cli import (
     ifc_host,
     mcp,
     models,
+    rules,
     run,
     sample_model,
     serve,
@@ -27,7 +28,7 @@ from cloud.config import ConfigurationError
 
 __all__ = ["build_parser", "default_db", "main"]
 
-COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval, skill, db, check)
+COMMANDS = (serve, ifc_host, sample_model, demo, run, token, models, mcp, batch, eval, skill, db, check, rules)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="block: a file whose change introduces validation findings is not written")
     p.add_argument("--ids", metavar="FILE", help="an IDS file (buildingSMART Information Delivery Specification) "
                    "checked on every file: requirements the change makes fail are findings (block: not written)")
+    p.add_argument("--rules", metavar="NAME", help="a rule set (a rules.json file, or one saved for --user's team): "
+                   "checked after every automation and over each resulting model, one BCF archive per file")
     p.add_argument("--redis", help="queue the jobs on this Redis (default: $NEXUS_REDIS_URL)")
     p.add_argument("--resume", metavar="DIR", help="finish the batch recorded in DIR")
     p.add_argument("--retry-failed", action="store_true", help="redo files whose earlier attempt failed")
@@ -74,9 +76,10 @@ def build_spec(args: argparse.Namespace) -> Any:
     from cloud.batch.jobs import BatchError, BatchSpec, load_manifest
 
     if args.resume:
-        if args.ifc or args.script or args.prompt or getattr(args, "skill", None) or getattr(args, "ids", None):
-            raise BatchError("--resume takes the batch as recorded: leave out --ifc, --script, --prompt, --skill "
-                             "and --ids")
+        if args.ifc or args.script or args.prompt or getattr(args, "skill", None) or getattr(args, "ids", None) \
+                or getattr(args, "rules", None):
+            raise BatchError("--resume takes the batch as recorded: leave out --ifc, --script, --prompt, --skill, "
+                             "--ids and --rules")
         return load_manifest(args.resume)
     if not args.ifc:
         raise BatchError("--ifc GLOB is required (or --resume DIR)")
@@ -109,7 +112,22 @@ def build_spec(args: argparse.Namespace) -> Any:
                      script_name=skill["script_name"] if skill else os.path.basename(args.script) if args.script
                      else None, prompt=args.prompt, model=args.model, policy=args.policy,
                      validation=args.validation, retry_failed=args.retry_failed, skill=skill["skill"] if skill else None,
-                     ids=ids)
+                     ids=ids, rules=_rules(args))
+
+
+def _rules(args: argparse.Namespace) -> dict[str, Any] | None:
+    """--rules read and checked before any file of the batch is touched."""
+    from cloud.batch.jobs import BatchError
+    from cloud.rule_sets import RuleSetError, resolve
+
+    name = getattr(args, "rules", None)
+    if not name:
+        return None
+    looks_like_file = Path(name).suffix.lower() == ".json" or Path(name).is_file()
+    try:
+        return resolve(None if looks_like_file else open_store(args), args.user, name).as_json()
+    except RuleSetError as exc:
+        raise BatchError(f"--rules {name}: {exc}") from None
 
 
 def _ids_text(path: str | None) -> str | None:

@@ -1,5 +1,6 @@
-"""`nexus check MODEL.ifc [--ref OTHER.ifc ...] [--ids FILE ...] [--clash] [--clearance M] [--bcf OUT.bcf]`: the
-coordination checks without the agent (IDS, clashes), a summary table or JSON, a BCF archive of the findings.
+"""`nexus check MODEL.ifc [--ref OTHER.ifc ...] [--ids FILE ...] [--rules NAME] [--clash] [--clearance M]
+[--bcf OUT.bcf]`: the coordination checks without the agent (IDS, clashes, a rule set), a summary table or JSON, a BCF
+archive of the findings.
 Exit 0 when no finding is an error, 1 when one is, 2 on bad input."""
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cloud.cli.common import fail
+from cloud.cli.common import fail, with_db
 
+CLI_USER = "cli"  # the command line's user (as nexus run's): its team's saved rule sets
 LARGE_MODEL_BYTES = 20_000_000  # above this (all models together) each step's progress goes to stderr
 
 
@@ -22,11 +24,14 @@ class _BadInput(ValueError):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="run IDS and clash checks on a model (no agent), optionally writing BCF")
+    p = with_db(sub.add_parser("check", help="run IDS, clash and rule-set checks on a model (no agent), "
+                               "optionally writing BCF"))
     p.add_argument("model", help="the working model (IFC)")
     p.add_argument("--ref", action="append", default=[], metavar="OTHER.ifc", help="a reference model (repeatable)")
     p.add_argument("--ids", action="append", default=[], metavar="FILE", help="an IDS file to check (repeatable)")
-    p.add_argument("--rules", metavar="NAME", help="a saved rule set (not available yet)")
+    p.add_argument("--rules", metavar="NAME", help="a rule set: a file (rules.json) or the name of one saved for "
+                   "your team (in the store: --db)")
+    p.add_argument("--user", default=CLI_USER, help="whose team's saved rule sets (default: cli)")
     p.add_argument("--clash", action="store_true", help="hard clashes against the references (or within the model)")
     p.add_argument("--clearance", metavar="M", help="clearance clashes closer than M metres (implies --clash)")
     p.add_argument("--tolerance", metavar="M", help="hard clashes shallower than this are ignored (default 0.002)")
@@ -61,14 +66,14 @@ def _check(args: argparse.Namespace) -> int:
     from ifc_host.clash import DEFAULT_TOLERANCE, clash_findings
     from ifc_host.findings import Finding
     from ifc_host.model_file import BadModelError, open_checked
+    from ifc_host.rules import ids_findings, run_rule_set
 
-    if args.rules is not None:
-        raise _BadInput(f"--rules is not available yet (rule set {args.rules!r} was not run); use --ids and --clash")
+    rules = _read_rules(args) if args.rules is not None else None
     clearance = _metres(args.clearance, "--clearance", positive=True)
     tolerance = _metres(args.tolerance, "--tolerance", positive=False)
     clash = args.clash or clearance is not None
-    if not clash and not args.ids:
-        raise _BadInput("nothing to check: give --clash, --clearance M or --ids FILE")
+    if not clash and not args.ids and rules is None:
+        raise _BadInput("nothing to check: give --clash, --clearance M, --ids FILE or --rules NAME")
     if args.bcf and Path(args.bcf).is_dir():
         raise _BadInput(f"--bcf {args.bcf} is a folder; give a file name such as out.bcf")
     paths = [Path(args.model), *(Path(r) for r in args.ref)]
@@ -92,7 +97,10 @@ def _check(args: argparse.Namespace) -> int:
     work = models[str(paths[0])]
     for ids_path, ids in ids_documents:
         progress.step(f"checking {paths[0].name} against {ids_path.name}")
-        findings += _ids_findings(work, ids, paths[0].name, ids_path.name)
+        findings += ids_findings(work, ids, paths[0].name, ids_path.name)
+    if rules is not None:
+        progress.step(f"rule set '{rules.name}': {len(rules.checks)} check(s) on {paths[0].name}")
+        findings += run_rule_set(rules, paths[0], paths[1:], models=models)
     if clash:
         against = ", ".join(p.name for p in paths[1:]) or "itself"
         progress.step(f"clash detection: {paths[0].name} against {against}")
@@ -114,48 +122,35 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if any(f.severity == "error" for f in findings) else 0
 
 
-def _read_ids(path: Path) -> tuple[Path, Any]:
+def _read_ids(path: Path) -> tuple[Path, str]:
     from ifc_host.ids_check import IdsProblem, parse_ids
 
     if not path.is_file():
         raise _BadInput(f"no IDS file at {path}")
+    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        return path, parse_ids(path.read_bytes())
+        parse_ids(text)
     except IdsProblem as exc:
         raise _BadInput(f"{path}: {exc}") from None
+    return path, text
 
 
-def _ids_findings(model: Any, ids: Any, model_name: str, ids_name: str) -> list[Any]:
-    """Every failure of the IDS on the whole model, as findings (a failed requirement of a required or optional
-    specification is an error; a prohibited specification that applies, too)."""
-    from ifc_host.findings import ElementRef, Finding
-    from ifc_host.ids_check import check_model
+def _read_rules(args: argparse.Namespace) -> Any:
+    """--rules: a rule set file, else one saved for the command line's user's team in the store."""
+    from cloud.rule_sets import RuleSetError, resolve
 
-    state = check_model(model, ids)
-    findings: list[Finding] = []
-    for (s, _r, element_id), (_cls, requirement, reason) in sorted(state.failures.items()):
-        element = ElementRef.of(model.by_id(element_id), model_name)
-        findings.append(Finding(f"IDS '{state.names[s]}'", "error", f"{element.label()}: {requirement}",
-                                f"{ids_name}, specification '{state.names[s]}': {requirement}: {reason}",
-                                (element,)))
-    for s, why in sorted(state.spec_failures.items()):
-        if why == "prohibited":
-            for element_id in sorted(state.applicable[s]):
-                element = ElementRef.of(model.by_id(element_id), model_name)
-                findings.append(Finding(f"IDS '{state.names[s]}'", "error",
-                                        f"{element.label()} is prohibited by '{state.names[s]}'",
-                                        f"{ids_name}: the specification '{state.names[s]}' prohibits this element",
-                                        (element,)))
-        else:
-            findings.append(Finding(f"IDS '{state.names[s]}'", "error",
-                                    f"'{state.names[s]}' applies to no element",
-                                    f"{ids_name}: the specification '{state.names[s]}' is required but no element "
-                                    f"of {model_name} is of the kind it applies to"))
-    for s, versions in sorted(state.other_version.items()):
-        findings.append(Finding(f"IDS '{state.names[s]}'", "info", f"'{state.names[s]}' was not checked",
-                                f"{ids_name}: the specification is for {versions}, the model is "
-                                f"{model.schema_identifier}"))
-    return findings
+    looks_like_file = Path(args.rules).suffix.lower() == ".json" or Path(args.rules).is_file()
+    try:
+        store = None if looks_like_file else _store(args)
+        return resolve(store, args.user, args.rules)
+    except RuleSetError as exc:
+        raise _BadInput(f"--rules {args.rules}: {exc}") from None
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from cloud.cli.common import open_store
+
+    return open_store(args)
 
 
 def _print_table(findings: list[Any], bcf: str | None) -> None:

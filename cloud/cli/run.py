@@ -26,6 +26,7 @@ from typing import TextIO
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
 from cloud.cli.protocol_stdout import protocol_stdout
+from cloud.cli.run_bcf import add_bcf_arguments, attach_bcf_in, bcf_problem, read_bcf_in, write_bcf_out
 from ifc_host.launcher import add_isolation_argument
 
 CLI_USER = "cli"
@@ -78,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "its requirements an automation makes fail are reported like schema findings")
     p.add_argument("--ref", action="append", default=[], metavar="OTHER.ifc",
                    help="a reference model, read-only (repeatable): scripts see it as refs['OTHER.ifc']")
+    add_bcf_arguments(p)
     add_isolation_argument(p)
     p.set_defaults(func=cmd_run)
 
@@ -99,7 +101,7 @@ def output_problem(ifc: str, out: str | None, in_place: bool) -> str | None:
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.vendors.registry import ModelSpecError, default_model_spec, missing_key
 
-    problem = output_problem(args.ifc, args.out, args.in_place)
+    problem = output_problem(args.ifc, args.out, args.in_place) or bcf_problem(args)
     if problem:
         return fail(problem)
     # The model first, before anything slow is imported or started: a missing key is said at once.
@@ -113,6 +115,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if no_key:
         return fail(no_key)
 
+    from cloud.bcf.archive import BcfProblem
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
     from cloud.ids_document import read_ids_file
@@ -130,7 +133,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         refs = local_refs(args.ref, args.ifc)
         for ref in refs:
             open_checked(ref["path"])
-    except (ModelSpecError, ModelError, BadModelError, IdsProblem, RefsProblem) as exc:
+        bcf_in = read_bcf_in(args)
+    except (ModelSpecError, ModelError, BadModelError, IdsProblem, RefsProblem, BcfProblem) as exc:
         return fail(str(exc))
     # Without --out or --in-place, MODEL is never modified: commits go to a scratch copy, kept if any.
     scratch = None if args.out or args.in_place else Path(tempfile.mkdtemp(prefix="nexus-run-"))
@@ -150,8 +154,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         if refs:
             save_refs(core.store, session["id"], refs)
             session["refs"] = core.store.get_session(session["id"])["refs"]
+        prompt = attach_bcf_in(core.store, session["id"], bcf_in, args.prompt)
         with CtrlC() as ctrl_c:
-            for chunk in core.run(session, model, args.prompt, ctrl_c.cancel):
+            for chunk in core.run(session, model, prompt, ctrl_c.cancel):
                 data = chunk.to_json()
                 if args.json:
                     print(json.dumps(data), file=out, flush=True)
@@ -160,6 +165,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                 if chunk.type in ("Complete", "Error"):
                     outcome = chunk.type
         interrupted = ctrl_c.cancel.is_set()
+        if not interrupted:
+            write_bcf_out(core.store, session["id"], args, save_to or args.ifc,
+                          bcf_in)
         return EXIT_INTERRUPTED if interrupted else 0 if outcome == "Complete" else 1
     except KeyboardInterrupt:
         interrupted = True

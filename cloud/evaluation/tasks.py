@@ -21,6 +21,7 @@ POLICIES = ("auto", "readonly")
 OPTIONAL_TAG = "corpus"
 KNOWN_FIELDS = {"id", "prompt", "model", "check", "tags", "policy", "max_turns"}
 CORPUS_SCHEME = "corpus:"
+BCF_SUITE_ENV = "NEXUS_BCF_SUITE"
 CORPUS_ENV = "NEXUS_IFC_CORPUS"
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -61,7 +62,9 @@ def _field(data: dict[str, Any], name: str, kind: type, where: str) -> Any:
 def corpus_dirs() -> list[Path]:
     """Where a "corpus:NAME" model is looked for, in order."""
     named = [Path(p) for p in os.environ.get(CORPUS_ENV, "").split(os.pathsep) if p]
-    return [*named, CHECKOUT / "corpus", CHECKOUT / ".cache" / "ifc-corpus"]
+    # buildingSMART's BCF test cases name their federated pair (Architectural.ifc, MEP.ifc) in Test Cases/IFCs
+    bcf = [Path(os.environ[BCF_SUITE_ENV], "Test Cases", "IFCs")] if os.environ.get(BCF_SUITE_ENV) else []
+    return [*named, *bcf, CHECKOUT / "corpus", CHECKOUT / ".cache" / "ifc-corpus"]
 
 
 def _corpus_model(name: str, where: str) -> Path:

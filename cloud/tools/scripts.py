@@ -14,6 +14,7 @@ from cloud.hosts.registry import (
     get_provider,
     stamped_epilogue,
 )
+from cloud.rule_sets import session_rules
 from cloud.session import Outcome
 from cloud.session_refs import REFS_CAPABILITY, session_refs
 from cloud.tools.approval import settle
@@ -73,6 +74,9 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
             ids = session_ids(ctx.store, ctx.session.session_id)
             if ids:
                 command["ids"] = ids
+            rules = session_rules(ctx.store, ctx.session.session_id)
+            if rules:
+                command["rules"] = rules
     _audit(ctx, call["id"], epilogue, run.code)
     reply = ctx.host.ask(command, ctx.settings.tool_timeout_s, ctx.cancel, about=call["id"])
     result = reply.message

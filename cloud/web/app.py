@@ -17,6 +17,7 @@ from cloud.web.api import api
 from cloud.web.approvals_api import approvals_api
 from cloud.web.auth import HOST_ONLY, api_error, current_user
 from cloud.web.batches_api import batches_api
+from cloud.web.coordination_api import coordination_api
 from cloud.web.models_api import models_api
 from cloud.web.pages import pages
 from cloud.web.quotas import QuotaExceeded, RequestRate
@@ -62,6 +63,7 @@ def create_app(store: Store, settings: Settings | None = None, default_model: st
     app.register_blueprint(scene_api)
     app.register_blueprint(show_api)
     app.register_blueprint(approvals_api)
+    app.register_blueprint(coordination_api)
 
     @app.before_request
     def authenticate_everything():

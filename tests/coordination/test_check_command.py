@@ -150,7 +150,7 @@ def test_ids_that_the_model_meets_exits_0(tmp_path):
     (["{mep}", "--clash", "--tolerance", "x"], "--tolerance takes a number of metres"),
     (["{mep}", "--ids", "{bad_ids}"], "not XML"),
     (["{mep}", "--ids", "absent.ids"], "no IDS file at absent.ids"),
-    (["{mep}", "--rules", "standard"], "--rules is not available yet"),
+    (["{mep}", "--rules", "standard", "--db", "{db}"], "--rules standard: no rule set 'standard'"),
     (["{mep}"], "nothing to check"),
     (["{text}", "--clash"], "text.ifc"),
 ])
@@ -160,7 +160,7 @@ def test_bad_input_exits_2_with_one_line_naming_it(tmp_path, args, message):
     bad_ids.write_text("<ids", encoding="utf-8")
     text = tmp_path / "text.ifc"
     text.write_text("hello", encoding="utf-8")
-    values = {"mep": str(mep), "bad_ids": str(bad_ids), "text": str(text)}
+    values = {"mep": str(mep), "bad_ids": str(bad_ids), "text": str(text), "db": str(tmp_path / "store.db")}
     done = nexus(*[a.format(**values) for a in args], timeout=300)
     assert done.returncode == 2, (done.stdout, done.stderr)
     errors = [line for line in done.stderr.splitlines() if line.startswith("nexus: ")]

@@ -1,6 +1,6 @@
 """The reference models of a federated session (JSON: [{"name", "path"}]), sent with every script.
 
-Revision ID: 0008
+Revision ID: 0009
 """
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from sqlalchemy.engine import Connection
 
 from cloud.migrations import has_columns
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -7,9 +7,12 @@ opens them itself before it confines itself. Scripts see `refs`, a mapping name 
 
 Read-only, enforced in the script's own process: every reference gets a guard as its transaction, so an edit, a
 new entity or a removal through IfcOpenShell fails at once with `ReferenceIsReadOnly`; after the script, every
-reference it looked at must still have its guard and exactly the records it had when opened (sha256 of its
-serialisation), or the script fails with the same error. Nothing ever writes a reference: the script's process
-sends only the working model, and the reference files are outside what its sandbox may open.
+reference it looked at must still have its guard and, up to FULL_CHECK_ENTITIES entities, exactly the records it had
+when opened (sha256 of its serialisation: a second per few hundred thousand entities, too slow to pay on every script
+for a large reference), or the script fails with the same error. These checks run in the script's own process, so
+they are for a clear error, not a boundary: what guarantees a reference is never changed is that nothing ever writes
+one (the script's process sends only the working model, and the reference files are outside what its sandbox may
+open), and that every script gets a fresh copy.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from typing import Any
 import ifcopenshell
 
 MAX_REFS = 16
+FULL_CHECK_ENTITIES = 50_000  # references up to this size get their records compared after each script using them
 READ_ONLY_ADVICE = ("reference models are read-only: change only `model` (the working model); nothing was written "
                     "and the working model is unchanged")
 
@@ -48,6 +52,7 @@ class LoadedRef:
     file: ifcopenshell.file
     digest: str  # sha256 of the file's serialisation when it was opened
     signature: tuple[int, int] | None = None
+    entities: int = 0
 
 
 def specs_of(raw: Any) -> list[RefSpec]:
@@ -76,7 +81,9 @@ def open_reference(spec: RefSpec) -> LoadedRef:
         model = open_checked(path)
     except BadModelError as exc:
         raise ReferenceProblem(f"reference {spec.name}: {exc}") from None
-    return LoadedRef(spec, model, records_digest(model), _signature(path))
+    text = model.to_string()
+    return LoadedRef(spec, model, hashlib.sha256(text.encode("utf-8")).hexdigest(), signature=_signature(path),
+                     entities=text.count("\n#"))
 
 
 class ReferenceCache:
@@ -92,7 +99,7 @@ class ReferenceCache:
             known = self._open.get(real)
             if known is None or known.signature != _signature(Path(real)):
                 known = self._open[real] = open_reference(RefSpec(spec.name, real))
-            loaded.append(LoadedRef(spec, known.file, known.digest, known.signature))
+            loaded.append(LoadedRef(spec, known.file, known.digest, signature=known.signature, entities=known.entities))
         for real in set(self._open) - {os.path.realpath(s.path) for s in specs}:
             del self._open[real]  # a session no longer names it
         return loaded
@@ -183,7 +190,7 @@ class ReferenceModels(Mapping[str, ifcopenshell.file]):
             ref = self._loaded[name]
             if ref.file.transaction is not self._guards[name]:
                 found.append(f"refs[{name!r}]: the script replaced its read-only guard")
-            elif records_digest(ref.file) != ref.digest:
+            elif ref.entities <= FULL_CHECK_ENTITIES and records_digest(ref.file) != ref.digest:
                 found.append(f"refs[{name!r}]: its records changed")
         return found
 

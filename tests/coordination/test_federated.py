@@ -193,6 +193,11 @@ def test_http_sessions_take_references_from_the_persons_own_folders_only(server,
         shown = alice.call("GET", f"/api/sessions/{sid}").json()
         assert shown["refs"] == [{"name": "MEP.ifc", "path": "MEP.ifc"}]
         assert "Reference models (read-only" in json.dumps(shown["messages"])
+        path = f"/api/sessions/{sid}/refs"
+        assert bob.call("PUT", path, json={"refs": []}).status_code == 404  # not his session
+        assert alice.call("PUT", path, json={"refs": ["link.ifc"]}).status_code == 403
+        assert alice.call("PUT", path, json={"refs": []}).json() == {"session_id": sid, "refs": []}
+        assert alice.call("GET", f"/api/sessions/{sid}").json()["refs"] == []
     assert _sha(root / "alice" / "MEP.ifc") == reference_sha and _sha(work) == work_sha
 
 

@@ -117,6 +117,7 @@ def check_change_scene(tmp_path: Path, stack: Stack, session_id: str, result: di
                                  timeout=300)
     assert response.status_code == 200, response.text
     assert response.headers["Content-Type"] == "model/gltf-binary"
+    assert response.headers["Content-Encoding"] == "gzip"  # requests asks for it; its content is the GLB
     report = validate(tmp_path, response.content)
     assert report["errors"] == 0, report["messages"]
     document = glb_document(response.content)

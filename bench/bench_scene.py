@@ -62,7 +62,9 @@ def measure(label: str, page, server_url: str, host_id: str, model: Path, view: 
     started = time.perf_counter()
     response = requests.get(server_url + url, headers={"Authorization": f"Bearer {token}"}, timeout=600)
     build_s = time.perf_counter() - started
-    response.raise_for_status()
+    if response.status_code != 200:
+        print(f"{label}: no scene after {build_s:.1f} s: HTTP {response.status_code} {response.text.strip()[:300]}")
+        return
     summary = json.loads(response.headers["X-Nexus-Scene"])
     size = len(response.content)
     fetched = []
@@ -104,6 +106,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--ifc", type=Path, help="also measure this IFC file (e.g. Revit BasicHouse)")
     parser.add_argument("--view", action="append", default=[], help="views of --ifc to measure (default: 3D)")
+    parser.add_argument("--skip-sample", action="store_true", help="measure only --ifc")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-scene-") as folder:
         work = Path(folder)
@@ -113,6 +116,8 @@ def main() -> int:
         write_sample_model(building_model)
         cases = [("1,000-element storey (sample, scale 24)", storey_model, "Level 1", STOREY_TARGET_S, STOREY_MAX_BYTES),
                  ("whole sample building (3 storeys)", building_model, "3D", BUILDING_TARGET_S, None)]
+        if args.skip_sample:
+            cases = []
         for view in args.view or (["3D"] if args.ifc else []):
             cases.append((f"{args.ifc.name} {view}", args.ifc, view, None, None))
         with running_server(work) as server, sync_api.sync_playwright() as driver:

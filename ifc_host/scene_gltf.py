@@ -53,7 +53,7 @@ from ifc_host.render_scene import (
 from ifc_host.scene import CHANGE_KINDS, DEFAULT_MAX_BYTES, DEFAULT_TIME_BUDGET_S
 from ifc_host.scene_glb import NODE_JSON_BYTES, RGBA, GlbBuilder, SceneMesh, SceneNode
 
-BATCH = 400  # unchanged elements tessellated per step of the time budget
+BATCH = 200  # unchanged elements tessellated per step of the time budget
 MAX_PROPERTIES = 24
 MAX_VALUE_CHARS = 80
 _WELD_M = 1e-4

@@ -23,7 +23,7 @@ from tests.support.client import Client
 from tests.support.memory_model import MemoryModel
 from tests.support.real_ifc import connected_host
 from tests.support.server import running_server
-from tests.support.spine import automate, say
+from tests.support.spine import automate, collect, say
 
 REPO = Path(__file__).resolve().parent.parent
 VALIDATOR_MODULES = REPO / ".cache" / "npm" / "node_modules"
@@ -81,13 +81,13 @@ class Stack:
         self.store = server.state.store
         self.client = Client(server.url, token)
 
-    def automate(self, code: str) -> tuple[str, dict[str, Any]]:
+    def automate(self, code: str, committed: bool = True, turn: Any = automate) -> tuple[str, dict[str, Any]]:
         row = self.store.get_session(self.store.create_session("alice", self.host_id, "scripted:m", {}))
         state = self.server.state
-        produced = list(run_session(self.store, state.settings, MemoryModel([automate(code), say("done")]),
+        produced = list(run_session(self.store, state.settings, MemoryModel([turn(code), say("done")]),
                                     session_link(state.hosts, state.channel, row), row, "go", threading.Event()))
         (result,) = [c.metadata for c in produced if c.type == "Metadata" and c.metadata["kind"] == "tool_result"]
-        assert result["committed"], result.get("error") or result.get("stdout")
+        assert bool(result["committed"]) is committed, result.get("error") or result.get("stdout")
         return row["id"], result
 
 
@@ -117,6 +117,7 @@ def check_change_scene(tmp_path: Path, stack: Stack, session_id: str, result: di
                                  timeout=300)
     assert response.status_code == 200, response.text
     assert response.headers["Content-Type"] == "model/gltf-binary"
+    assert response.headers["Content-Encoding"] == "gzip"  # requests asks for it; its content is the GLB
     report = validate(tmp_path, response.content)
     assert report["errors"] == 0, report["messages"]
     document = glb_document(response.content)
@@ -178,15 +179,16 @@ def test_the_host_scene_by_view_and_by_elements_and_what_it_refuses(tmp_path, sa
 
 
 def test_a_rolled_back_automation_has_no_scene_and_a_collect_result_has_no_view(tmp_path, sample_stack):
-    session_id, result = sample_stack.automate("print(len(model.by_type('IfcDoor')))")
-    response = sample_stack.client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene")
-    # Nothing changed: an automation that changed nothing still commits, and its scene has no changed node.
-    if response.status_code == 200:
-        assert all(n["extras"]["change"] is None for n in glb_document(response.content)["nodes"][1:])
-    else:
-        assert response.status_code == 409
-    missing = sample_stack.client.call("GET", f"/api/sessions/{session_id}/results/nope/scene")
-    assert missing.status_code == 404
+    client = sample_stack.client
+    session_id, result = sample_stack.automate("model.by_type('IfcDoor')[0].Name = 'x'\nraise RuntimeError('no')",
+                                               committed=False)
+    response = client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene")
+    assert response.status_code == 409 and "changed nothing" in response.json()["error"]
+    session_id, result = sample_stack.automate("print(len(model.by_type('IfcDoor')))", committed=False, turn=collect)
+    response = client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene")
+    assert response.status_code == 404 and "has no view to show in 3D" in response.json()["error"]
+    missing = client.call("GET", f"/api/sessions/{session_id}/results/nope/scene")
+    assert missing.status_code == 404 and "no result for nope" in missing.json()["error"]
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES)

@@ -55,8 +55,8 @@ def test_the_3d_toggle_opens_a_viewer_of_the_change_with_highlights_clicks_ghost
             const r = v.changed.find((e) => e.extras.name === renamed); v.fit([r]);
             return {id: r.name, step: r.extras.step_id}; }""", RENAMED)
         point = None
-        for _ in range(20):  # the fitted frame is drawn on the next animation frame
-            page.wait_for_timeout(100)
+        for _ in range(60):  # the fitted frame is drawn on the next animation frame (slow on a loaded machine)
+            page.wait_for_timeout(200)
             point = page.evaluate("(id) => document.querySelector('.scene-viewer').sceneViewer.visiblePointOf(id)",
                                   window["id"])
             if point:

@@ -2,7 +2,7 @@
 commit and change report.
 
     python bench/bench_corpus.py [--max-px 1568] [--files A.ifc B.ifc] [--paths X.ifc ...] [--skip-big]
-                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--once]
+                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--once] [--no-corpus]
 
 `--paths` adds files outside the corpus (Revit's BasicHouse.ifc and AdvancedProject.ifc from the `ifc-mcp`
 0.2.11 source distribution, corpus/SOURCES.md: extract them into .cache, never into the repository).
@@ -138,12 +138,14 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write the rendered views here")
     parser.add_argument("--paths", nargs="*", type=Path, default=[], help="files outside the corpus, benched too")
     parser.add_argument("--no-commit", action="store_true", help="views only (no host, commit or change report)")
+    parser.add_argument("--no-corpus", action="store_true", help="only the --paths files (and the generated one)")
     parser.add_argument("--once", action="store_true", help="render each view once (not again with the caches)")
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
 
-    present = [e for e in manifest() if e.present() and (not args.files or e.file in args.files)]
+    present = [e for e in manifest() if e.present() and (not args.files or e.file in args.files)
+               and not args.no_corpus]
     absent = [e.file for e in manifest() if not e.present()]
     folders = os.pathsep.join(map(str, corpus_dirs()))
     print(f"== corpus in {folders}: {len(present)} files" + (f" ({len(absent)} absent)" if absent else ""))

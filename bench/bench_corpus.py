@@ -47,7 +47,7 @@ def timed(action: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     try:
         result = action()
-    except (RenderError, ValueError) as exc:
+    except (RenderError, ValueError, ifcopenshell.Error) as exc:
         result = exc
     return time.perf_counter() - started, result
 
@@ -96,13 +96,18 @@ def bench_commit(path: Path) -> None:
 
 
 def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True, once: bool = False) -> None:
-    load_s, model = timed(lambda: ifcopenshell.open(str(path)))
+    load_s, raw = timed(lambda: ifcopenshell.open(str(path)))
     checked_s, checked = timed(lambda: open_checked(path))
     check_note = "refused" if isinstance(checked, Exception) else f"{checked_s:5.2f} s"
+    load_note = "refused" if isinstance(raw, Exception) else f"{load_s:5.2f} s"  # e.g. an IFC 4.3 draft header
+    model = checked if not isinstance(checked, Exception) else raw
+    if isinstance(model, Exception):
+        print(f"{path.name:<44} not readable: {model}")
+        return
     storeys = storeys_by_elevation(model)
     first = view_names(model)[0]
     elements = len(elements_of_storey(storeys[0])) if storeys else len(model.by_type("IfcElement"))
-    print(f"{path.name:<44} {len(model.entity_names()):>8,} entities  open {load_s:5.2f} s  checked open {check_note}")
+    print(f"{path.name:<44} {len(model.entity_names()):>8,} entities  open {load_note}  checked open {check_note}")
     calls: list[int] = []
     original = render._attempt
 

@@ -108,6 +108,7 @@ def check_view(entry: CorpusFile, view: str, ids: list[int], rendered: RenderedV
     return problems
 
 
+@pytest.mark.timeout(1800)  # up to a dozen views, each its own render process, on two shared cores
 @pytest.mark.parametrize("entry", manifest(), ids=[entry.file for entry in manifest()])
 def test_every_view_of_the_file_draws(entry: CorpusFile, contact_sheet: ContactSheet):
     entry = _present(entry.file)

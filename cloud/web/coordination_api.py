@@ -9,7 +9,6 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from cloud.bcf.export import BcfExportProblem
 from cloud.contract import ContractError
 from cloud.rule_sets import RuleSetError, RuleSets
 from cloud.session_findings import session_findings
@@ -23,7 +22,6 @@ coordination_api = Blueprint("coordination_api", __name__)
 
 @coordination_api.errorhandler(RuleSetError)
 @coordination_api.errorhandler(ContractError)
-@coordination_api.errorhandler(BcfExportProblem)
 def _refused(exc: Exception):
     return api_error(400, str(exc))
 
@@ -123,6 +121,7 @@ def get_findings(row: dict[str, Any]):
 def get_bcf(row: dict[str, Any]):
     """The session as a BCF archive: its imported topics with what was done about each (BCF in), else its
     findings, one topic each with the image the product captured of them."""
+    from cloud.bcf.export import BcfExportProblem  # bcf-client loads on first use, not with the app
     from cloud.bcf.session import session_archive
 
     version = request.args.get("version", "2.1")
@@ -130,7 +129,10 @@ def get_bcf(row: dict[str, Any]):
         raise ContractError(f"version: 2.1 or 3.0, got {version!r}")
     with tempfile.TemporaryDirectory(prefix="nexus-bcf-") as folder:
         out = Path(folder) / "session.bcf"
-        session_archive(nexus().store, row, version, out, author=g.user.name)
+        try:
+            session_archive(nexus().store, row, version, out, author=g.user.name)
+        except BcfExportProblem as exc:
+            raise ContractError(str(exc)) from None
         data = out.read_bytes()
     return Response(data, mimetype="application/octet-stream", headers={
         "Content-Disposition": f'attachment; filename="nexus-{row["id"][:8]}.bcf"'})

@@ -1,7 +1,8 @@
 """A session's findings: everything the checks after its automations found that the scripts introduced
 (validation's schema, model-rule and IDS findings, and its rule set's), in the one finding type
 (ifc_host/findings.py), in the order of the runs, each with the tool call that introduced it, whether that
-automation is in the model (committed) and the image the product captured of it."""
+automation is in the model (committed) and the image the product captured of it; then the findings of rule sets
+run on demand over the whole model (`check-...` ids)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 from cloud.store import Store
 from cloud.transcript import tool_calls
 from ifc_host.findings import Finding
+
+CHECK_PREFIX = "check-"  # results of rule sets run on demand (POST /api/sessions/<id>/check)
 
 
 def session_findings(store: Store, session_id: str) -> list[dict[str, Any]]:
@@ -20,6 +23,10 @@ def session_findings(store: Store, session_id: str) -> list[dict[str, Any]]:
         for finding in validation.get("unified") or []:
             out.append({**finding, "tool_call_id": call_id, "committed": bool(result.get("committed")),
                         "image_id": image.get("image_id")})
+    for call_id, result in store.results_with_prefix(session_id, CHECK_PREFIX):
+        for finding in result.get("findings") or []:
+            out.append({**finding, "tool_call_id": call_id, "committed": True, "image_id": None,
+                        "rule_set": result.get("rule_set")})
     return out
 
 

@@ -562,6 +562,15 @@ class Store:
                        "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET result = excluded.result",
                        (session_id, tool_call_id, json.dumps(result)))
 
+    def results_with_prefix(self, session_id: str, prefix: str) -> list[tuple[str, dict[str, Any]]]:
+        """(tool call id, result) of the session's results whose id starts with `prefix` (letters, digits and
+        `-` only: no LIKE wildcards), in id order."""
+        if not re.fullmatch(r"[A-Za-z0-9-]+", prefix):
+            raise ValueError("prefix: letters, digits and - only")
+        rows = self._read("SELECT tool_call_id, result FROM results WHERE session_id = ? AND tool_call_id LIKE ? "
+                          "ORDER BY tool_call_id", (session_id, prefix + "%"))
+        return [(r["tool_call_id"], json.loads(r["result"])) for r in rows]
+
     def get_result(self, session_id: str, tool_call_id: str) -> dict[str, Any] | None:
         rows = self._read("SELECT result FROM results WHERE session_id = ? AND tool_call_id = ?",
                           (session_id, tool_call_id))

@@ -306,7 +306,7 @@ def script_findings(model: ifcopenshell.file, check: Check, model_name: str) -> 
         raise RuleSetProblem(f"the script check {check.rule!r} names the skill {check.skill!r}, which is only "
                              "known on the server (save the rule set there, or give its \"code\")")
     output = io.StringIO()
-    model.begin_transaction()
+    model.begin_transaction()  # rolled back after the check (on a host: a nested transaction of the host's)
     error = None
     try:
         with redirect_stdout(output):
@@ -315,8 +315,7 @@ def script_findings(model: ifcopenshell.file, check: Check, model_name: str) -> 
     except Exception as exc:  # noqa: BLE001 - a failing check is a finding, not a crash of the run
         error = f"{type(exc).__name__}: {exc}"
     finally:
-        model.end_transaction()
-        model.undo()
+        model.discard_transaction()
     found = parse_finding_lines(output.getvalue(), model, model_name, check.rule)
     if error is not None:
         found.append(Finding(check.rule, "error", f"the check script {check.rule!r} failed",

@@ -235,9 +235,8 @@ def _answer(document: Any, handler: Any, topic: dict[str, Any], runs: list[dict[
             author: str, now: Any, store: Store, session_id: str, models: dict[str, str | Path] | None) -> None:
     elements = (topic.get("resolved") or {}).get("elements") or []
     step_ids = {e["step_id"] for e in elements if e.get("step_id") is not None}
+    # Only automations that changed the topic's own elements count for it: another topic's fix never resolves it.
     touching = [r for r in runs if step_ids and _touches(r, step_ids)]
-    if not touching and said:
-        touching = [r for r in runs if r.get("committed")][-1:] if runs else []
     kept = [r for r in touching if r.get("committed")]
     refused = [r for r in touching if not r.get("committed")]
     if kept:
@@ -257,6 +256,8 @@ def _answer(document: Any, handler: Any, topic: dict[str, Any], runs: list[dict[
     else:
         text = f"Not changed by NexusAI: {said}" if said else \
             "Not changed by NexusAI: no automation of this session changed its elements."
+        if said and not step_ids:
+            text += " (The topic could not be resolved to elements of the model, so its status is left as it was.)"
         status = None
     viewpoint_guid = _add_viewpoint(document, handler, kept, store, session_id, models) if kept else None
     _add_comment(document, handler, text, author, now, viewpoint_guid)

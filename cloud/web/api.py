@@ -8,7 +8,6 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 
 from cloud.assembly import run_session
-from cloud.bcf.issues import task_with_topics
 from cloud.contract import ContractError
 from cloud.hostlink import HELD, HostActivity, abort_on_host, session_link
 from cloud.policy import POLICY_STRICTNESS
@@ -260,6 +259,8 @@ def post_message(row: dict[str, Any]):
     host = session_link(state.hosts, state.channel, row)
     if state.runs.get(session_id) is not None:  # refused below; a slot is taken only for a run that may start
         return api_error(409, "a run is already in progress in this session")
+    from cloud.bcf.issues import task_with_topics  # bcf-client loads on first use, not with the app
+
     slot = reserve_run(state.settings, state.runs, g.user.name)  # counts and registers in one step
     run = state.runs.start(session_id, slot.around(lambda run: run_session(  # imported BCF topics join once
         state.store, state.settings, model, host, row, task_with_topics(state.store, session_id, text), run.cancel)))

@@ -9,7 +9,6 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from cloud.bcf.export import BcfExportProblem
 from cloud.contract import ContractError
 from cloud.rule_sets import RuleSetError, RuleSets
 from cloud.session_findings import session_findings
@@ -23,7 +22,6 @@ coordination_api = Blueprint("coordination_api", __name__)
 
 @coordination_api.errorhandler(RuleSetError)
 @coordination_api.errorhandler(ContractError)
-@coordination_api.errorhandler(BcfExportProblem)
 def _refused(exc: Exception):
     return api_error(400, str(exc))
 
@@ -123,6 +121,7 @@ def get_findings(row: dict[str, Any]):
 def get_bcf(row: dict[str, Any]):
     """The session as a BCF archive: its imported topics with what was done about each (BCF in), else its
     findings, one topic each with the image the product captured of them."""
+    from cloud.bcf.export import BcfExportProblem  # bcf-client loads on first use, not with the app
     from cloud.bcf.session import session_archive
 
     version = request.args.get("version", "2.1")
@@ -130,7 +129,10 @@ def get_bcf(row: dict[str, Any]):
         raise ContractError(f"version: 2.1 or 3.0, got {version!r}")
     with tempfile.TemporaryDirectory(prefix="nexus-bcf-") as folder:
         out = Path(folder) / "session.bcf"
-        session_archive(nexus().store, row, version, out, author=g.user.name)
+        try:
+            session_archive(nexus().store, row, version, out, author=g.user.name)
+        except BcfExportProblem as exc:
+            raise ContractError(str(exc)) from None
         data = out.read_bytes()
     return Response(data, mimetype="application/octet-stream", headers={
         "Content-Disposition": f'attachment; filename="nexus-{row["id"][:8]}.bcf"'})
@@ -195,3 +197,67 @@ def post_bcf(row: dict[str, Any]):
     return jsonify({"session_id": row["id"], "version": version, "topics": [
         {"guid": t["guid"], "title": t["title"], "resolved_by": t["resolved"]["how"],
          "elements": len(t["resolved"]["elements"]), "missing": len(t["resolved"]["missing"])} for t in topics]})
+
+
+CHECK_SCRIPT = """import json
+from ifc_host.rules import parse_rule_set, run_rule_set
+rules = parse_rule_set(json.loads({document!r}))
+found = run_rule_set(rules, {name!r}, models={{{name!r}: model}})
+print(json.dumps([f.as_json() for f in found]))
+"""
+
+
+@coordination_api.post("/api/sessions/<session_id>/check")
+@require_user()
+@own_session
+def run_check(row: dict[str, Any]):
+    """{"rules": NAME | rule set}: run the rule set now over the whole working model, on the session's IFC host
+    (a read-only collection there, audited); its findings are returned and join the session's findings."""
+    import threading
+    import time
+    import uuid
+
+    from cloud.hostlink import session_link
+    from cloud.hosts.registry import content_hash
+    from cloud.session_findings import CHECK_PREFIX
+
+    body = _body()
+    if not isinstance(body, dict) or set(body) != {"rules"}:
+        raise ContractError("expected {\"rules\": NAME | rule set}")
+    value = body["rules"]
+    if isinstance(value, str) and NAME.fullmatch(value):
+        found = _rule_sets().get(g.user.name, value)
+        if found is None:
+            return api_error(404, f"no rule set {value}")
+        document = found.as_json()
+    elif isinstance(value, dict):
+        try:
+            document = parse_rule_set(value).as_json()
+        except RuleSetProblem as exc:
+            raise ContractError(f"rules: {exc}") from None
+    else:
+        raise ContractError("rules: expected a rule set name or a rule set")
+    state = nexus()
+    if state.runs.get(row["id"]) is not None:
+        return api_error(409, "a run is in progress in this session; check between runs")
+    link = session_link(state.hosts, state.channel, row)
+    if link is None or not link.connected() or link.host_app != "ifc":
+        return api_error(409, "the session's IFC host is not connected: rule sets run there")
+    path = str(link.hello.document.get("path") or "")  # findings name models by file name, as after automations
+    name = Path(path).name if path else "model.ifc"
+    code = CHECK_SCRIPT.format(document=json.dumps(document), name=name)
+    call_id = f"{CHECK_PREFIX}{time.time_ns()}-{uuid.uuid4().hex[:8]}"
+    state.store.record_scripts([{"session_id": row["id"], "tool_call_id": call_id, "user_name": g.user.name,
+                                 "host_id": link.host_id, "host_app": link.host_app, "capability_version": None,
+                                 "kind": "rule_set", "code": code, "sha256": content_hash(code)}])
+    timeout = state.settings.script_timeout_s
+    reply = link.ask({"type": "execute", "mode": "collect", "code": code, "timeout_s": timeout}, timeout + 30,
+                     threading.Event(), about=call_id)
+    message = reply.message or {}
+    try:
+        findings = json.loads((message.get("stdout") or "").strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        error = (message.get("error") or {}).get("message") or reply.detail or "no answer"
+        return api_error(502, f"the host could not run the rule set: {error}")
+    state.store.save_result(row["id"], call_id, {"rule_set": document["name"], "findings": findings})
+    return jsonify({"session_id": row["id"], "check_id": call_id, "rule_set": document["name"], "findings": findings})

@@ -162,3 +162,50 @@ def test_under_ask_a_kept_fix_resolves_the_topic_and_a_discarded_one_leaves_it_o
         assert "discarded" in new.comment and "stays open" in new.comment
         assert _viewpoint_guids(after) == _viewpoint_guids(before)
     assert alice.call("GET", f"/api/sessions/{sid}/bcf?version=3.0").status_code == 400  # it came as 2.1
+
+
+def test_nexus_run_bcf_out_without_bcf_in_writes_the_findings_the_run_introduced(tmp_path):
+    from tests.conformance.ifc_models import write_small_building
+    from tests.coordination.independent_reader import read_archive
+    from tests.coordination.test_rules import UNHOSTED_DOOR
+
+    model = write_small_building(tmp_path / "model.ifc")
+    spec = write_script(tmp_path / "door.json", [[{"tool_call": {"name": "execute_task_automation",
+                                                                 "input": {"code": UNHOSTED_DOOR}}}],
+                                                 [{"text": "Added the door."}]])
+    out = tmp_path / "findings.bcf"
+    command = [shutil.which("nexus")] if shutil.which("nexus") else [sys.executable, "-m", "cloud.cli"]
+    done = subprocess.run([*command, "run", "add a door", "--ifc", str(model), "--model", spec, "--bcf-out", str(out),
+                           "--bcf-version", "3.0", "--out", str(tmp_path / "out.ifc"), "--db", str(tmp_path / "r.db")],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    version, topics = read_archive(out)
+    (topic,) = topics.values()
+    assert version == "3.0" and "filling without an opening" in topic.title
+    door = [d for d in ifcopenshell.open(str(tmp_path / "out.ifc")).by_type("IfcDoor") if d.Name == "loose door"][0]
+    assert topic.viewpoints[0].selected == [door.GlobalId]
+
+
+def test_a_fix_of_other_elements_does_not_resolve_a_topic(tmp_path):
+    """The answer is worked out from the session as stored: a committed automation that changed other elements
+    leaves the topic's status as it was, and its comment gives what the agent said."""
+    from cloud.bcf.issues import answered_archive, imported_issues, save_imported
+    from cloud.store import Store
+
+    case = _case("2.1", "Single visible wall")
+    _, topics = read_topics(case)
+    topics[0]["resolved"] = {"how": "components", "elements": [
+        {"global_id": topics[0]["components"][0], "ifc_class": "IfcWallStandardCase", "name": None, "step_id": 7493}],
+        "missing": []}
+    store = Store(tmp_path / "s.db")
+    sid = store.create_session("alice", None, "scripted:x", {})
+    save_imported(store, sid, case.read_bytes(), "2.1", topics)
+    store.append_entries(sid, [
+        {"role": "assistant", "content": [{"type": "tool_call", "id": "c1", "name": "execute_task_automation",
+                                           "input": {}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": f"TOPIC {topics[0]['guid']}: left as it is"}]}])
+    store.save_result(sid, "c1", {"mode": "automate", "committed": True, "changes": {"modified": [42]}})
+    out = answered_archive(store, sid, imported_issues(store, sid), "2.1", tmp_path / "a.bcf", "alice")
+    before, after = read_bcf(case).topics[topics[0]["guid"]], read_bcf(out).topics[topics[0]["guid"]]
+    assert after.topic.topic_status == before.topic.topic_status
+    assert _comments(after)[-1].comment == "Not changed by NexusAI: left as it is"

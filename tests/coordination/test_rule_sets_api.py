@@ -90,3 +90,31 @@ def test_a_session_rule_set_blocks_an_error_and_its_findings_are_listed_and_expo
     assert bob.call("GET", f"/api/sessions/{sid}/findings").status_code == 404
     assert bob.call("GET", f"/api/sessions/{sid}/bcf").status_code == 404
     assert io.BytesIO(archive.content).read(2) == b"PK"
+
+
+def test_a_rule_set_runs_on_demand_on_the_host_and_joins_the_session_findings(server, alice, building_host,
+                                                                              scripts_dir):
+    from tests.coordination.test_rules import DOORS_NEED_A_TAG
+    from tests.ifc_host.test_ids import FIRE_RATING_IDS
+
+    host_id, model_path = building_host
+    sid = alice.new_session(host_id, write_script(scripts_dir / "idle.json", [say("ok")]))
+    rules = {"name": "now", "checks": [{"check": "ids", "severity": "warning", "ids_xml": FIRE_RATING_IDS},
+                                       {"check": "script", "name": "tags", "severity": "info",
+                                        "code": DOORS_NEED_A_TAG}]}
+    before = model_path.read_bytes()
+    done = alice.call("POST", f"/api/sessions/{sid}/check", json={"rules": rules}, timeout=300)
+    assert done.status_code == 200, done.text
+    found = done.json()["findings"]
+    ids = [f for f in found if f["rule"] == "IDS 'Door fire rating'"]
+    assert len(ids) == 4 and {f["severity"] for f in ids} == {"warning"}
+    assert {f["elements"][0]["model"] for f in ids} == {model_path.name}
+    assert [f["title"] for f in found if f["rule"] == "tags"] == ["unreadable FINDING line 1"]
+    assert model_path.read_bytes() == before  # a collection: nothing is written
+    listed = alice.call("GET", f"/api/sessions/{sid}/findings").json()["findings"]
+    assert len(listed) == len(found) and {f["tool_call_id"] for f in listed} == {done.json()["check_id"]}
+    assert alice.call("POST", f"/api/sessions/{sid}/check", json={"rules": "missing"}).status_code == 404
+    bad = alice.call("POST", f"/api/sessions/{sid}/check", json={"rules": {"name": "x", "checks": [{}]}})
+    assert bad.status_code == 400 and "check 1" in bad.json()["error"]
+    bob = Client(server.url, server.token("bob"))
+    assert bob.call("POST", f"/api/sessions/{sid}/check", json={"rules": rules}).status_code == 404

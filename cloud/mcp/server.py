@@ -53,6 +53,7 @@ from cloud.mcp.calls import (
     Refused,
 )
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
+from cloud.mcp.logs import add_logging, log
 from cloud.mcp.results import as_text, capped_copy, output_schema
 from cloud.mcp.wording import (
     annotations,
@@ -313,6 +314,7 @@ class NexusMcp:
         register_card(server)
         self._prompts(server)
         self._completions(server)
+        add_logging(server)
         return server
 
     # the loop's tools
@@ -403,6 +405,7 @@ class NexusMcp:
         if can_elicit(ctx) and await self._elicit_decision(ctx, session_id, call_id, summary):
             return None
         await ctx.report_progress(0, None, self._held_note(session_id, call_id))
+        await log(ctx, "notice", self._held_note(session_id, call_id))  # also for a client without a progress token
         return self.held_result(session_id, call_id, name, key)
 
     def _held_note(self, session_id: str, call_id: str) -> str:
@@ -615,6 +618,7 @@ class NexusMcp:
                 for step in run.steps[reported:]:
                     reported += 1
                     await ctx.report_progress(reported, None, step)
+                    await log(ctx, "info", f"run {run.handle}: {step}")
                 if run.approvals:  # a change held under `ask`: the person decides, here if the client can ask
                     call_id, summary = run.approvals.pop(0)
                     asked = await self._review(ctx, run.handle, call_id, summary)

@@ -102,8 +102,23 @@ async def _session(era: str, *args: str, errlog: TextIO) -> AsyncIterator[Client
     """The official client on `nexus mcp`, by handshake (2025-11-25) or by discovery (2026-07-28)."""
     async with stdio_client(nexus_mcp_params(*args), errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
-            await (session.initialize() if era == "handshake" else session.discover())
+            if era == "handshake":
+                await session.initialize()
+            else:
+                await _discover(session)
             yield session
+
+
+async def _discover(session: ClientSession, tries: int = 6) -> None:
+    """The SDK's discover probe gives up after 10 s, which a loaded machine can spend starting Python: a
+    probe that timed out while the server was still starting is sent again."""
+    for attempt in range(tries):
+        try:
+            await session.discover()
+            return
+        except MCPError as exc:
+            if exc.error.code != types.REQUEST_TIMEOUT or attempt == tries - 1:
+                raise
 
 
 async def _error_code(call: Awaitable[object]) -> tuple[int, str]:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HOST_CHECK_S = 0.5  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
+HOST_CHECK_S = 1.0  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
 DB_POLL_S = 10.0  # the records sweep (one query for every waiting call), when Redis lost the answer's copy
 KEEP_S = 86400  # how long pending requests and the answered-id memory live in Redis
 

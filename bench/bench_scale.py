@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     p.set_defaults(func=suspended)
     args = parser.parse_args(argv)
     os.environ.setdefault("NEXUS_SECRET", os.urandom(32).hex())  # several processes through Redis sign with it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the servers it started stop too
     args.func(args)
 
 

@@ -13,6 +13,5 @@ def stricter(a: str, b: str) -> str:
 
 def effective_policy(store: Store, session_id: str, user_name: str) -> str:
     """Read fresh from the store: the person or an admin may change it while a script runs."""
-    session = store.get_session(session_id)
-    user = store.get_user(user_name)
-    return stricter(session["policy"] if session else "auto", user.policy if user else "auto")
+    session_policy, user_policy = store.policies(session_id, user_name)
+    return stricter(session_policy or "auto", user_policy or "auto")

@@ -310,6 +310,13 @@ class Store:
             return db.execute("UPDATE tokens SET is_admin = ? WHERE id = ? AND revoked IS NULL AND scope = 'user'",
                               (int(admin), token_id)).rowcount > 0
 
+    def policies(self, session_id: str, user_name: str) -> tuple[str | None, str | None]:
+        """The session's run policy and the user's (None where there is no such row), in one query: an
+        automation reads both before it runs and again before it commits."""
+        rows = self._read("SELECT (SELECT policy FROM sessions WHERE id = ?) AS session_policy, "
+                          "(SELECT policy FROM users WHERE name = ?) AS user_policy", (session_id, user_name))
+        return rows[0]["session_policy"], rows[0]["user_policy"]
+
     def admin_users(self) -> set[str]:
         """Users holding at least one active admin token."""
         return {r["user_name"] for r in self._read(

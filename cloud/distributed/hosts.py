@@ -88,6 +88,7 @@ class RedisHostDirectory(HostDirectory):
         self._refresh = bus.redis.register_script(_REFRESH)
         self._replace_activity = bus.redis.register_script(_REPLACE_ACTIVITY)
         self._cache: dict[str, tuple[float, HostConnection | None]] = {}
+        self._refreshing: set[str] = set()  # host ids whose record a call is reading from Redis now
         bus.on("host_cmd", self._deliver_here)
         bus.on("host_taken", self._taken_over)
         threading.Thread(target=self._heartbeat, name="host-heartbeat", daemon=True).start()
@@ -156,9 +157,13 @@ class RedisHostDirectory(HostDirectory):
         if local is not None or not host_id:
             return local
         cached = self._cache.get(host_id)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
-        remote = self._remote(host_id)
+        if cached is not None and (cached[0] > time.monotonic() or host_id in self._refreshing):
+            return cached[1]  # fresh, or being re-read by another call: every waiting call asks, one reads
+        self._refreshing.add(host_id)
+        try:
+            remote = self._remote(host_id)
+        finally:
+            self._refreshing.discard(host_id)
         self._cache[host_id] = (time.monotonic() + LOOKUP_CACHE_S, remote)
         return remote
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HOST_CHECK_S = 0.5  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
+HOST_CHECK_S = 1.0  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
 DB_POLL_S = 10.0  # the records sweep (one query for every waiting call), when Redis lost the answer's copy
 KEEP_S = 86400  # how long pending requests and the answered-id memory live in Redis
 
@@ -171,13 +171,10 @@ class RedisToolResultChannel:
         if not self.store.record_delivery(session_id, pending_id, pending_call, kind, result):
             log.info("session %s: a second delivery for %s refused (already applied)", session_id, pending_call)
             return Delivery.ALREADY_ANSWERED
-        try:  # the answer's copy and the wake-up in one round trip
-            with self._redis.pipeline(transaction=False) as pipe:
-                self._keep_copy(keys=[_pending_key(session_id)], client=pipe,
-                                args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id))])
-                self.bus.queue_signal(pipe, wake_key(session_id))
-                pipe.execute()
-            self.bus.wake_here(wake_key(session_id))
+        try:
+            self._keep_copy(keys=[_pending_key(session_id)],
+                            args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id))])
+            self.bus.signal(wake_key(session_id))
         except redis.RedisError as exc:  # recorded: the waiting call finds it on the records sweep
             log.warning("session %s: answer recorded, Redis unreachable to wake its run: %s", session_id, exc)
         return Delivery.ACCEPTED

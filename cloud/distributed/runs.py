@@ -149,16 +149,14 @@ class RedisRun(Run):
         return [_sealed_chunk(self.bus, self.session_id, c) for c in self.chunks[start:]]
 
     def _flush(self) -> bool:
-        """Hand Redis the chunks it does not have yet, and wake the followers: one round trip."""
+        """Hand Redis the chunks it does not have yet (checked and appended by one script), and wake the followers."""
         count = len(self.chunks)
         if self._sent == count:
             return True
         key, signal = _chunks_key(self.session_id), chunk_signal(self.session_id)
         try:
-            with self.bus.redis.pipeline(transaction=False) as pipe:
-                self._append(keys=[key], args=[self._sent, *self._sealed(self._sent)], client=pipe)
-                self.bus.queue_signal(pipe, signal)
-                appended, _ = pipe.execute()
+            # A script in a pipeline costs redis-py a SCRIPT EXISTS round trip of its own: called alone it is one.
+            appended = self._append(keys=[key], args=[self._sent, *self._sealed(self._sent)])
             if appended < 0:  # Redis lost the stream (it restarted without persistence): write it again, whole
                 with self.bus.redis.pipeline() as pipe:
                     self._write_head(pipe)
@@ -170,7 +168,10 @@ class RedisRun(Run):
                         self.session_id, count - self._sent, exc)
             return False
         self._sent = count
-        self.bus.wake_here(signal)
+        if appended >= 0:
+            self.bus.signal(signal)  # a wake-up that fails to go out is found by the followers' probes
+        else:
+            self.bus.wake_here(signal)
         return True
 
     def finish(self) -> None:

@@ -33,7 +33,7 @@ def test_a_run_waiting_for_a_decision_elsewhere_shows_a_badge_and_in_the_convers
     page.wait_for_selector("#sessions-toggle[data-waiting='1']", timeout=15_000)
     assert "waiting for your decision" in page.get_attribute("#sessions-toggle", "title")
     page.click("#sessions-toggle")
-    item = page.wait_for_selector(f"[data-session-id='{session_id}']")
+    item = page.wait_for_selector(f"#sessions [data-session-id='{session_id}']")  # not the approvals list's
     assert "waiting for your decision" in item.inner_text()
 
     assert alice.call("POST", f"/api/sessions/{session_id}/approval",

@@ -98,7 +98,7 @@ def test_full_conversation_streams_the_script_then_shows_change_report_and_image
     assert _session_id(page) is None
     browser.screenshot("chat-page-empty.png")
     page.click("#sessions-toggle")
-    item = page.locator(f"[data-session-id='{session_id}']")
+    item = page.locator(f"#sessions [data-session-id='{session_id}']")
     assert item.locator(".session-title").text_content() == "Add two doors on Level 2"
     item.click()
     page.wait_for_selector(".tool-card[data-state='committed']")

@@ -54,6 +54,7 @@ def test_the_3d_toggle_opens_a_viewer_of_the_change_with_highlights_clicks_ghost
         window = page.evaluate("""(renamed) => { const v = document.querySelector('.scene-viewer').sceneViewer;
             const r = v.changed.find((e) => e.extras.name === renamed); v.fit([r]);
             return {id: r.name, step: r.extras.step_id}; }""", RENAMED)
+        viewer.locator("canvas").scroll_into_view_if_needed()  # the composer covers the bottom of the conversation
         point = None
         for _ in range(60):  # the fitted frame is drawn on the next animation frame (slow on a loaded machine)
             page.wait_for_timeout(200)

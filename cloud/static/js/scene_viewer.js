@@ -405,6 +405,7 @@ class SceneViewer {
         if (Math.abs(point.x) > 0.98 || Math.abs(point.y) > 0.98) continue;
         const x = rect.left + ((point.x + 1) / 2) * rect.width;
         const y = rect.top + ((1 - point.y) / 2) * rect.height;
+        if (document.elementFromPoint(x, y) !== this.canvas) continue;  // under the composer, or scrolled away
         if (this.pickAt(x, y) === record) return { x, y };
       }
     }

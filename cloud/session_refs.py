@@ -53,7 +53,7 @@ def http_refs(store: Any, user: str, raw: Any) -> list[dict[str, str]]:
     """`refs` of `POST /api/sessions`: paths relative to the person's folders (or projects/<name>/...)."""
     from cloud.batch.folders import FolderError, access_for
     from cloud.batch.jobs import BatchError
-    from cloud.batch.service import Roots
+    from cloud.batch.roots import Roots
 
     if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
         raise RefsProblem("refs: expected a list of model paths relative to your folder (or projects/<name>/...)")
@@ -92,7 +92,7 @@ def shown_refs(refs: list[dict[str, str]], user: str | None = None) -> list[dict
     if user is not None:
         try:
             from cloud.batch.folders import Namer
-            from cloud.batch.service import Roots
+            from cloud.batch.roots import Roots
 
             namer = Namer(Roots.from_env().root, user)
         except Exception:  # noqa: BLE001 - no batch root: the references came from a command line

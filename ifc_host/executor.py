@@ -38,7 +38,7 @@ import ifc_host
 from ifc_host import limits as script_limits
 from ifc_host.isolation import ISOLATIONS, default_isolation
 from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
-from ifc_host.model_file import BadModelError
+from ifc_host.model_file import BadModelError, file_signature
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class IsolatedExecutor:
         self._successor: subprocess.Popen[bytes] | SpawnedKeeper | None = None  # starting, not yet in service
         self.handovers = 0
         self.document = self._start(self.model_path)
-        self._disk_signature = _signature(self.model_path)
+        self._disk_signature = file_signature(self.model_path)
 
     # --- public ---------------------------------------------------------------------------------------
     @property
@@ -221,7 +221,7 @@ class IsolatedExecutor:
     def _adopt_edits_made_on_disk(self) -> str | None:
         """If another program rewrote the committed file since we last wrote or read it, work on its version."""
         path = self.committed_path
-        signature = _signature(path)
+        signature = file_signature(path)
         if signature == self._disk_signature or signature is None:
             return None
         reply = self._call({"op": "reload", "path": str(path)}, STARTUP_TIMEOUT_S)
@@ -286,10 +286,10 @@ class IsolatedExecutor:
         document = result.pop("document", None)  # the keeper's description of a newly committed model
         if result.get("conflict"):  # the keeper adopted the saved file as it is on disk
             self._committed_here = True
-            self._disk_signature = _signature(self.committed_path)
+            self._disk_signature = file_signature(self.committed_path)
         if result.get("committed"):
             self._committed_here = True
-            self._disk_signature = _signature(self.committed_path)
+            self._disk_signature = file_signature(self.committed_path)
             if document is not None:  # what the next hello (after a reconnect) says, e.g. its storeys
                 self.document = document
             else:
@@ -512,13 +512,6 @@ def _retire_keeper(proc: subprocess.Popen[bytes] | SpawnedKeeper, conn: Connecti
         proc.kill()
         proc.wait()
 
-
-def _signature(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
 
 
 def _as_cancelled(result: dict[str, Any], message: str) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from typing import Any
 
 import ifcopenshell
 
+from ifc_host.model_file import file_signature
+
 MAX_REFS = 16
 FULL_CHECK_ENTITIES = 50_000  # references up to this size get their records compared after each script using them
 READ_ONLY_ADVICE = ("reference models are read-only: change only `model` (the working model); nothing was written "
@@ -51,7 +53,7 @@ class LoadedRef:
     spec: RefSpec
     file: ifcopenshell.file
     digest: str  # sha256 of the file's serialisation when it was opened
-    signature: tuple[int, int] | None = None
+    signature: tuple[int, int, int, int] | None = None
     entities: int = 0
 
 
@@ -82,7 +84,7 @@ def open_reference(spec: RefSpec) -> LoadedRef:
     except BadModelError as exc:
         raise ReferenceProblem(f"reference {spec.name}: {exc}") from None
     text = model.to_string()
-    return LoadedRef(spec, model, hashlib.sha256(text.encode("utf-8")).hexdigest(), signature=_signature(path),
+    return LoadedRef(spec, model, hashlib.sha256(text.encode("utf-8")).hexdigest(), signature=file_signature(path),
                      entities=text.count("\n#"))
 
 
@@ -97,7 +99,7 @@ class ReferenceCache:
         for spec in specs:
             real = os.path.realpath(spec.path)
             known = self._open.get(real)
-            if known is None or known.signature != _signature(Path(real)):
+            if known is None or known.signature != file_signature(Path(real)):
                 known = self._open[real] = open_reference(RefSpec(spec.name, real))
             loaded.append(LoadedRef(spec, known.file, known.digest, signature=known.signature, entities=known.entities))
         for real in set(self._open) - {os.path.realpath(s.path) for s in specs}:
@@ -228,10 +230,3 @@ def _map_matrix(model: ifcopenshell.file) -> Any:
     matrix[:3, 3] = [c.Eastings * map_scale, c.Northings * map_scale, c.OrthogonalHeight * map_scale]
     return matrix
 
-
-def _signature(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size

@@ -25,7 +25,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import redirect_stdout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -200,8 +200,11 @@ def read_rule_set_file(path: str | Path) -> RuleSet:
 # --- whole models ----------------------------------------------------------------------------------------------
 
 def run_rule_set(rules: RuleSet, work: str | Path, refs: Sequence[str | Path] = (),
-                 models: dict[str, ifcopenshell.file] | None = None) -> list[Finding]:
-    """Every finding of every check on the working model (clashes: against `refs`, or within it)."""
+                 models: dict[str, ifcopenshell.file] | None = None,
+                 run_script: Callable[[ifcopenshell.file, Check, str], list[Finding]] | None = None) -> list[Finding]:
+    """Every finding of every check on the working model (clashes: against `refs`, or within it). Script checks
+    run through `run_script`: `check_scripts.sandboxed_check_scripts` anywhere but in a sandboxed script process,
+    where it is `script_findings`; without one a rule set with a script check is refused."""
     from ifc_host.clash import DEFAULT_TOLERANCE, clash_findings
 
     models = dict(models or {})
@@ -222,7 +225,9 @@ def run_rule_set(rules: RuleSet, work: str | Path, refs: Sequence[str | Path] = 
         elif check.kind == "clearance":
             found = clash_findings(work, refs, models=models, clearance=check.distance)
         else:
-            found = script_findings(model, check, name)
+            if run_script is None:
+                raise RuleSetProblem(f"the script check {check.rule!r} runs only in a script's sandbox")
+            found = run_script(model, check, name)
         findings += with_check(found, check)
     return findings
 
@@ -300,17 +305,24 @@ def ids_findings(model: ifcopenshell.file, ids_xml: str, model_name: str, ids_na
     return findings
 
 
-def script_findings(model: ifcopenshell.file, check: Check, model_name: str) -> list[Finding]:
-    """Run a check script (read-only: whatever it changes is rolled back) and read its FINDING lines."""
+def require_code(check: Check) -> str:
+    """A script check's code; RuleSetProblem when it only names a skill this side cannot resolve."""
     if check.code is None:
         raise RuleSetProblem(f"the script check {check.rule!r} names the skill {check.skill!r}, which is only "
                              "known on the server (save the rule set there, or give its \"code\")")
+    return check.code
+
+
+def script_findings(model: ifcopenshell.file, check: Check, model_name: str) -> list[Finding]:
+    """Run a check script here (read-only: whatever it changes is rolled back) and read its FINDING lines. Only
+    inside a sandboxed script process (a host's collection); anywhere else, ifc_host/check_scripts.py."""
+    code = require_code(check)
     output = io.StringIO()
     model.begin_transaction()  # rolled back after the check (on a host: a nested transaction of the host's)
     error = None
     try:
         with redirect_stdout(output):
-            exec(compile(check.code, f"<{check.rule}>", "exec"),  # noqa: S102 - the team's own check script
+            exec(compile(code, f"<{check.rule}>", "exec"),  # noqa: S102 - the team's own check script
                  {"__name__": "__main__", "model": model, "ifcopenshell": ifcopenshell})
     except Exception as exc:  # noqa: BLE001 - a failing check is a finding, not a crash of the run
         error = f"{type(exc).__name__}: {exc}"

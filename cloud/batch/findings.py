@@ -17,6 +17,7 @@ def check_file(spec: BatchSpec, path: str, result: dict[str, Any]) -> dict[str, 
     if not spec.rules or result.get("cancelled"):
         return result
     from cloud.bcf.export import export_findings
+    from ifc_host.check_scripts import sandboxed_check_scripts
     from ifc_host.model_file import BadModelError, open_checked
     from ifc_host.rules import count_by_severity, parse_rule_set, run_rule_set
 
@@ -26,7 +27,8 @@ def check_file(spec: BatchSpec, path: str, result: dict[str, Any]) -> dict[str, 
     except BadModelError as exc:
         return {**result, "rules": {"name": spec.rules.get("name"), "error": str(exc)}}
     rules = parse_rule_set(spec.rules)
-    findings = run_rule_set(rules, checked, models={str(checked): model})
+    with sandboxed_check_scripts(checked) as run_script:  # the team's check scripts, sandboxed as any script
+        findings = run_rule_set(rules, checked, models={str(checked): model}, run_script=run_script)
     archive = state_path(spec.state_dir, BCF_FOLDER, spec.relative(path) + ".bcf")
     archive.parent.mkdir(parents=True, exist_ok=True)
     export_findings(findings, archive, models={Path(checked).name: checked}, author="nexus batch",

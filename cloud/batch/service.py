@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,42 +39,15 @@ from cloud.batch.jobs import (
     state_path,
 )
 from cloud.batch.report import outcome
+from cloud.batch.roots import Roots
 from cloud.store import Store
 
-ROOT_ENV = "NEXUS_BATCH_ROOT"
-STATE_ENV = "NEXUS_BATCH_STATE"
 WORKERS_ENV = "NEXUS_BATCH_WORKERS"
-DEFAULT_STATE = ".nexus-batches"
 DEFAULT_WORKERS = 2
 EVENTS = "events.jsonl"
 MAX_FILES = 10_000
 BATCH_ID = re.compile(r"^[0-9a-f]{12}$")
 IFC_SUFFIXES = (".ifc",)
-
-
-class NotConfigured(BatchError):
-    """The server has no batch root."""
-
-
-@dataclass(frozen=True)
-class Roots:
-    root: str  # real path of the batch root
-    state: str  # real path of the folder holding one state folder per batch
-
-    @classmethod
-    def from_env(cls) -> Roots:
-        raw = os.environ.get(ROOT_ENV, "").strip()
-        if not raw:
-            raise NotConfigured(f"batches are not configured on this server: an admin sets {ROOT_ENV} to the "
-                                "folder holding the models")
-        root = os.path.realpath(raw)
-        if not os.path.isdir(root):
-            raise NotConfigured(f"the batch root ({ROOT_ENV}) is not a folder on this server")
-        state = os.path.realpath(os.environ.get(STATE_ENV, "").strip() or os.path.join(root, DEFAULT_STATE))
-        return cls(root, state)
-
-    def state_dir(self, batch_id: str) -> str:
-        return os.path.join(self.state, batch_id)
 
 
 def _under(path: str, folder: str) -> bool:

@@ -63,6 +63,7 @@ def _metres(text: str | None, option: str, positive: bool) -> float | None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from ifc_host.check_scripts import sandboxed_check_scripts
     from ifc_host.clash import DEFAULT_TOLERANCE, clash_findings
     from ifc_host.findings import Finding
     from ifc_host.model_file import BadModelError, open_checked
@@ -100,7 +101,8 @@ def _check(args: argparse.Namespace) -> int:
         findings += ids_findings(work, ids, paths[0].name, ids_path.name)
     if rules is not None:
         progress.step(f"rule set '{rules.name}': {len(rules.checks)} check(s) on {paths[0].name}")
-        findings += run_rule_set(rules, paths[0], paths[1:], models=models)
+        with sandboxed_check_scripts(paths[0]) as run_script:  # the team's check scripts, sandboxed as any script
+            findings += run_rule_set(rules, paths[0], paths[1:], models=models, run_script=run_script)
     if clash:
         against = ", ".join(p.name for p in paths[1:]) or "itself"
         progress.step(f"clash detection: {paths[0].name} against {against}")

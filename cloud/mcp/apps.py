@@ -24,10 +24,9 @@ from typing import Any, Protocol
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.utilities.func_metadata import func_metadata
-from mcp_types import CallToolResult, ClientCapabilities, ListToolsResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp_types import CallToolResult, ClientCapabilities, ListToolsResult, TextContent
 
+from cloud.mcp.given_tool import GivenTool, given_tool
 from cloud.mcp.results import as_text
 
 EXTENSION_ID = "io.modelcontextprotocol/ui"
@@ -181,30 +180,11 @@ APP_TOOLS: dict[str, dict[str, Any]] = {
 }
 
 
-class AppTool(Tool):
-    """A tool only the card calls: its schemas given, `_meta.ui.visibility` ["app"] (hosts keep it from the model)."""
-    handler: Any = Field(exclude=True)
-    result_schema: dict[str, Any] = Field(exclude=True)
-
-    @property
-    def output_schema(self) -> dict[str, Any]:  # type: ignore[override]
-        return self.result_schema
-
-    async def run(self, arguments: dict[str, Any], context: Context, convert_result: bool = False) -> Any:
-        return await self.handler(arguments, context)
-
-
-async def _placeholder() -> None:
-    """Only for the function metadata the SDK's Tool requires; AppTool.run never calls it."""
-
-
-def app_tool(name: str, handler: ToolHandler) -> AppTool:
+def app_tool(name: str, handler: ToolHandler) -> GivenTool:
+    """A tool only the card calls: `_meta.ui.visibility` ["app"] (hosts keep it from the model)."""
     spec = APP_TOOLS[name]
-    return AppTool(fn=_placeholder, name=name, description=spec["description"], parameters=spec["input_schema"],
-                   fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True,
-                   handler=handler, result_schema=spec["output_schema"],
-                   annotations=ToolAnnotations.model_validate(spec["annotations"]),
-                   meta={"ui": {"resourceUri": CARD_URI, "visibility": ["app"]}})
+    return given_tool(name, spec["description"], spec["input_schema"], spec["output_schema"], handler,
+                      spec["annotations"], {"ui": {"resourceUri": CARD_URI, "visibility": ["app"]}})
 
 
 def structured(value: dict[str, Any], is_error: bool = False) -> CallToolResult:

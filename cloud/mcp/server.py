@@ -16,7 +16,6 @@ from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -31,7 +30,6 @@ from mcp_types import (
     PromptReference,
     ResourceTemplateReference,
     TextContent,
-    ToolAnnotations,
 )
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
@@ -53,6 +51,7 @@ from cloud.mcp.calls import (
     Refused,
 )
 from cloud.mcp.delegation import DelegatedRun, DelegatedRuns
+from cloud.mcp.given_tool import GivenTool, given_tool
 from cloud.mcp.logs import add_logging, log
 from cloud.mcp.results import as_text, capped_copy, output_schema
 from cloud.mcp.wording import (
@@ -75,29 +74,8 @@ REVIEW_KEY = "nexus_review"  # the review question's key in an input_required re
 INPUT_REQUIRED_VERSION = "2026-07-28"  # from this protocol version on, a call asks by input_required results
 
 
-class ContractTool(Tool):
-    """A tool whose input and output schemas are given (the shared contract's, results.py's), not derived
-    from a function signature."""
-    handler: Any = Field(exclude=True)
-    result_schema: dict[str, Any] = Field(exclude=True)
-
-    @property
-    def output_schema(self) -> dict[str, Any]:  # type: ignore[override]
-        return self.result_schema
-
-    async def run(self, arguments: dict[str, Any], context: Context, convert_result: bool = False) -> Any:
-        return await self.handler(arguments, context)
-
-
-async def _placeholder() -> None:
-    """Only for the function metadata the SDK's Tool requires; ContractTool.run never calls it."""
-
-
-def contract_tool(name: str, description: str, schema: dict[str, Any], handler: ToolHandler) -> ContractTool:
-    return ContractTool(fn=_placeholder, name=name, description=description, parameters=schema,
-                        fn_metadata=func_metadata(_placeholder, structured_output=False), is_async=True,
-                        handler=handler, result_schema=output_schema(name),
-                        annotations=ToolAnnotations.model_validate(annotations(name)), meta=tool_meta(name))
+def contract_tool(name: str, description: str, schema: dict[str, Any], handler: ToolHandler) -> GivenTool:
+    return given_tool(name, description, schema, output_schema(name), handler, annotations(name), tool_meta(name))
 
 
 def with_host(schema: dict[str, Any]) -> dict[str, Any]:

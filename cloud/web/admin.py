@@ -21,7 +21,7 @@ from cloud.batch.folders import (
     check_project_name,
     project_folder,
 )
-from cloud.batch.service import ROOT_ENV
+from cloud.batch.roots import ROOT_ENV
 from cloud.contract import ContractError
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import known_providers
@@ -279,7 +279,7 @@ def _bad_folder(exc: FolderError):
 
 
 def _batch_root() -> str | None:
-    from cloud.batch.service import NotConfigured, Roots
+    from cloud.batch.roots import NotConfigured, Roots
 
     try:
         return Roots.from_env().root

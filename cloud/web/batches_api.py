@@ -18,6 +18,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, make_response, r
 from cloud.batch import service
 from cloud.batch.folders import FolderError, Namer, access_for, check_relative
 from cloud.batch.jobs import BatchError, BatchSpec, read_result, sha256_text
+from cloud.batch.roots import NotConfigured, Roots
 from cloud.ids_document import ids_summary
 from cloud.policy import stricter
 from cloud.skills.library import SkillError
@@ -43,8 +44,8 @@ MAX_STREAM_S = 3600.0  # a stream ends after an hour (the page reads the batch a
 EXTENSION = "nexus_batches"
 
 
-@batches_api.errorhandler(service.NotConfigured)
-def _not_configured(exc: service.NotConfigured):
+@batches_api.errorhandler(NotConfigured)
+def _not_configured(exc: NotConfigured):
     return api_error(503, str(exc))
 
 
@@ -152,7 +153,7 @@ def _spec_from(body: Any) -> BatchSpec:
     if unknown:
         raise BatchError(f"unknown field(s): {', '.join(unknown)} (expected some of {', '.join(sorted(FIELDS))})")
     user = g.user
-    roots = service.Roots.from_env()
+    roots = Roots.from_env()
     if "out" not in body:
         raise BatchError("out: required, a folder relative to your folder (inputs are never modified)")
     if "files" not in body:
@@ -195,7 +196,7 @@ def _spec_from(body: Any) -> BatchSpec:
 
 def _visible(batch_id: str) -> BatchSpec:
     """The batch, if the signed-in person may see it (owner or admin); 404 otherwise, exactly alike."""
-    spec = service.load(service.Roots.from_env(), batch_id)
+    spec = service.load(Roots.from_env(), batch_id)
     if spec is None or (spec.owner != g.user.name and not g.user.is_admin):
         raise _Missing(batch_id)
     return spec
@@ -227,7 +228,7 @@ def _namer(spec: BatchSpec) -> Namer:
     cache = g.setdefault("batch_namers", {})
     owner = spec.owner or ""
     if owner not in cache:
-        cache[owner] = Namer(service.Roots.from_env().root, owner)
+        cache[owner] = Namer(Roots.from_env().root, owner)
     return cache[owner]
 
 
@@ -268,7 +269,7 @@ def _file_row(spec: BatchSpec, path: str, running: set[str]) -> dict[str, Any]:
 @require_user()
 def start_batch():
     spec = _spec_from(request.get_json(silent=True))
-    running = [s for s in service.all_batches(service.Roots.from_env()) if s.owner == g.user.name
+    running = [s for s in service.all_batches(Roots.from_env()) if s.owner == g.user.name
                and not service.progress(s, runner().running(s.batch_id))["finished"]]
     check_limit("concurrent batches", len(running), nexus().settings.quota_concurrent_batches, retry_after_s=30)
     runner().start(spec)
@@ -282,7 +283,7 @@ def start_batch():
 @batches_api.get("/api/batches")
 @require_user()
 def list_batches():
-    specs = service.all_batches(service.Roots.from_env())
+    specs = service.all_batches(Roots.from_env())
     if not g.user.is_admin or request.args.get("mine") == "1":
         specs = [s for s in specs if s.owner == g.user.name]
     return jsonify({"batches": [_summary(s) for s in specs[:200]]})
@@ -358,7 +359,7 @@ def review_file(batch_id: str):
         raise BatchError(f"file: {relative!r} is not a file of this batch")
     if body.get("decision") == "keep" and spec.out_dir and spec.owner:
         # the out folder was writable when the batch started; a grant withdrawn since keeps nothing there
-        owner = access_for(nexus().store, service.Roots.from_env().root, spec.owner)
+        owner = access_for(nexus().store, Roots.from_env().root, spec.owner)
         if not owner.allows(spec.out_dir, "write"):
             raise FolderError(f"out: {shown(spec.out_dir)!r} is no longer a folder {spec.owner} may write to "
                               "(a project folder's grant was withdrawn or made read-only): nothing kept")
@@ -388,6 +389,6 @@ def batch_page(batch_id: str):
     g.user = user
     try:
         _visible(batch_id)
-    except service.NotConfigured as exc:
+    except NotConfigured as exc:
         return api_error(503, str(exc))
     return make_response(render_template("batch.html", user=user, batch_id=batch_id))

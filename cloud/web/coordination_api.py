@@ -200,9 +200,9 @@ def post_bcf(row: dict[str, Any]):
 
 
 CHECK_SCRIPT = """import json
-from ifc_host.rules import parse_rule_set, run_rule_set
+from ifc_host.rules import parse_rule_set, run_rule_set, script_findings
 rules = parse_rule_set(json.loads({document!r}))
-found = run_rule_set(rules, {name!r}, models={{{name!r}: model}})
+found = run_rule_set(rules, {name!r}, models={{{name!r}: model}}, run_script=script_findings)  # in the sandbox
 print(json.dumps([f.as_json() for f in found]))
 """
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import ifcopenshell
 import pytest
 
+from ifc_host.check_scripts import sandboxed_check_scripts
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
-from ifc_host.rules import RuleSetProblem, parse_rule_set, read_rule_set_file, run_rule_set
+from ifc_host.rules import RuleSetProblem, parse_rule_set, read_rule_set_file, run_rule_set, script_findings
 from tests.conformance.ifc_models import write_small_building
 from tests.ifc_host.test_ids import FIRE_RATING_IDS, STOREY, hosted_door
 
@@ -100,7 +101,8 @@ def test_a_whole_model_run_gives_every_finding_its_checks_severity(model_path):
         {"check": "ids", "severity": "warning", "ids_xml": FIRE_RATING_IDS},
         {"check": "model rule", "severity": "error"},
         {"check": "script", "name": "Doors need a tag", "severity": "info", "code": DOORS_NEED_A_TAG}))
-    findings = run_rule_set(rules, model_path, models={str(model_path): model})
+    with sandboxed_check_scripts(model_path) as run_script:
+        findings = run_rule_set(rules, model_path, models={str(model_path): model}, run_script=run_script)
     ids = [f for f in findings if f.rule == "IDS 'Door fire rating'"]
     assert len(ids) == len(model.by_type("IfcDoor")) and {f.severity for f in ids} == {"warning"}
     assert not [f for f in findings if f.rule == "model rule"]  # every door of the building fills an opening
@@ -116,9 +118,24 @@ def test_a_script_check_finds_elements_by_global_id_and_changes_nothing(model_pa
     rules = parse_rule_set(_rules({"check": "script", "name": "tags", "severity": "warning",
                                    "code": DOORS_NEED_A_TAG + "model.remove(model.by_type('IfcWall')[0])\n"}))
     walls = len(model.by_type("IfcWall"))
-    (found, _bad) = run_rule_set(rules, model_path, models={str(model_path): model})
+    (found, _bad) = run_rule_set(rules, model_path, models={str(model_path): model}, run_script=script_findings)
     assert found.elements[0].global_id == door.GlobalId and found.elements[0].ifc_class == "IfcDoor"
     assert len(model.by_type("IfcWall")) == walls  # the check's own edit was undone
+
+
+def test_a_script_check_runs_sandboxed_and_never_in_the_process_that_asked(model_path, monkeypatch):
+    monkeypatch.setenv("NEXUS_PROBE_SECRET", "the asker's secret")
+    probe = ("import json, os, socket\n"
+             "try:\n    socket.socket(socket.AF_UNIX).close(); sockets = 'open'\n"
+             "except OSError:\n    sockets = 'refused'\n"
+             "title = os.environ.get('NEXUS_PROBE_SECRET', 'unseen') + ' / sockets ' + sockets\n"
+             "print('FINDING ' + json.dumps({'title': title, 'elements': []}))\n")
+    rules = parse_rule_set(_rules({"check": "script", "name": "probe", "severity": "info", "code": probe}))
+    with pytest.raises(RuleSetProblem, match="runs only in a script's sandbox"):
+        run_rule_set(rules, model_path)
+    with sandboxed_check_scripts(model_path) as run_script:
+        (found,) = run_rule_set(rules, model_path, run_script=run_script)
+    assert found.title == "unseen / sockets refused", found
 
 
 def test_an_error_of_the_rule_set_rolls_the_automation_back_under_block(executor, model_path):

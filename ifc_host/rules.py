@@ -21,12 +21,12 @@ kind: "schema", "model rule", "IDS '<specification>'", "clash", "clearance", the
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import redirect_stdout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -320,10 +320,10 @@ def script_findings(model: ifcopenshell.file, check: Check, model_name: str) -> 
     output = io.StringIO()
     model.begin_transaction()  # rolled back after the check (on a host: a nested transaction of the host's)
     error = None
-    try:
-        with redirect_stdout(output):
-            exec(compile(code, f"<{check.rule}>", "exec"),  # noqa: S102 - the team's own check script
-                 {"__name__": "__main__", "model": model, "ifcopenshell": ifcopenshell})
+    try:  # its print() writes to `output`; sys.stdout is never swapped (another thread may be printing)
+        exec(compile(code, f"<{check.rule}>", "exec"),  # noqa: S102 - the team's own check script, sandboxed
+             {"__name__": "__main__", "model": model, "ifcopenshell": ifcopenshell,
+              "print": functools.partial(print, file=output)})
     except Exception as exc:  # noqa: BLE001 - a failing check is a finding, not a crash of the run
         error = f"{type(exc).__name__}: {exc}"
     finally:

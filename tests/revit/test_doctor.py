@@ -6,15 +6,16 @@ import pytest
 
 from cloud.contract import validate_host_message
 from tests.revit.harness import start_revit_host
-from tests.revit.test_extension_ui import press, started, wait_for  # noqa: F401 (fixture)
+from tests.revit.test_extension_ui import press, started  # noqa: F401 (fixture)
 from tests.support.client import Client
+from tests.support.waiting import wait_until
 
 CHECK_IDS = ["trace_lines", "traceback_line", "json_unicode", "external_event", "rollback", "export_image",
              "webview2", "server"]
 
 
 def doctor_window(revit):
-    wait_for(lambda: revit.windows and not revit.windows[-1]._closed and hasattr(revit.windows[-1], "report_text"))
+    wait_until(lambda: revit.windows and not revit.windows[-1]._closed and hasattr(revit.windows[-1], "report_text"))
     return revit.windows[-1]
 
 
@@ -71,7 +72,7 @@ def test_the_doctor_button_report_reaches_the_server_behind_a_proxy(server):
         window = doctor_window(host.session)
         host.session.run_on_main(window.close_button.click)
         connection = server.state.hosts.get(host.host_id)
-        wait_for(lambda: connection.doctor is not None)
+        wait_until(lambda: connection.doctor is not None)
         report = validate_host_message(connection.doctor)
         server_row = report["checks"][-1]
         assert server_row["ok"] is True and "through the proxy http://proxy.corp.example:8080/" in server_row["detail"]

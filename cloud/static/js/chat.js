@@ -8,7 +8,7 @@ import { mountSkillsList } from "./skills.js";
 import { ApprovalAttention, offerNotifications } from "./attention.js";
 import { showHostActivity } from "./host_activity.js";
 import { ReferencesControl } from "./references.js";
-import { showInHost } from "./show_in_revit.js";
+import { showInHost } from "./show_in_host.js";
 
 const REMEMBERED = "nexus.session";
 const HOST_POLL_MS = 5000;
@@ -145,7 +145,7 @@ class ChatPage {
     $("host-state").title = connected ? "Connected" : "Not connected";
     $("no-host").hidden = this.hosts.length > 0;
     const sessionHost = this.hosts.find((x) => x.host_id === ((this.session && this.session.host_id) || id));
-    showInHost(sessionHost ? sessionHost.host_app : null); // "Show in Revit" only while the session's host is Revit
+    showInHost(sessionHost ? sessionHost.host_app : null); // the show-elements buttons only where the host can show them
     showHostActivity($("host-activity"), this.hosts.find((x) => x.host_id === id), () => this.refreshHosts(),
                      (text) => this.showNotice(text));
   }

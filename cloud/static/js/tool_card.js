@@ -8,7 +8,7 @@ import { parsePartialJson } from "./partial_json.js";
 import { applyToModels } from "./batches.js";
 import { saveAsSkill } from "./skills.js";
 import { sceneToggle } from "./scene_toggle.js";
-import { changedElementsRow, showInRevitButton } from "./show_in_revit.js";
+import { changedElementsRow, showElementsButton } from "./show_in_host.js";
 
 const TOOL_LABELS = {
   execute_data_collection: "Inspecting the model",
@@ -238,7 +238,7 @@ function failuresView(failures, sessionId = null) {
     h("div", { class: "section-title", text: `Host reported ${failures.length} warning${failures.length === 1 ? "" : "s"} or error${failures.length === 1 ? "" : "s"}` }),
     h("ul", {}, failures.map((f) => h("li", {},
       pill(f.severity || "warning", f.severity === "error" ? "bad" : "warn"), " ", f.message || JSON.stringify(f),
-      f.element_ids && f.element_ids.length ? [" ", showInRevitButton(sessionId, f.element_ids)] : null))));
+      f.element_ids && f.element_ids.length ? [" ", showElementsButton(sessionId, f.element_ids)] : null))));
 }
 
 function changesView(meta, sessionId = null) {
@@ -308,7 +308,7 @@ export function diffView(details, validation, sessionId = null) {
           h("span", { class: "diff-id", text: `#${element.id} ${element.class || ""}` }),
           label ? h("span", { class: "diff-name", text: label }) : null,
           h("span", { class: `diff-status ${element.status}`, text: STATUS_WORDS[element.status] || element.status }),
-          element.status !== "deleted" ? showInRevitButton(sessionId, [element.id]) : null) : null,
+          element.status !== "deleted" ? showElementsButton(sessionId, [element.id]) : null) : null,
         h("td", { class: "diff-key", text: keyText(change.key) }),
         h("td", { class: "diff-old", text: change.old === null || change.old === undefined ? "—" : change.old }),
         h("td", { class: "diff-new", text: change.new === null || change.new === undefined ? "—" : change.new }))));

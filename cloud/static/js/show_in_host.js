@@ -1,4 +1,4 @@
-// "Show in Revit": a button beside each element a result names (its change report, its findings, the review
+// "Show in Revit" (show_in_host.js): a button beside each element a result names (its change report, its findings, the review
 // of a held change). The buttons exist on every card but show only while the conversation's host is Revit
 // (body[data-host-app="revit"], kept by chat.js through showInHost); a click asks the server to select and
 // zoom to the elements in that Revit (POST /api/sessions/{id}/show-elements), and says what Revit did.
@@ -27,7 +27,7 @@ function outcomeText(reply) {
 }
 
 // A button (with its status line) that shows `ids` in Revit; null when there is nothing to show.
-export function showInRevitButton(sessionId, ids, label = "Show in Revit") {
+export function showElementsButton(sessionId, ids, label = "Show in Revit") {
   const wanted = [...new Set((ids || []).filter(Number.isInteger))];
   if (!sessionId || !wanted.length) return null;
   const status = h("span", { class: "show-status muted", role: "status" });
@@ -54,8 +54,8 @@ export function showInRevitButton(sessionId, ids, label = "Show in Revit") {
 export function changedElementsRow(sessionId, changes) {
   const ids = [...(changes.added || []), ...(changes.modified || [])].filter(Number.isInteger);
   if (!ids.length) return null;
-  const all = showInRevitButton(sessionId, ids, ids.length === 1 ? "Show in Revit" : `Show all ${ids.length} in Revit`);
+  const all = showElementsButton(sessionId, ids, ids.length === 1 ? "Show in Revit" : `Show all ${ids.length} in Revit`);
   const each = ids.length > 1 && ids.length <= LISTED_ELEMENTS
-    ? ids.map((id) => showInRevitButton(sessionId, [id], `#${id}`)) : [];
+    ? ids.map((id) => showElementsButton(sessionId, [id], `#${id}`)) : [];
   return h("div", { class: "show-in-revit-row" }, all, each);
 }

@@ -53,7 +53,7 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
                 row: dict[str, Any], user_message: str, cancel: threading.Event) -> Iterator[Chunk]:
     """One run of the session `row` (a store row) for the person's message, as stream chunks."""
     tools = open_tool_context(store, settings, row, host, image_max_px=model.image_max_px, owner=THIS_PROCESS,
-                              cancel=cancel, image_fit=image_fit(model))
+                              cancel=cancel, image_fit=image_fit(model), transcript=True)
     session = tools.session
 
     def append(entry: Entry) -> None:

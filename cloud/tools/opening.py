@@ -13,18 +13,21 @@ from cloud.store import Store
 from cloud.tools.base import ToolContext
 
 
-def load_session(store: Store, row: dict[str, Any]) -> Session:
+def load_session(store: Store, row: dict[str, Any], transcript: bool) -> Session:
+    """The session of a store row; its transcript read only when asked (tools never read it, the loop does)."""
     return Session(row["id"], row["user_name"], row["host_id"], row["model"],
-                   SessionState.from_json(row["state"]), store.transcript(row["id"]))
+                   SessionState.from_json(row["state"]), store.transcript(row["id"]) if transcript else [])
 
 
 def open_tool_context(store: Store, settings: Settings, row: dict[str, Any], host: HostLink | None, *,
                       image_max_px: int, owner: str | None = None, cancel: threading.Event | None = None,
-                      image_fit: Callable[[int, int], tuple[int, int]] | None = None) -> ToolContext:
+                      image_fit: Callable[[int, int], tuple[int, int]] | None = None,
+                      transcript: bool = False) -> ToolContext:
     """The tools of the session `row` (a store row) on `host`, with a run started (driven by `owner`, a
     "<machine>:<pid>" whose death the recovery notices; None when nobody needs to notice). The run's state is
-    saved when a tool records what it did (or by the caller through `save_state`)."""
-    session = load_session(store, row)
+    saved when a tool records what it did (or by the caller through `save_state`). `transcript`: the session
+    carries its transcript, for a door that runs the agent loop on it (a single tool call needs none)."""
+    session = load_session(store, row, transcript)
     session.state.start_run(owner=owner)
 
     def save_state() -> None:

@@ -6,8 +6,6 @@ keeps the session's status. It yields the run's stream chunks.
 """
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +17,7 @@ from cloud.context import fetch_context, render_context_block
 from cloud.hostlink import HostDirectory, HostLink, HostUnavailable, request_id_for
 from cloud.hosts.registry import UnknownHostApp, get_provider, host_tool_definitions
 from cloud.loop import RunContext, run_agentic_loop
+from cloud.process_owner import owner_gone, this_process
 from cloud.prompts import message, text
 from cloud.session_refs import refs_of_row
 from cloud.store import Store
@@ -28,7 +27,6 @@ from cloud.vendors.base import ModelAdapter, Usage
 from cloud.vendors.images import vision_limits
 from cloud.vendors.pricing import estimate_cost
 
-THIS_PROCESS = f"{socket.gethostname()}:{os.getpid()}"
 RECOVERY_SCAN_LIMIT = 100_000  # sessions looked at (most recently updated first) for runs left running
 AUTOMATION = "execute_task_automation"
 
@@ -46,13 +44,13 @@ def system_prompt(host: HostLink | None) -> str:
 
 def image_fit(model: ModelAdapter) -> Callable[[int, int], tuple[int, int]]:
     """The size an image reaches this model at, after its vendor's scaling (the vendor's vision limits)."""
-    return vision_limits(model.vendor, model.spec.split(":", 1)[-1]).fit
+    return vision_limits(model.vendor, model.model).fit
 
 
 def run_session(store: Store, settings: Settings, model: ModelAdapter, host: HostLink | None,
                 row: dict[str, Any], user_message: str, cancel: threading.Event) -> Iterator[Chunk]:
     """One run of the session `row` (a store row) for the person's message, as stream chunks."""
-    tools = open_tool_context(store, settings, row, host, image_max_px=model.image_max_px, owner=THIS_PROCESS,
+    tools = open_tool_context(store, settings, row, host, image_max_px=model.image_max_px, owner=this_process(),
                               cancel=cancel, image_fit=image_fit(model), transcript=True)
     session = tools.session
 
@@ -148,25 +146,7 @@ def _run_abandoned(store: Store, session_id: str, lease: dict[str, Any] | None) 
     died, on any machine); a run recorded without a lease falls back to the same-machine process check."""
     if lease is not None:
         return lease["expires"] < time.time()
-    return _owner_gone((store.get_session(session_id) or {}).get("state", {}))
-
-
-def _owner_gone(state: dict[str, Any]) -> bool:
-    """Whether the process that drove this run is gone. Only a process on this machine can be checked;
-    one on another machine is left alone (several processes on one store need leases instead)."""
-    owner = state.get("run_owner")
-    if not owner:
-        return True  # a run recorded before owners were: nothing can still be driving it
-    machine, _, pid = owner.rpartition(":")
-    if machine != socket.gethostname() or not pid.isdigit() or os.name != "posix":
-        return False
-    try:
-        os.kill(int(pid), 0)  # signal 0: is it there?
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return owner_gone((store.get_session(session_id) or {}).get("state", {}).get("run_owner"))
 
 
 def unanswered_tool_calls(transcript: list[Entry]) -> list[dict[str, Any]]:

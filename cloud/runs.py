@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloud import chunks
 from cloud.chunks import Chunk
+from cloud.process_owner import this_process
 
 if TYPE_CHECKING:
     from cloud.store import Store
@@ -81,7 +82,7 @@ class RunRegistry:
         self._finished: OrderedDict[str, Run] = OrderedDict()
         self._retain_s = retain_s
         self._store, self._lease_ttl_s = store, lease_ttl_s
-        self.owner = owner or _process_owner()
+        self.owner = owner or this_process()
         self.stopped = threading.Event()
         self.background: list[threading.Thread] = []  # threads that end once `stopped` is set (by close)
         if store is not None:
@@ -166,11 +167,3 @@ class RunRegistry:
                         run.cancel.set()
             except Exception:  # a store hiccup: the next round retries well before the lease runs out
                 log.exception("renewing run leases failed")
-
-
-def _process_owner() -> str:
-    import os
-    import socket
-    import uuid
-
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

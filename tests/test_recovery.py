@@ -6,7 +6,8 @@ import socket
 import subprocess
 import sys
 
-from cloud.assembly import THIS_PROCESS, recover_interrupted_runs
+from cloud.assembly import recover_interrupted_runs
+from cloud.process_owner import this_process
 from cloud.session import SessionState
 from cloud.store import Store
 from tests.support.client import Client, write_script
@@ -65,7 +66,7 @@ def test_a_run_whose_process_died_is_ended_with_every_call_answered_and_the_sess
 
 def test_runs_of_live_processes_and_other_machines_are_left_alone(tmp_path):
     store = Store(tmp_path / "nexus.db")
-    mine = _interrupted(store, THIS_PROCESS)
+    mine = _interrupted(store, this_process())
     elsewhere = _interrupted(store, "another-machine:1")
     legacy = _interrupted(store, None)
     assert recover_interrupted_runs(store) == [legacy]
@@ -73,7 +74,7 @@ def test_runs_of_live_processes_and_other_machines_are_left_alone(tmp_path):
     assert store.get_session(elsewhere)["status"] == "running"
     assert recover_interrupted_runs(store) == []  # idempotent: nothing is answered twice
     assert [e["role"] for e in store.transcript(legacy)] == ["user", "assistant", "tool"]
-    assert os.getpid() == int(THIS_PROCESS.rsplit(":", 1)[1])
+    assert os.getpid() == int(this_process().split(":")[1])
 
 
 def test_a_change_the_dead_server_left_held_is_discarded_when_its_host_reconnects(tmp_path):

@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +26,7 @@ from typing import Any
 import redis
 
 from cloud.distributed.signing import MESSAGE_MAX_AGE_S, Signer, signer_from_env
+from cloud.process_owner import this_process
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +48,10 @@ class _Probe:
     last: tuple[Any, ...] | None = None
 
 
-def process_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
 class Bus:
     def __init__(self, url: str, process: str | None = None, signer: Signer | None = None) -> None:
         self.signer = signer or signer_from_env()  # before any connection: no secret, no start
-        self.process = process or process_id()
+        self.process = process or this_process()
         # A bounded pool that makes a caller wait for a free connection (redis-py's default pool refuses
         # the 101st at once): every stream, waiting run and host lookup of a busy process shares it.
         pool = redis.BlockingConnectionPool.from_url(url, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_S,

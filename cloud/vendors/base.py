@@ -107,6 +107,7 @@ class ModelAdapter(Protocol):
 
     spec: str  # "vendor:model"
     vendor: str
+    model: str  # the model part of the spec, as the vendor names it (no endpoint)
     context_window: int
     image_max_px: int
     key_env: str | None

@@ -162,6 +162,7 @@ class ScriptedModel:
 
     def __init__(self, path: str):
         self.path = Path(path)
+        self.model = str(path)
         self.spec = f"{VENDOR}:{path}"
         self.turns = load_script(self.path)
 
@@ -170,6 +171,7 @@ class ScriptedModel:
         """A script held in memory (tests, the evaluator): same format and behaviour as a file."""
         model = cls.__new__(cls)
         model.path = Path(name)
+        model.model = name
         model.spec = f"{VENDOR}:{name}"
         model.turns = check_script({"turns": [t if isinstance(t, dict) else list(t) for t in turns]}, name)
         return model

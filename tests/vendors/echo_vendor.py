@@ -27,6 +27,7 @@ class EchoModel:
 
     def __init__(self, prefix: str):
         self.prefix = prefix
+        self.model = prefix
         self.spec = f"{VENDOR}:{prefix}"
 
     @property

@@ -48,9 +48,11 @@ def image_fit(model: ModelAdapter) -> Callable[[int, int], tuple[int, int]]:
 
 
 def run_session(store: Store, settings: Settings, model: ModelAdapter, host: HostLink | None,
-                row: dict[str, Any], user_message: str, cancel: threading.Event) -> Iterator[Chunk]:
-    """One run of the session `row` (a store row) for the person's message, as stream chunks."""
-    tools = open_tool_context(store, settings, row, host, image_max_px=model.image_max_px, owner=this_process(),
+                row: dict[str, Any], user_message: str, cancel: threading.Event,
+                owner: str | None = None) -> Iterator[Chunk]:
+    """One run of the session `row` (a store row) for the person's message, as stream chunks. `owner` is
+    who drives it: the run registry's owner (its lease's), else this process."""
+    tools = open_tool_context(store, settings, row, host, image_max_px=model.image_max_px, owner=owner or this_process(),
                               cancel=cancel, image_fit=image_fit(model), transcript=True)
     session = tools.session
 

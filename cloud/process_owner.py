@@ -1,22 +1,45 @@
-"""Who drives a run: one identity per process, written on its run lease, its session's state and its bus messages.
+"""Who drives a run: one identity per server instance, written on its run leases, its sessions' state and its
+bus messages.
 
-`<machine>:<pid>:<nonce>`: the nonce tells a restarted process that reused a pid from the one that died. A
-forked child (a gunicorn worker, a batch worker) is a process of its own and gets its own identity.
+`<machine>:<pid>:<nonce>`. A process that serves one instance (a server worker, `nexus run`, `nexus mcp`) has one
+identity; a forked child is a process of its own and gets its own. The nonce tells a later process that reused a
+pid from the one that died, and tells apart several instances in one process (tests, embedding).
 """
 from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 
-_identity: tuple[int, str] | None = None
+_lock = threading.Lock()
+_issued: dict[int, list[str]] = {}  # pid → the identities this process gave out: its own first, then further instances
+_own_claimed: set[int] = set()  # pids whose own identity an instance took
+
+
+def _issued_here() -> list[str]:
+    mine = _issued.setdefault(os.getpid(), [])
+    if not mine:
+        mine.append(f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+    return mine
 
 
 def this_process() -> str:
-    global _identity
-    if _identity is None or _identity[0] != os.getpid():
-        _identity = (os.getpid(), f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
-    return _identity[1]
+    """This process's own identity."""
+    with _lock:
+        return _issued_here()[0]
+
+
+def instance_identity() -> str:
+    """The identity of a new server instance (a run registry, a bus) in this process: this process's own for the
+    first, a fresh one for each further instance."""
+    with _lock:
+        mine = _issued_here()
+        if os.getpid() not in _own_claimed:
+            _own_claimed.add(os.getpid())
+            return mine[0]
+        mine.append(f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+        return mine[-1]
 
 
 def owner_gone(owner: str | None) -> bool:
@@ -29,7 +52,8 @@ def owner_gone(owner: str | None) -> bool:
     if machine != socket.gethostname() or not pid.isdigit() or os.name != "posix":
         return False
     if int(pid) == os.getpid():
-        return owner != this_process()  # this pid, but an earlier process that had it
+        with _lock:  # this pid: alive if this process gave the name out, else an earlier process that had the pid
+            return owner not in _issued.get(os.getpid(), [])
     try:
         os.kill(int(pid), 0)  # signal 0: is it there?
     except ProcessLookupError:

@@ -7,7 +7,7 @@ browser that comes back after the end still sees everything it missed.
 
 With a store, the driving process holds a lease on the session (renewed while the run goes on): a run
 whose lease expired was left by a dead process and is recovered by any other process. This registry is
-process-local; cloud/distributed/runs.py keeps the same methods with the buffer in Redis.
+process-local; cloud/distributed/redis_runs.py keeps the same methods with the buffer in Redis.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloud import chunks
 from cloud.chunks import Chunk
-from cloud.process_owner import this_process
+from cloud.process_owner import instance_identity
 
 if TYPE_CHECKING:
     from cloud.store import Store
@@ -36,6 +36,7 @@ LEASE_TTL_S = 30.0  # a driving process renews its leases every third of this
 class Run:
     def __init__(self, session_id: str):
         self.session_id = session_id
+        self.owner: str | None = None  # the registry driving it (its lease's owner), when driven here
         self.cancel = threading.Event()
         self.chunks: list[dict[str, Any]] = []
         self.done = False
@@ -82,7 +83,7 @@ class RunRegistry:
         self._finished: OrderedDict[str, Run] = OrderedDict()
         self._retain_s = retain_s
         self._store, self._lease_ttl_s = store, lease_ttl_s
-        self.owner = owner or this_process()
+        self.owner = owner or instance_identity()
         self.stopped = threading.Event()
         self.background: list[threading.Thread] = []  # threads that end once `stopped` is set (by close)
         if store is not None:
@@ -113,6 +114,7 @@ class RunRegistry:
                                                                              self._lease_ttl_s):
                 return None  # another process drives it
             run = self._new_run(session_id)
+            run.owner = self.owner
             self._runs[session_id] = run
         threading.Thread(target=self._drive, args=(run, drive), name=f"run-{session_id[:8]}", daemon=True).start()
         return run

@@ -108,7 +108,7 @@ Table("skill_runs", metadata, Column("id", Integer, primary_key=True, autoincrem
       _text("error"), Index("skill_runs_skill", "skill_id", "ts"), sqlite_autoincrement=True)
 
 # Tool results and decisions answered, one row per pending request: the insert that wins is the answer
-# (cloud/distributed/rendezvous.py); a second delivery of the same request finds the row and is refused.
+# (cloud/distributed/redis_rendezvous.py); a second delivery of the same request finds the row and is refused.
 Table("deliveries", metadata, _text("session_id", primary_key=True), _text("pending_id", primary_key=True),
       _text("tool_call_id", nullable=False), _text("kind", nullable=False), _text("result", nullable=False),
       _real("created", nullable=False), Index("deliveries_created", "created"))
@@ -583,7 +583,7 @@ class Store:
                           (session_id, tool_call_id))
         return json.loads(rows[0]["result"]) if rows else None
 
-    # answers to pending requests (cloud/distributed/rendezvous.py): the row is the record, its key the gate
+    # answers to pending requests (cloud/distributed/redis_rendezvous.py): the row is the record, its key the gate
     def record_delivery(self, session_id: str, pending_id: str, tool_call_id: str, kind: str,
                         result: dict[str, Any]) -> bool:
         """Record the answer to one pending request if it has none: True for the first delivery, False for

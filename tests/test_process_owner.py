@@ -9,6 +9,9 @@ import sys
 
 from cloud.process_owner import owner_gone, this_process
 from cloud.runs import RunRegistry
+from tests.support.client import Client, write_script
+from tests.support.server import running_server
+from tests.support.spine import say
 
 
 def _child_identity(queue: multiprocessing.Queue) -> None:
@@ -44,5 +47,17 @@ def test_owner_gone_for_a_dead_pid_a_live_one_and_an_earlier_process_with_this_p
     assert owner_gone(None) and owner_gone("")
 
 
-def test_the_run_tracker_uses_the_same_identity():
-    assert RunRegistry().owner == this_process()
+def test_a_chat_run_writes_its_registrys_identity_the_one_on_its_lease_on_its_session_state(tmp_path, scripts_dir):
+    with running_server(tmp_path) as server:
+        alice = Client(server.url, server.token("alice"))
+        spec = write_script(scripts_dir / "owner.json", [say("Done.")])
+        session_id = alice.new_session(model=spec)
+        assert alice.run(session_id, "hello").last == {"type": "Complete", "content": "Done."}
+        owner = server.state.store.get_session(session_id)["state"]["run_owner"]
+        assert owner == server.state.runs.owner
+
+
+def test_further_instances_in_one_process_are_told_apart_and_all_count_as_alive():
+    first, second = RunRegistry().owner, RunRegistry().owner
+    assert first != second and {first.split(":")[1], second.split(":")[1]} == {str(os.getpid())}
+    assert not owner_gone(first) and not owner_gone(second)

@@ -44,8 +44,8 @@ def build_parts(store: Store, url: str | None = None) -> tuple[HostDirectory, To
         return HostDirectory(), ToolResultChannel(), RunRegistry(store, lease_ttl_s=lease_ttl_s())
     from cloud.distributed.bus import Bus
     from cloud.distributed.hosts import RedisHostDirectory
-    from cloud.distributed.rendezvous import RedisToolResultChannel
-    from cloud.distributed.runs import RedisRunRegistry
+    from cloud.distributed.redis_rendezvous import RedisToolResultChannel
+    from cloud.distributed.redis_runs import RedisRunRegistry
 
     bus = Bus(url)
     return RedisHostDirectory(bus), RedisToolResultChannel(bus, store), RedisRunRegistry(bus, store, lease_ttl_s=lease_ttl_s())  # type: ignore[return-value]
@@ -55,7 +55,7 @@ def start_recovery_sweep(store: Store, hosts: HostDirectory, runs: RunRegistry,
                          interval_s: float | None = None) -> threading.Thread:
     """Every `interval_s` (half the lease time), end the runs whose lease expired (a process died mid-run, on any machine)."""
     from cloud.assembly import recover_interrupted_runs
-    from cloud.distributed.runs import RedisRunRegistry
+    from cloud.distributed.redis_runs import RedisRunRegistry
 
     every = interval_s if interval_s is not None else lease_ttl_s() / 2
 

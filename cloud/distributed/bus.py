@@ -26,7 +26,7 @@ from typing import Any
 import redis
 
 from cloud.distributed.signing import MESSAGE_MAX_AGE_S, Signer, signer_from_env
-from cloud.process_owner import this_process
+from cloud.process_owner import instance_identity
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class _Probe:
 class Bus:
     def __init__(self, url: str, process: str | None = None, signer: Signer | None = None) -> None:
         self.signer = signer or signer_from_env()  # before any connection: no secret, no start
-        self.process = process or this_process()
+        self.process = process or instance_identity()
         # A bounded pool that makes a caller wait for a free connection (redis-py's default pool refuses
         # the 101st at once): every stream, waiting run and host lookup of a busy process shares it.
         pool = redis.BlockingConnectionPool.from_url(url, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT_S,

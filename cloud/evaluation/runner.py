@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cloud.evaluation.checking import run_checker
+from cloud.evaluation.checker_loader import run_checker
 from cloud.evaluation.tasks import Task
 
 EVAL_USER = "eval"

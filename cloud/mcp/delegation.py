@@ -66,7 +66,8 @@ class DelegatedRuns:
             self._runs[session_id] = run
         link = session_link(self.backend.hosts, self.backend.channel, row)
         started = self.backend.runs.start(session_id, lambda registered: self._observe(
-            run, run_session(store, self.backend.settings, model, link, row, prompt, registered.cancel)))
+            run, run_session(store, self.backend.settings, model, link, row, prompt, registered.cancel,
+                        owner=registered.owner)))
         if started is None:  # a fresh session: only a store that refuses its lease gets here
             run.error, run.status = say("run_not_started"), "error"
             self._end(run)

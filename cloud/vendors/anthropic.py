@@ -21,7 +21,6 @@ import httpx2
 
 from cloud.chunks import Chunk
 from cloud.vendors.anthropic_request import VENDOR, build_request
-from cloud.vendors.assembler import TurnAssembler, decline
 from cloud.vendors.base import ModelError, ModelTurn, TurnRequest, VendorInfo
 from cloud.vendors.images import image_max_px
 from cloud.vendors.profiles import model_profile
@@ -32,6 +31,7 @@ from cloud.vendors.retry import (
     parse_retry_after,
     stream_with_retries,
 )
+from cloud.vendors.turn_assembler import TurnAssembler, decline
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 MAX_PAUSE_CONTINUATIONS = 3

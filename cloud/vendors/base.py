@@ -96,7 +96,7 @@ class ModelAdapter(Protocol):
     that follows partial output. A tool call whose arguments are not valid JSON is still returned, with
     `input: {}` and `input_error` explaining the problem (the loop tells the model; it does not crash).
     Raise ModelError when the call fails for good. Usage is returned, not yielded: the loop flushes it.
-    Adapters build all of this with cloud.vendors.assembler.TurnAssembler.
+    Adapters build all of this with cloud.vendors.turn_assembler.TurnAssembler.
 
     Capabilities are declared here, never probed: `image_max_px` (the longest image side worth
     rendering for this model: its vendor scales anything larger down), `context_window` (tokens),

@@ -21,7 +21,6 @@ from google import genai
 from google.genai import errors, types
 
 from cloud.chunks import Chunk
-from cloud.vendors.assembler import TurnAssembler, decline, wording
 from cloud.vendors.base import ModelError, ModelTurn, TurnRequest, VendorInfo
 from cloud.vendors.gemini_request import VENDOR, build_config, build_contents, encode_signature
 from cloud.vendors.images import image_max_px
@@ -33,6 +32,7 @@ from cloud.vendors.retry import (
     parse_retry_after,
     stream_with_retries,
 )
+from cloud.vendors.turn_assembler import TurnAssembler, decline, wording
 
 API_VERSION = "v1beta"
 KEY_ENV = "GEMINI_API_KEY"

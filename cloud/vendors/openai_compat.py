@@ -7,7 +7,7 @@ chunk (Ollama) takes the same path. Reasoning arrives outside the official schem
 `delta.reasoning` (Ollama, vLLM) or `delta.reasoning_content` (llama.cpp). Tool messages carry
 text only, so images from tool results follow in a user message. Nothing vendor-specific needs to
 go back to these servers, so this adapter keeps no vendor_state beyond a malformed call's raw text.
-Chunks become TurnAssembler events (cloud/vendors/assembler.py).
+Chunks become TurnAssembler events (cloud/vendors/turn_assembler.py).
 """
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ import openai
 from cloud.chunks import Chunk
 from cloud.transcript import Entry
 from cloud.vendors import compat_endpoints, images, tool_schemas
-from cloud.vendors.assembler import TurnAssembler, decline, wording
 from cloud.vendors.base import ModelTurn, TurnRequest, Usage, VendorInfo
 from cloud.vendors.openai_wire import data_url, failure_from_sdk, open_event_stream
 from cloud.vendors.profiles import model_profile
 from cloud.vendors.retry import DEFAULT_POLICY, RetryPolicy, VendorFailure, stream_with_retries
+from cloud.vendors.turn_assembler import TurnAssembler, decline, wording
 
 VENDOR = "openai-compat"
 API_KEY_ENV = "OPENAI_COMPAT_API_KEY"

@@ -4,7 +4,7 @@ The request is stateless (`store=False`): the whole neutral transcript is sent e
 model's reasoning items (with their encrypted content) ride along in `vendor_state` so they can go
 back verbatim on the next OpenAI turn. Another vendor's state is dropped. Tool results go back as
 `function_call_output` items whose output holds text and images side by side.
-Stream events are translated into the shared TurnAssembler's events (cloud/vendors/assembler.py).
+Stream events are translated into the shared TurnAssembler's events (cloud/vendors/turn_assembler.py).
 """
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ import openai
 from cloud.chunks import Chunk
 from cloud.transcript import Entry
 from cloud.vendors import images, tool_schemas
-from cloud.vendors.assembler import TurnAssembler, decline, wording
 from cloud.vendors.base import ModelTurn, TurnRequest, Usage, VendorInfo
 from cloud.vendors.openai_wire import data_url, failure_from_body, failure_from_sdk, open_event_stream
 from cloud.vendors.profiles import model_profile
 from cloud.vendors.retry import DEFAULT_POLICY, RetryPolicy, VendorFailure, stream_with_retries
+from cloud.vendors.turn_assembler import TurnAssembler, decline, wording
 
 VENDOR = "openai"
 KEY_ENV = "OPENAI_API_KEY"

@@ -34,8 +34,8 @@ from typing import Any
 
 from cloud.chunks import Chunk
 from cloud.prompts import template
-from cloud.vendors.assembler import TurnAssembler
 from cloud.vendors.base import ModelError, ModelTurn, TurnRequest, VendorInfo
+from cloud.vendors.turn_assembler import TurnAssembler
 
 VENDOR = "scripted"
 CHARS_PER_TOKEN = 4

@@ -263,7 +263,8 @@ def post_message(row: dict[str, Any]):
 
     slot = reserve_run(state.settings, state.runs, g.user.name)  # counts and registers in one step
     run = state.runs.start(session_id, slot.around(lambda run: run_session(  # imported BCF topics join once
-        state.store, state.settings, model, host, row, task_with_topics(state.store, session_id, text), run.cancel)))
+        state.store, state.settings, model, host, row, task_with_topics(state.store, session_id, text), run.cancel,
+        owner=run.owner)))
     if run is None:  # a refused message must not switch the session's model either
         slot.release()
         return api_error(409, "a run is already in progress in this session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cloud.evaluation.checking import load_checker, run_checker
+from cloud.evaluation.checker_loader import load_checker, run_checker
 from cloud.evaluation.tasks import load_suite
 from tests.evaluation.conftest import SHIPPED
 

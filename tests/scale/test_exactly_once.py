@@ -14,7 +14,7 @@ import pytest
 import redis as redis_client
 
 from cloud.distributed.bus import Bus
-from cloud.distributed.rendezvous import RedisToolResultChannel
+from cloud.distributed.redis_rendezvous import RedisToolResultChannel
 from cloud.rendezvous import Delivery
 from cloud.store import Store
 from tests.scale.pair import held_under_ask, host_on_a

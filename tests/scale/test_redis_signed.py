@@ -23,7 +23,7 @@ import pytest
 import redis as redis_client
 
 from cloud.distributed.bus import Bus
-from cloud.distributed.rendezvous import RedisToolResultChannel, wake_key
+from cloud.distributed.redis_rendezvous import RedisToolResultChannel, wake_key
 from cloud.distributed.signing import Signer
 from cloud.rendezvous import Delivery
 from cloud.store import Store

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Generator
 
 from cloud.chunks import Chunk
-from cloud.vendors.assembler import TurnAssembler
 from cloud.vendors.base import ModelTurn, TurnRequest, VendorInfo
+from cloud.vendors.turn_assembler import TurnAssembler
 
 VENDOR = "echo"
 KEY_ENV = "ECHO_API_KEY"

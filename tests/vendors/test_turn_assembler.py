@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cloud.vendors.assembler import TurnAssembler, decline, parse_arguments, wording
+from cloud.vendors.turn_assembler import TurnAssembler, decline, parse_arguments, wording
 from tests.vendors.replay.base import Turn
 from tests.vendors.test_faults import VENDORS, run
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from cloud.distributed.bus import PREFIX, Bus
-from cloud.distributed.runs import cancel_signal
+from cloud.distributed.redis_runs import cancel_signal
 from cloud.rendezvous import ANSWERED_MEMORY, Answer, Delivery
 
 if TYPE_CHECKING:

@@ -36,9 +36,9 @@ def current_user(cookie: bool = True) -> User | None:
     store = nexus().store
     token = bearer_token()
     if token is not None:
-        user, via = store.user_for_token(token), "bearer"
+        user, via = store.auth.user_for_token(token), "bearer"
     elif cookie and request.cookies.get(COOKIE):
-        user, via = store.user_for_web_session(request.cookies[COOKIE]), "cookie"
+        user, via = store.auth.user_for_web_session(request.cookies[COOKIE]), "cookie"
     else:
         return None
     if user is not None:

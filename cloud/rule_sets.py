@@ -53,7 +53,7 @@ class RuleSets:
 
     def listing(self, user_name: str) -> list[dict[str, Any]]:
         out = []
-        for row in self.store.rule_sets.rule_sets(self.team(user_name)):
+        for row in self.store.rule_sets.list_rule_sets(self.team(user_name)):
             document = json.loads(row["document"])
             out.append({"name": row["name"], "saved_by": row["saved_by"], "saved": row["saved"],
                         "checks": [{k: c[k] for k in ("check", "severity", "name") if k in c}

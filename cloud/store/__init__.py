@@ -56,8 +56,8 @@ def _flat_names() -> dict[str, str]:
     for attribute, part in PARTS.items():
         for name in vars(part):
             if not name.startswith("_") and callable(getattr(part, name)):
-                if name in found:
-                    raise TypeError(f"store parts {found[name]} and {attribute} both define {name}")
+                if name in found or name in PARTS:  # a part's attribute would hide a flat name of the same
+                    raise TypeError(f"store part {attribute}'s method {name} clashes with {found.get(name, name)}")
                 found[name] = attribute
     return found
 

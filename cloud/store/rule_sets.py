@@ -20,7 +20,7 @@ class RuleSets:
                        "ON CONFLICT (team, name) DO UPDATE SET document = excluded.document, "
                        "saved_by = excluded.saved_by, saved = excluded.saved", (team, name, document, by, time.time()))
 
-    def rule_sets(self, team: str) -> list[dict[str, Any]]:
+    def list_rule_sets(self, team: str) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.read(
             "SELECT name, document, saved_by, saved FROM rule_sets WHERE team = ? ORDER BY name", (team,))]
 

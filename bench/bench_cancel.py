@@ -173,7 +173,7 @@ def mcp_series(api: Api, store: Any, host_id: str, url: str, token: str, rounds:
                 await session.initialize()
                 await session.call_tool("execute_data_collection", {"code": COUNT_DOORS})  # warm
                 for n in range(rounds):
-                    seen = {row["tool_call_id"] for row in store.audit(user_name="bench", kind="mcp_call", limit=1000)}
+                    seen = {row["tool_call_id"] for row in store.ledger.audit(user_name="bench", kind="mcp_call", limit=1000)}
                     returned: list[Any] = []
                     async with anyio.create_task_group() as group:
                         scope = anyio.CancelScope()
@@ -192,9 +192,9 @@ def mcp_series(api: Api, store: Any, host_id: str, url: str, token: str, rounds:
                     series.to_idle.append(await anyio.to_thread.run_sync(wait_idle, api, host_id, cancelled_at))
                     result = await session.call_tool("execute_data_collection", {"code": COUNT_DOORS})
                     series.to_next.append(time.monotonic() - cancelled_at)
-                    saved = [row for row in store.audit(user_name="bench", kind="mcp_call", limit=1000)
+                    saved = [row for row in store.ledger.audit(user_name="bench", kind="mcp_call", limit=1000)
                              if row["tool_call_id"] not in seen]
-                    texts = [str(store.get_result(row["session_id"], row["tool_call_id"])) for row in saved]
+                    texts = [str(store.results.get_result(row["session_id"], row["tool_call_id"])) for row in saved]
                     cancelled = next((t for t in texts if "cancelled" in t), f"(no cancelled result among {len(texts)})")
                     if returned:
                         cancelled = f"(the call returned instead of being cancelled: {returned[0]})"
@@ -237,10 +237,10 @@ def main() -> None:
     state = app.extensions["nexus"]
     http = start_server(app)
     endpoint = start_mcp_http(state) if args.mcp else None
-    host = start_ifc_host(str(model), http.url, store.create_token("bench", scope="host"), None, args.isolation)
+    host = start_ifc_host(str(model), http.url, store.auth.create_token("bench", scope="host"), None, args.isolation)
     slow = script(scripts, "slow", [tool("execute_task_automation", SLEEP_THEN_RENAME), [{"text": "never"}]])
     count = script(scripts, "count", [tool("execute_data_collection", COUNT_DOORS), [{"text": "counted"}]])
-    token = store.create_token("bench")
+    token = store.auth.create_token("bench")
     api = Api(http.url, token)
     plain: list[float] = []
     series: list[Series] = []

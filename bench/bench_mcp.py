@@ -65,14 +65,14 @@ def main() -> None:
     state = app.extensions["nexus"]
     http = start_server(app)
     endpoint = start_mcp_http(state)
-    host = start_ifc_host(str(model), http.url, store.create_token("bench", scope="host"), str(tmp / "out.ifc"))
+    host = start_ifc_host(str(model), http.url, store.auth.create_token("bench", scope="host"), str(tmp / "out.ifc"))
     try:
         deadline = time.monotonic() + 60
         while not state.hosts.for_user("bench") and time.monotonic() < deadline:
             time.sleep(0.05)
         host_id = state.hosts.for_user("bench")[0].host_id
-        session_id = store.create_session("bench", host_id, "bench", {})
-        row = store.get_session(session_id)
+        session_id = store.sessions.create_session("bench", host_id, "bench", {})
+        row = store.sessions.get_session(session_id)
         assert row is not None
         session = Session(session_id, "bench", host_id, "bench", SessionState(), [])
         ctx = ToolContext(store=store, host=session_link(state.hosts, state.channel, row), settings=state.settings,
@@ -88,7 +88,7 @@ def main() -> None:
                 assert not done.value["is_error"], done.value
             return time.perf_counter() - started
 
-        token = store.create_token("bench")
+        token = store.auth.create_token("bench")
         loop_times: list[float] = []
         mcp_times: list[float] = []
 

@@ -112,7 +112,7 @@ def suspended(args: argparse.Namespace) -> None:
         os.environ["NEXUS_REDIS_URL"] = redis.url
         spec = write_script(Path(tmp) / "suspend.json", [collect("print(1)"), say("never")])
         store = Store(database)
-        token = store.create_token("bench")
+        token = store.auth.create_token("bench")
         store.close()
         settings = {"keepalive_s": args.keepalive, "tool_timeout_s": 3600.0, "quota_concurrent_runs": 0,
                     "quota_sessions_per_hour": 0, "quota_requests_per_minute": 0}

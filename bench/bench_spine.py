@@ -95,7 +95,7 @@ def bench_latency(round_trips: int, per_run: int = 20) -> None:
         with running_server(tmp_path, keepalive_s=15.0, max_iterations=round_trips, **NO_QUOTAS) as server:
             store = server.state.store
             appended_at: dict[str, float] = {}
-            original_append = store.append_entries
+            original_append = store.sessions.append_entries
 
             def timed_append(session_id: str, entries: list[dict[str, Any]]) -> None:
                 original_append(session_id, entries)
@@ -105,7 +105,7 @@ def bench_latency(round_trips: int, per_run: int = 20) -> None:
                         for part in entry["content"]:
                             appended_at[part["tool_call_id"]] = now
 
-            store.append_entries = timed_append
+            store.sessions.append_entries = timed_append
             client = Client(server.url, server.token("bench"))
             host = TestHost(server.ws_url, client.token).start()
             # Host-side time per call: from the host's recv() of a command to its send() of the reply,
@@ -239,7 +239,7 @@ def bench_inprocess(round_trips: int, per_run: int = 20) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "bench.db")
         appended_at: dict[str, float] = {}
-        original_append = store.append_entries
+        original_append = store.sessions.append_entries
 
         def timed_append(session_id: str, entries: list[dict[str, Any]]) -> None:
             original_append(session_id, entries)
@@ -248,12 +248,12 @@ def bench_inprocess(round_trips: int, per_run: int = 20) -> None:
                 for part in entry["content"] if entry.get("role") == "tool" else []:
                     appended_at[part["tool_call_id"]] = now
 
-        store.append_entries = timed_append
+        store.sessions.append_entries = timed_append
         settings = Settings(max_iterations=round_trips)
         wall = time.perf_counter()
         for _ in range(max(1, round_trips // per_run)):
             model = TimedModel.from_turns(_turns(per_run), "bench")
-            row = store.get_session(store.create_session("bench", link.host_id, model.spec, {}))
+            row = store.sessions.get_session(store.sessions.create_session("bench", link.host_id, model.spec, {}))
             last = list(run_session(store, settings, model, link, row, "go", threading.Event()))[-1]
             assert last.type == "Complete", last
         wall = time.perf_counter() - wall

@@ -53,18 +53,18 @@ def _parallel(threads: int, each: int, work: Callable[[int, int], None]) -> tupl
 
 
 def measure(label: str, store: Store, args: argparse.Namespace) -> None:
-    sessions = [store.create_session("bench", None, "scripted:x", {}) for _ in range(args.threads)]
-    elapsed, timings = _parallel(args.threads, args.appends, lambda t, i: store.append_entries(sessions[t], [ENTRY]))
+    sessions = [store.sessions.create_session("bench", None, "scripted:x", {}) for _ in range(args.threads)]
+    elapsed, timings = _parallel(args.threads, args.appends, lambda t, i: store.sessions.append_entries(sessions[t], [ENTRY]))
     p99 = sorted(timings)[int(0.99 * (len(timings) - 1))]
     print(f"  {label:10s} append: {len(timings) / elapsed:8.0f} entries/s   p50 {statistics.median(timings):6.2f} ms"
           f"   p99 {p99:6.2f} ms")
-    readable = [store.create_session("bench", None, "scripted:x", {}) for _ in range(args.threads)]
+    readable = [store.sessions.create_session("bench", None, "scripted:x", {}) for _ in range(args.threads)]
     for session_id in readable:
-        store.append_entries(session_id, [ENTRY] * 40)
+        store.sessions.append_entries(session_id, [ENTRY] * 40)
 
     def read(t: int, i: int) -> None:
-        store.get_session(readable[t])
-        store.transcript(readable[t])
+        store.sessions.get_session(readable[t])
+        store.sessions.transcript(readable[t])
 
     elapsed, timings = _parallel(args.threads, args.reads, read)
     p99 = sorted(timings)[int(0.99 * (len(timings) - 1))]

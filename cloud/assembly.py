@@ -58,17 +58,17 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
 
     def append(entry: Entry) -> None:
         session.transcript.append(entry)
-        store.append_entries(session.session_id, [entry])
+        store.sessions.append_entries(session.session_id, [entry])
 
     def record_usage(usage: Usage) -> dict[str, Any]:
         cost = estimate_cost(model.spec, usage)
         if usage.total_input or usage.output:
-            store.record_usage(session_id=session.session_id, user_name=session.user_name, model=model.spec,
+            store.ledger.record_usage(session_id=session.session_id, user_name=session.user_name, model=model.spec,
                                usage=usage.as_dict(), cost=cost)
         return {**usage.as_dict(), "cost": cost, "model": model.spec}
 
     tools.save_state()
-    store.update_session(session.session_id, status="running")
+    store.sessions.update_session(session.session_id, status="running")
     status = "error"  # unless the loop ends with Complete (a crash propagates to the caller)
     try:
         append(_user_turn(host, user_message, cancel, refs_of_row(row)))
@@ -94,7 +94,7 @@ def run_session(store: Store, settings: Settings, model: ModelAdapter, host: Hos
                                chunk.metadata if chunk.type == "Error" else None))
             yield chunk
     finally:
-        store.update_session(session.session_id, status=status)
+        store.sessions.update_session(session.session_id, status=status)
 
 
 def _user_turn(host: HostLink | None, user_message: str, cancel: threading.Event,
@@ -115,16 +115,16 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
     whose process is alive (another server or `nexus run` on the same store) are left alone. Returns the
     ids of the sessions ended."""
     ended = []
-    running = [row for row in store.list_sessions(limit=RECOVERY_SCAN_LIMIT, status="running")
+    running = [row for row in store.sessions.list_sessions(limit=RECOVERY_SCAN_LIMIT, status="running")
                if row["status"] == "running"]
-    leases = store.run_leases([row["id"] for row in running])  # one query, not one per waiting run
+    leases = store.leases.run_leases([row["id"] for row in running])  # one query, not one per waiting run
     for row in running:
         if not _run_abandoned(store, row["id"], leases.get(row["id"])):
             continue
-        transcript = store.transcript(row["id"])
+        transcript = store.sessions.transcript(row["id"])
         dangling = unanswered_tool_calls(transcript)
         if dangling:
-            store.append_entries(row["id"], [tool_results([
+            store.sessions.append_entries(row["id"], [tool_results([
                 tool_result_part(call["id"], call["name"], message("server_restarted"), is_error=True)
                 for call in dangling])])
         for call in dangling:
@@ -138,7 +138,7 @@ def recover_interrupted_runs(store: Store, hosts: HostDirectory | None = None) -
                         hosts.send(row["host_id"], command)
                     except HostUnavailable:
                         hosts.send_on_connect(row["host_id"], command)
-        store.update_session(row["id"], status="error")
+        store.sessions.update_session(row["id"], status="error")
         ended.append(row["id"])
     return ended
 
@@ -148,7 +148,7 @@ def _run_abandoned(store: Store, session_id: str, lease: dict[str, Any] | None) 
     died, on any machine); a run recorded without a lease falls back to the same-machine process check."""
     if lease is not None:
         return lease["expires"] < time.time()
-    return owner_gone((store.get_session(session_id) or {}).get("state", {}).get("run_owner"))
+    return owner_gone((store.sessions.get_session(session_id) or {}).get("state", {}).get("run_owner"))
 
 
 def unanswered_tool_calls(transcript: list[Entry]) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from cloud.config import Settings
 from cloud.distributed import build_parts, start_recovery_sweep
 from cloud.gate.sockets import HostSockets
 from cloud.hostlink import HostDirectory
-from cloud.rendezvous import ToolResultChannel
+from cloud.rendezvous import ResultChannel
 from cloud.runs import RunRegistry
 from cloud.store import Store
 
@@ -24,7 +24,7 @@ class CoreState:
     store: Store
     settings: Settings
     hosts: HostDirectory
-    channel: ToolResultChannel
+    channel: ResultChannel
     runs: RunRegistry
     sockets: HostSockets = field(default_factory=HostSockets)
 

@@ -50,8 +50,8 @@ class EmbeddedCore:
         self._track_requests()
         self.host: ChildHost | None = None
         # A host-only token for this command's host, revoked when the core closes: nothing outlives it.
-        token = store.create_token(user, scope="host")
-        found = store.user_for_token(token)
+        token = store.auth.create_token(user, scope="host")
+        found = store.auth.user_for_token(token)
         self._token_id = found.token_id if found else None
         try:
             self.host = start_ifc_host(model_path, self.server.url, token, out_path, isolation)
@@ -82,10 +82,10 @@ class EmbeddedCore:
         return [t for t in threading.enumerate() if t not in self._threads_before and "simple_websocket" in t.name]
 
     def new_session(self, model_spec: str, policy: str | None = None) -> dict[str, Any]:
-        session_id = self.store.create_session(self.user, self.host_id, model_spec, {})
+        session_id = self.store.sessions.create_session(self.user, self.host_id, model_spec, {})
         if policy is not None:
-            self.store.update_session(session_id, policy=policy)
-        row = self.store.get_session(session_id)
+            self.store.sessions.update_session(session_id, policy=policy)
+        row = self.store.sessions.get_session(session_id)
         assert row is not None
         return row
 
@@ -95,7 +95,7 @@ class EmbeddedCore:
     def run(self, row: dict[str, Any], model: ModelAdapter, text: str,
             cancel: threading.Event | None = None) -> Iterator[Chunk]:
         """One run of the session for the person's message, as stream chunks (driven on this thread)."""
-        current = self.store.get_session(row["id"]) or row
+        current = self.store.sessions.get_session(row["id"]) or row
         return run_session(self.store, self.settings, model, self.link(current), current, text,
                            cancel or threading.Event())
 
@@ -113,7 +113,7 @@ class EmbeddedCore:
             self.server.shutdown()
             self.server.server.server_close()  # the listening socket
             if self._token_id:
-                self.store.revoke_token(self._token_id)
+                self.store.auth.revoke_token(self._token_id)
         threads = [self.server.thread, *self.state.runs.background, *list(self._requests)]
         for group, wait_s in ((threads, THREADS_STOP_TIMEOUT_S), (self._readers(), READERS_STOP_TIMEOUT_S)):
             deadline = time.monotonic() + wait_s

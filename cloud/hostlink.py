@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_labels
-from cloud.rendezvous import Answer, ToolResultChannel
+from cloud.rendezvous import Answer, ResultChannel
 
 # Why a command got no reply, as `Reply.missing`.
 UNAVAILABLE = "unavailable"  # it could not be sent: the host is not connected
@@ -222,7 +222,7 @@ class WebSocketHostLink:
     """A session's host on this server's websocket: looked up by id on each call, so a host that
     reconnects mid-run is used again; answers meet the waiting call in the rendezvous."""
 
-    def __init__(self, hosts: HostDirectory, channel: ToolResultChannel, host_id: str, user_name: str,
+    def __init__(self, hosts: HostDirectory, channel: ResultChannel, host_id: str, user_name: str,
                  session_id: str) -> None:
         self.hosts, self.channel = hosts, channel
         self.host_id, self.user_name, self.session_id = host_id, user_name, session_id
@@ -432,7 +432,7 @@ def _wait(done: threading.Event, timeout_s: float, cancel: threading.Event,
     return None
 
 
-def session_link(hosts: HostDirectory, channel: ToolResultChannel, session: dict[str, Any]) -> WebSocketHostLink | None:
+def session_link(hosts: HostDirectory, channel: ResultChannel, session: dict[str, Any]) -> WebSocketHostLink | None:
     """The link to a session's host (a store row), or None when the session has no host."""
     if not session.get("host_id"):
         return None

@@ -3,7 +3,8 @@
 The loop opens a request, sends the command to the host, and waits. The result arrives on another
 connection (the host's websocket, or a browser POST relaying it) and is delivered here. A delivery for
 a request that is not pending, or that was already answered, is refused and the loop never sees it.
-This in-process implementation is the embedded default; a Redis one would keep the same methods.
+This in-process implementation is the embedded default; cloud/distributed/redis_rendezvous.py keeps the same
+methods in Redis, and `ResultChannel` is what both are to the code that uses one.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 CANCEL_POLL_S = 0.1  # also how often a waiting call checks that its host is still there
 ANSWERED_MEMORY = 64
@@ -41,6 +42,30 @@ class _Pending:
 class Answer:
     result: dict[str, Any] | None
     missing: str | None = None  # why there is no result: "timeout", "cancelled" or "gone"
+
+
+class ResultChannel(Protocol):
+    """What a run, a host socket and a relaying browser need of the rendezvous, in one process or in Redis."""
+
+    def open(self, session_id: str, request_id: str, tool_call_id: str, host_id: str | None,
+             kind: str = "host") -> None: ...
+
+    def pending_tool_call(self, session_id: str) -> str | None: ...
+
+    def awaiting_decision(self, session_id: str) -> bool: ...
+
+    def deliver_from_host(self, request_id: str, host_id: str, result: dict[str, Any],
+                          kind: str = "host") -> Delivery: ...
+
+    def deliver_tool_result(self, session_id: str, tool_call_id: str, result: dict[str, Any],
+                            kind: str = "host") -> Delivery: ...
+
+    def wait(self, session_id: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None: ...
+
+    def await_answer(self, session_id: str, timeout_s: float, cancel: threading.Event,
+                     alive: Callable[[], bool] | None = None) -> Answer: ...
+
+    def close(self, session_id: str) -> None: ...
 
 
 class ToolResultChannel:

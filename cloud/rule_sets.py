@@ -35,7 +35,7 @@ class RuleSets:
         except RuleSetProblem as exc:
             raise RuleSetError(str(exc)) from None
         rules = self._with_skill_code(user_name, rules)
-        self.store.save_rule_set(member.team, rules.name, json.dumps(rules.as_json()), user_name)
+        self.store.rule_sets.save_rule_set(member.team, rules.name, json.dumps(rules.as_json()), user_name)
         return rules
 
     def _with_skill_code(self, user_name: str, rules: RuleSet) -> RuleSet:
@@ -53,7 +53,7 @@ class RuleSets:
 
     def listing(self, user_name: str) -> list[dict[str, Any]]:
         out = []
-        for row in self.store.rule_sets(self.team(user_name)):
+        for row in self.store.rule_sets.list_rule_sets(self.team(user_name)):
             document = json.loads(row["document"])
             out.append({"name": row["name"], "saved_by": row["saved_by"], "saved": row["saved"],
                         "checks": [{k: c[k] for k in ("check", "severity", "name") if k in c}
@@ -61,14 +61,14 @@ class RuleSets:
         return out
 
     def get(self, user_name: str, name: str) -> RuleSet | None:
-        row = self.store.rule_set(self.team(user_name), name)
+        row = self.store.rule_sets.rule_set(self.team(user_name), name)
         return parse_rule_set(json.loads(row["document"])) if row else None
 
     def delete(self, user_name: str, name: str) -> bool:
         member = self.skills.membership(user_name)
         if not member.can_edit:
             raise RuleSetError(f"{user_name} may not edit rule sets of team {member.team}")
-        return self.store.delete_rule_set(member.team, name)
+        return self.store.rule_sets.delete_rule_set(member.team, name)
 
 
 def resolve(store: Store | None, user_name: str, name_or_file: str) -> RuleSet:
@@ -90,6 +90,6 @@ def resolve(store: Store | None, user_name: str, name_or_file: str) -> RuleSet:
 
 def session_rules(store: Store, session_id: str) -> dict[str, Any] | None:
     """The rule set the session runs after every automation (the document attached to it), or None."""
-    session = store.get_session(session_id)
+    session = store.sessions.get_session(session_id)
     text = session.get("rules") if session else None
     return json.loads(text) if text else None

@@ -5,7 +5,7 @@ so a dropped connection loses nothing. A run does not need a listener: it ends b
 explicit cancel or the person's decision. A finished run's chunks stay readable for `retain_s`, so a
 browser that comes back after the end still sees everything it missed.
 
-With a store, the driving process holds a lease on the session (renewed while the run goes on): a run
+With the store's leases, the driving process holds a lease on the session (renewed while the run goes on): a run
 whose lease expired was left by a dead process and is recovered by any other process. This registry is
 process-local; cloud/distributed/redis_runs.py keeps the same methods with the buffer in Redis.
 """
@@ -23,7 +23,7 @@ from cloud.chunks import Chunk
 from cloud.process_owner import instance_identity
 
 if TYPE_CHECKING:
-    from cloud.store import Store
+    from cloud.store import RunLeases
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +76,17 @@ class Run:
 
 
 class RunRegistry:
-    def __init__(self, store: Store | None = None, owner: str | None = None, retain_s: float = RETAIN_S,
+    def __init__(self, leases: RunLeases | None = None, owner: str | None = None, retain_s: float = RETAIN_S,
                  lease_ttl_s: float = LEASE_TTL_S):
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}
         self._finished: OrderedDict[str, Run] = OrderedDict()
         self._retain_s = retain_s
-        self._store, self._lease_ttl_s = store, lease_ttl_s
+        self._leases, self._lease_ttl_s = leases, lease_ttl_s
         self.owner = owner or instance_identity()
         self.stopped = threading.Event()
         self.background: list[threading.Thread] = []  # threads that end once `stopped` is set (by close)
-        if store is not None:
+        if leases is not None:
             self.background.append(threading.Thread(target=self._renew_leases, name="run-leases", daemon=True))
             self.background[-1].start()
 
@@ -110,8 +110,8 @@ class RunRegistry:
         with self._lock:
             if session_id in self._runs:
                 return None
-            if self._store is not None and not self._store.acquire_run_lease(session_id, self.owner,
-                                                                             self._lease_ttl_s):
+            if self._leases is not None and not self._leases.acquire_run_lease(session_id, self.owner,
+                                                                               self._lease_ttl_s):
                 return None  # another process drives it
             run = self._new_run(session_id)
             run.owner = self.owner
@@ -135,9 +135,9 @@ class RunRegistry:
                 self._finished[run.session_id] = run
                 self._finished.move_to_end(run.session_id)
                 self._forget_old()
-            if self._store is not None:
+            if self._leases is not None:
                 try:
-                    self._store.release_run_lease(run.session_id, self.owner)
+                    self._leases.release_run_lease(run.session_id, self.owner)
                 except Exception:  # the lease then simply expires
                     log.exception("could not release the lease of run %s", run.session_id)
             run.finish()
@@ -150,19 +150,23 @@ class RunRegistry:
                 return
             self._finished.popitem(last=False)
 
+    def end_abandoned(self, session_id: str, message: str) -> None:
+        """End the chunk stream of a run whose process died (its session was just recovered). A stream in
+        this registry lives in its own process, so a dead process's run left none here to end."""
+
     def close(self) -> None:
         """Stop this registry's background work (a server shutting down); its `background` threads end."""
         self.stopped.set()
 
     def _renew_leases(self) -> None:
-        assert self._store is not None
+        assert self._leases is not None
         while not self.stopped.wait(self._lease_ttl_s / 3):
             with self._lock:
                 ids = list(self._runs)
             if not ids:
                 continue
             try:
-                for session_id in self._store.renew_run_leases(ids, self.owner, self._lease_ttl_s):
+                for session_id in self._leases.renew_run_leases(ids, self.owner, self._lease_ttl_s):
                     log.warning("run %s: its lease was taken over by another process; cancelling here", session_id)
                     run = self.get(session_id)
                     if run is not None:

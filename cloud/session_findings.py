@@ -17,13 +17,13 @@ CHECK_PREFIX = "check-"  # results of rule sets run on demand (POST /api/session
 def session_findings(store: Store, session_id: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for call_id in _tool_call_ids(store, session_id):
-        result = store.get_result(session_id, call_id)
+        result = store.results.get_result(session_id, call_id)
         validation = (result or {}).get("validation") or {}
         image = (result or {}).get("image") or {}
         for finding in validation.get("unified") or []:
             out.append({**finding, "tool_call_id": call_id, "committed": bool(result.get("committed")),
                         "image_id": image.get("image_id")})
-    for call_id, result in store.results_with_prefix(session_id, CHECK_PREFIX):
+    for call_id, result in store.results.results_with_prefix(session_id, CHECK_PREFIX):
         for finding in result.get("findings") or []:
             out.append({**finding, "tool_call_id": call_id, "committed": True, "image_id": None,
                         "rule_set": result.get("rule_set")})
@@ -36,7 +36,7 @@ def as_findings(rows: list[dict[str, Any]]) -> list[Finding]:
 
 def _tool_call_ids(store: Store, session_id: str) -> list[str]:
     ids: list[str] = []
-    for entry in store.transcript(session_id):
+    for entry in store.sessions.transcript(session_id):
         if entry.get("role") == "assistant":
             ids += [c["id"] for c in tool_calls(entry)]
     return list(dict.fromkeys(ids))

@@ -73,7 +73,7 @@ def http_refs(store: Any, user: str, raw: Any) -> list[dict[str, str]]:
 
 
 def session_refs(store: Any, session_id: str) -> list[dict[str, str]]:
-    return refs_of_row(store.get_session(session_id))
+    return refs_of_row(store.sessions.get_session(session_id))
 
 
 def refs_of_row(row: dict[str, Any] | None) -> list[dict[str, str]]:
@@ -82,7 +82,7 @@ def refs_of_row(row: dict[str, Any] | None) -> list[dict[str, str]]:
 
 
 def save_refs(store: Any, session_id: str, refs: list[dict[str, str]]) -> None:
-    store.update_session(session_id, refs=json.dumps(refs) if refs else None)
+    store.sessions.update_session(session_id, refs=json.dumps(refs) if refs else None)
 
 
 def shown_refs(refs: list[dict[str, str]], user: str | None = None) -> list[dict[str, str]]:

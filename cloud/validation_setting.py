@@ -16,11 +16,11 @@ def stricter_validation(a: str | None, b: str | None) -> str:
 
 def effective_validation(store: Store, session_id: str, user_name: str) -> str:
     """Read fresh from the store when a script is sent: either setting may change between runs."""
-    session = store.get_session(session_id)
-    return stricter_validation(session.get("validation") if session else None, store.user_validation(user_name))
+    session = store.sessions.get_session(session_id)
+    return stricter_validation(session.get("validation") if session else None, store.user_settings.user_validation(user_name))
 
 
 def session_ids(store: Store, session_id: str) -> str | None:
     """The session's IDS (XML), sent with every automation so the host reports the failures a script introduced."""
-    session = store.get_session(session_id)
+    session = store.sessions.get_session(session_id)
     return (session.get("ids") or None) if session else None

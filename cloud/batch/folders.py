@@ -221,4 +221,4 @@ def access_for(store: Any, root: str, user: str) -> Access:
     from cloud.skills.library import SkillLibrary
 
     teams = [SkillLibrary(store).membership(user).team]
-    return Access.of(root, user, store.folder_access(teams))
+    return Access.of(root, user, store.folders.folder_access(teams))

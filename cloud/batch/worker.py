@@ -124,9 +124,9 @@ def wait_for_hosts() -> None:
 
 def _drive(spec: BatchSpec, path: str, core: Any) -> dict[str, Any]:
     row = core.new_session(spec.model_for(path) or "batch:script", policy=spec.policy)
-    core.store.update_session(row["id"], validation=spec.validation, ids=spec.ids)  # the host checks the IDS
+    core.store.sessions.update_session(row["id"], validation=spec.validation, ids=spec.ids)  # the host checks the IDS
     if spec.rules:
-        core.store.update_session(row["id"], rules=json.dumps(spec.rules))
+        core.store.sessions.update_session(row["id"], rules=json.dumps(spec.rules))
     results: list[dict[str, Any]] = []
     if spec.script is not None:
         chunks = _script_chunks(spec, core, row)
@@ -157,7 +157,7 @@ def _script_chunks(spec: BatchSpec, core: Any, row: dict[str, Any]) -> Any:
     class _NoVision:
         vendor, spec = "scripted", "scripted:batch"
 
-    ctx = open_tool_context(core.store, core.settings, core.store.get_session(row["id"]) or row, core.link(row),
+    ctx = open_tool_context(core.store, core.settings, core.store.sessions.get_session(row["id"]) or row, core.link(row),
                             image_max_px=800, image_fit=image_fit(_NoVision()))  # type: ignore[arg-type]
     call_id = f"batch_{spec.batch_id}"
     if spec.skill is not None:  # the skill's run: run_skill's tool path, counted in its statistics

@@ -123,13 +123,13 @@ def attach_resolution(topics: list[dict[str, Any]], resolved: dict[str, dict[str
 
 
 def save_imported(store: Store, session_id: str, archive: bytes, version: str, topics: list[dict[str, Any]]) -> None:
-    store.update_session(session_id, bcf_in=json.dumps({
+    store.sessions.update_session(session_id, bcf_in=json.dumps({
         "archive": base64.b64encode(archive).decode("ascii"), "version": version, "topics": topics,
         "given": False}))
 
 
 def imported_issues(store: Store, session_id: str) -> Imported | None:
-    session = store.get_session(session_id)
+    session = store.sessions.get_session(session_id)
     text = (session or {}).get("bcf_in")
     if not text:
         return None
@@ -139,7 +139,7 @@ def imported_issues(store: Store, session_id: str) -> Imported | None:
 
 def task_with_topics(store: Store, session_id: str, text: str) -> str:
     """The person's message, with the imported topics not yet given to the agent listed after it (once)."""
-    session = store.get_session(session_id)
+    session = store.sessions.get_session(session_id)
     raw = (session or {}).get("bcf_in")
     if not raw:
         return text
@@ -147,7 +147,7 @@ def task_with_topics(store: Store, session_id: str, text: str) -> str:
     if data.get("given"):
         return text
     data["given"] = True
-    store.update_session(session_id, bcf_in=json.dumps(data))
+    store.sessions.update_session(session_id, bcf_in=json.dumps(data))
     return text + "\n\n" + topics_text(data["topics"])
 
 
@@ -202,11 +202,11 @@ def answered_archive(store: Store, session_id: str, imported: Imported, version:
 
 def _automations(store: Store, session_id: str) -> list[dict[str, Any]]:
     out = []
-    for entry in store.transcript(session_id):
+    for entry in store.sessions.transcript(session_id):
         if entry.get("role") != "assistant":
             continue
         for call in tool_calls(entry):
-            result = store.get_result(session_id, call["id"])
+            result = store.results.get_result(session_id, call["id"])
             if result and result.get("mode") == "automate":
                 out.append(result)
     return out
@@ -215,7 +215,7 @@ def _automations(store: Store, session_id: str) -> list[dict[str, Any]]:
 def _topic_lines(store: Store, session_id: str) -> dict[str, str]:
     """What the agent said about each topic: its `TOPIC <guid>: ...` lines (the last one wins)."""
     said: dict[str, str] = {}
-    for entry in store.transcript(session_id):
+    for entry in store.sessions.transcript(session_id):
         if entry.get("role") == "assistant":
             for match in TOPIC_LINE.finditer(text_of(entry)):
                 said[match.group(1).lower()] = match.group(2).strip()
@@ -328,7 +328,7 @@ def _add_viewpoint(document: Any, handler: Any, kept: list[dict[str, Any]], stor
                                geometry)
     viewpoint = visinfo.VisualizationInfoHandler(info)
     image = (kept[-1].get("image") or {}).get("image_id")
-    png = store.get_image(session_id, image) if image else None
+    png = store.results.get_image(session_id, image) if image else None
     if png is None and models:  # no image was captured (a change without geometry): draw the elements
         png = _snapshot(refs, geometry.paths, SNAPSHOT_PX)
     if png:

@@ -25,7 +25,7 @@ def session_archive(store: Store, row: dict[str, Any], version: str, out: Path, 
 
     def snapshot_of(members: list[Finding]) -> bytes | None:
         image_id = images.get(id(members[0]))
-        return store.get_image(row["id"], image_id) if image_id else None
+        return store.results.get_image(row["id"], image_id) if image_id else None
 
     return export_findings(findings, out, version=version, models=models, author=author,
                            project_name=f"NexusAI session {row['id'][:8]}", snapshots=models is not None,

@@ -108,7 +108,7 @@ def _run_demo(args: argparse.Namespace, work: Path) -> int:
         else:
             print(f"Model: {spec}\n")
         # A one-time sign-in link: the token itself never goes into a URL (browser history, logs).
-        print(f"Open the chat:      {stack.url}/?signin={store.create_signin_code(stack.token)}")
+        print(f"Open the chat:      {stack.url}/?signin={store.auth.create_signin_code(stack.token)}")
         print(f"Admin console:      {stack.url}/admin (same sign-in)")
         print(f"Model file:         {model_path} (this demo's own copy; removed when it stops)")
         print(f"Batch root:         {batch_root} (sample models: models/*.ifc)")

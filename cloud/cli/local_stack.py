@@ -26,9 +26,9 @@ class LocalStack:
         from cloud.web.app import create_app
 
         self.store = store
-        self.token = store.create_token(user, admin=admin)
-        host_token = store.create_token(user, scope="host")
-        self.token_ids = [i for i in (store.token_id(self.token), store.token_id(host_token)) if i is not None]
+        self.token = store.auth.create_token(user, admin=admin)
+        host_token = store.auth.create_token(user, scope="host")
+        self.token_ids = [i for i in (store.auth.token_id(self.token), store.auth.token_id(host_token)) if i is not None]
         self.host = None
         try:
             app = create_app(store, Settings(), default_model=default_model)
@@ -60,7 +60,7 @@ class LocalStack:
 
     def _revoke(self) -> None:
         for token_id in self.token_ids:
-            self.store.revoke_token(token_id)
+            self.store.auth.revoke_token(token_id)
 
     def close(self) -> None:
         try:

@@ -84,8 +84,8 @@ def serve_ifc(args: argparse.Namespace) -> int:
         return fail(problem)
     store = open_store(args)
     settings = Settings.from_env(**({"approval_timeout_s": args.review_timeout} if args.review_timeout else {}))
-    token = store.create_token(MCP_USER)  # the chat page's, for reviews; revoked with the server
-    found = store.user_for_token(token)
+    token = store.auth.create_token(MCP_USER)  # the chat page's, for reviews; revoked with the server
+    found = store.auth.user_for_token(token)
     cores: list[EmbeddedCore] = []
     host_start_timeout = args.host_start_timeout or host_connect_timeout(args.ifc)
 
@@ -98,7 +98,7 @@ def serve_ifc(args: argparse.Namespace) -> int:
             raise
         cores.append(core)
         print(f"NexusAI MCP server: the IFC host on {args.ifc} has connected; chat page (reviews under --policy "
-              f"ask): {core.server.url}/?signin={store.create_signin_code(token)}", file=sys.stderr, flush=True)
+              f"ask): {core.server.url}/?signin={store.auth.create_signin_code(token)}", file=sys.stderr, flush=True)
         return Backend.of(core.state, chat_url=core.server.url)
 
     def models(spec: str):  # the person's own machine: any spec they could type on `nexus run`
@@ -120,4 +120,4 @@ def serve_ifc(args: argparse.Namespace) -> int:
         for core in cores:
             core.close()
         if found is not None:
-            store.revoke_token(found.token_id)
+            store.auth.revoke_token(found.token_id)

@@ -149,11 +149,11 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         printer, outcome = Printer(out), None
         session = core.new_session(spec)
         if ids:
-            core.store.update_session(session["id"], ids=ids)
+            core.store.sessions.update_session(session["id"], ids=ids)
             session["ids"] = ids
         if refs:
             save_refs(core.store, session["id"], refs)
-            session["refs"] = core.store.get_session(session["id"])["refs"]
+            session["refs"] = core.store.sessions.get_session(session["id"])["refs"]
         prompt = attach_bcf_in(core.store, session["id"], bcf_in, args.prompt)
         with CtrlC() as ctrl_c:
             for chunk in core.run(session, model, prompt, ctrl_c.cancel):

@@ -63,7 +63,7 @@ def write_bcf_out(store: Any, session_id: str, args: argparse.Namespace, model_p
         return
     from cloud.bcf.session import session_archive
 
-    row = store.get_session(session_id)
+    row = store.sessions.get_session(session_id)
     version = args.bcf_version or (("3.0" if bcf_in.version == "3.0" else "2.1") if bcf_in else "2.1")
     models = {Path(model_path).name: model_path} if model_path and Path(model_path).is_file() else \
         {Path(args.ifc).name: args.ifc}

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_token_create(args: argparse.Namespace) -> int:
     try:
-        token = open_store(args).create_token(args.user, admin=args.admin, scope="host" if args.host else "user")
+        token = open_store(args).auth.create_token(args.user, admin=args.admin, scope="host" if args.host else "user")
     except ValueError as exc:
         return fail(str(exc))
     print(f"Token for {args.user}{' (admin)' if args.admin else ''}{' (host only)' if args.host else ''}:")
@@ -41,7 +41,7 @@ def cmd_token_create(args: argparse.Namespace) -> int:
 
 
 def cmd_token_list(args: argparse.Namespace) -> int:
-    for row in open_store(args).list_tokens():
+    for row in open_store(args).auth.list_tokens():
         rights = "admin" if row["is_admin"] else ("host only" if row["scope"] == "host" else "user")
         created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row["created"]))
         state = f"revoked {time.strftime('%Y-%m-%d %H:%M', time.gmtime(row['revoked']))}" if row["revoked"] else "active"
@@ -50,14 +50,14 @@ def cmd_token_list(args: argparse.Namespace) -> int:
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
-    if not open_store(args).revoke_token(args.token_id):
+    if not open_store(args).auth.revoke_token(args.token_id):
         return fail(f"no active token {args.token_id}")
     print(f"Revoked {args.token_id} (a running server closes hosts connected with it within seconds).")
     return 0
 
 
 def cmd_token_demote(args: argparse.Namespace) -> int:
-    if not open_store(args).set_token_admin(args.token_id, False):
+    if not open_store(args).auth.set_token_admin(args.token_id, False):
         return fail(f"no active user token {args.token_id}")
     print(f"Token {args.token_id} is no longer an admin token.")
     return 0

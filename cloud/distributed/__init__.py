@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from cloud.hostlink import HostDirectory
 from cloud.prompts import message
-from cloud.rendezvous import ToolResultChannel
+from cloud.rendezvous import ResultChannel, ToolResultChannel
 from cloud.runs import LEASE_TTL_S, RunRegistry
 
 if TYPE_CHECKING:
@@ -37,25 +37,26 @@ def redis_url() -> str | None:
     return os.environ.get(REDIS_URL_ENV) or None
 
 
-def build_parts(store: Store, url: str | None = None) -> tuple[HostDirectory, ToolResultChannel, RunRegistry]:
-    """The host directory, rendezvous and run registry: in Redis when a URL is given, else in-process."""
+def build_parts(store: Store, url: str | None = None) -> tuple[HostDirectory, ResultChannel, RunRegistry]:
+    """The host directory, rendezvous and run registry: in Redis when a URL is given, else in-process. Of the
+    store, the rendezvous gets the recorded answers and the registry the run leases."""
     url = url if url is not None else redis_url()
     if not url:
-        return HostDirectory(), ToolResultChannel(), RunRegistry(store, lease_ttl_s=lease_ttl_s())
+        return HostDirectory(), ToolResultChannel(), RunRegistry(store.leases, lease_ttl_s=lease_ttl_s())
     from cloud.distributed.bus import Bus
     from cloud.distributed.hosts import RedisHostDirectory
     from cloud.distributed.redis_rendezvous import RedisToolResultChannel
     from cloud.distributed.redis_runs import RedisRunRegistry
 
     bus = Bus(url)
-    return RedisHostDirectory(bus), RedisToolResultChannel(bus, store), RedisRunRegistry(bus, store, lease_ttl_s=lease_ttl_s())  # type: ignore[return-value]
+    return (RedisHostDirectory(bus), RedisToolResultChannel(bus, store.deliveries),
+            RedisRunRegistry(bus, store.leases, lease_ttl_s=lease_ttl_s()))
 
 
 def start_recovery_sweep(store: Store, hosts: HostDirectory, runs: RunRegistry,
                          interval_s: float | None = None) -> threading.Thread:
     """Every `interval_s` (half the lease time), end the runs whose lease expired (a process died mid-run, on any machine)."""
     from cloud.assembly import recover_interrupted_runs
-    from cloud.distributed.redis_runs import RedisRunRegistry
 
     every = interval_s if interval_s is not None else lease_ttl_s() / 2
 
@@ -64,8 +65,7 @@ def start_recovery_sweep(store: Store, hosts: HostDirectory, runs: RunRegistry,
             try:
                 for session_id in recover_interrupted_runs(store, hosts):
                     log.warning("run %s: its process stopped mid-run; ended here", session_id)
-                    if isinstance(runs, RedisRunRegistry):
-                        runs.end_abandoned(session_id, message("server_restarted"))
+                    runs.end_abandoned(session_id, message("server_restarted"))
             except Exception:  # the next sweep tries again
                 log.exception("recovery sweep failed")
 

@@ -32,7 +32,7 @@ from cloud.distributed.redis_runs import cancel_signal
 from cloud.rendezvous import ANSWERED_MEMORY, Answer, Delivery
 
 if TYPE_CHECKING:
-    from cloud.store import Store
+    from cloud.store import Deliveries
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,8 @@ def wake_key(session_id: str) -> str:
 
 
 class RedisToolResultChannel:
-    def __init__(self, bus: Bus, store: Store) -> None:
-        self.bus, self.store = bus, store
+    def __init__(self, bus: Bus, deliveries: Deliveries) -> None:
+        self.bus, self.deliveries = bus, deliveries
         self._redis = bus.redis
         self._check = self._redis.register_script(_CHECK)
         self._keep_copy = self._redis.register_script(_KEEP_COPY)
@@ -118,7 +118,7 @@ class RedisToolResultChannel:
             if not waiting:
                 continue
             try:
-                recorded = self.store.recorded_deliveries(waiting)
+                recorded = self.deliveries.recorded_deliveries(waiting)
             except Exception:  # the next sweep tries again
                 log.exception("reading the recorded answers failed")
                 continue
@@ -168,7 +168,7 @@ class RedisToolResultChannel:
                         session_id)
             return Delivery.NOT_PENDING
         # The gate: of every delivery of this answer, on any process, one inserts the record.
-        if not self.store.record_delivery(session_id, pending_id, pending_call, kind, result):
+        if not self.deliveries.record_delivery(session_id, pending_id, pending_call, kind, result):
             log.info("session %s: a second delivery for %s refused (already applied)", session_id, pending_call)
             return Delivery.ALREADY_ANSWERED
         try:
@@ -243,7 +243,7 @@ class RedisToolResultChannel:
             log.warning("session %s: Redis unreachable while waiting for a result: %s", session_id, exc)
             check_record = True
         if check_record and fields is not None:
-            return self.store.delivery(session_id, fields["pending_id"])
+            return self.deliveries.delivery(session_id, fields["pending_id"])
         return None
 
     def close(self, session_id: str) -> None:

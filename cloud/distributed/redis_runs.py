@@ -27,7 +27,7 @@ from cloud.distributed.bus import PREFIX, Bus
 from cloud.runs import KEEPALIVE, LEASE_TTL_S, RETAIN_S, Run, RunRegistry
 
 if TYPE_CHECKING:
-    from cloud.store import Store
+    from cloud.store import RunLeases
 
 log = logging.getLogger(__name__)
 
@@ -259,10 +259,10 @@ def mark_done(bus: Bus, session_id: str, retain_s: float) -> None:
 
 
 class RedisRunRegistry(RunRegistry):
-    def __init__(self, bus: Bus, store: Store | None = None, retain_s: float = RETAIN_S,
+    def __init__(self, bus: Bus, leases: RunLeases | None = None, retain_s: float = RETAIN_S,
                  lease_ttl_s: float = LEASE_TTL_S) -> None:
         self.bus = bus
-        super().__init__(store, owner=bus.process, retain_s=retain_s, lease_ttl_s=lease_ttl_s)
+        super().__init__(leases, owner=bus.process, retain_s=retain_s, lease_ttl_s=lease_ttl_s)
         bus.watch(self._on_signal)
         threading.Thread(target=self._poll_cancels, name="run-cancels", daemon=True).start()
 

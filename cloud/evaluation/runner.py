@@ -150,7 +150,7 @@ def run_task(task: Task, spec: str, repeat: int = 1, isolation: str | None = Non
             except Exception as exc:  # the loop itself broke: the harness reports it, the next task runs
                 answer, error, short = None, f"run crashed: {type(exc).__name__}: {exc}", None
             run.loop_seconds = time.perf_counter() - loop_started
-            run.transcript = store.transcript(row["id"])
+            run.transcript = store.sessions.transcript(row["id"])
             run.turns = sum(1 for entry in run.transcript if entry.get("role") == "assistant")
             host_alive = core.host is not None and core.host.alive()
             host_log = core.host.log_tail() if core.host is not None and not host_alive else ""

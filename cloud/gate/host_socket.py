@@ -26,7 +26,7 @@ from cloud.rendezvous import Delivery
 
 if TYPE_CHECKING:
     from cloud.core_state import CoreState
-    from cloud.store import User
+    from cloud.store import Auth, User
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +80,14 @@ def loggable(text: Any) -> str:
     return escaped + (f"... ({len(text):,} characters)" if len(text) > MAX_LOGGED_CHARS else "")
 
 
-def _claim(state: CoreState, user_name: str, hello: dict[str, Any]) -> dict[str, Any]:
+def _claim(auth: Auth, user_name: str, hello: dict[str, Any]) -> dict[str, Any]:
     """The hello without its host_id when that id is another user's or not shaped like the ones this
     server issues (the directory then picks a new one)."""
     wanted = hello.get("host_id")
     if wanted and not HOST_ID.fullmatch(wanted):
         log.warning("user %s asked for host id %s, which this server never issues", user_name, loggable(wanted))
         return {k: v for k, v in hello.items() if k != "host_id"}
-    if wanted and not state.store.claim_host(wanted, user_name):
+    if wanted and not auth.claim_host(wanted, user_name):
         log.warning("user %s asked for host id %s, which is another user's", user_name, loggable(wanted))
         return {k: v for k, v in hello.items() if k != "host_id"}
     return hello
@@ -98,10 +98,11 @@ def serve_host(state: CoreState, ws: Any, user: User) -> None:
     if hello is None:
         ws.close(reason=1008, message="no hello")
         return
-    hello = _claim(state, user.name, hello)
+    auth = state.store.auth  # of the store, the gate needs only tokens and host owners
+    hello = _claim(auth, user.name, hello)
     previous = state.hosts.get(hello.get("host_id"))
     connection = state.hosts.register(user.name, hello, lambda m: _send(ws, m))
-    state.store.claim_host(connection.host_id, user.name)
+    auth.claim_host(connection.host_id, user.name)
     state.sockets.add(ws, connection.host_id, user.token_id)
     try:
         warm_api_index(connection.host_app, hello)
@@ -112,7 +113,7 @@ def serve_host(state: CoreState, ws: Any, user: User) -> None:
         log.info("host %s connected (%s, user %s)", connection.host_id, connection.host_app, user.name)
         if previous is not None and previous is not connection:
             _retire(state, previous, ws)
-        _serve(state, ws, connection, user.token_id)
+        _serve(state, auth, ws, connection, user.token_id)
     except ConnectionClosed:
         pass
     finally:
@@ -132,7 +133,7 @@ def _retire(state: CoreState, previous: HostConnection, newest: Any) -> None:
     state.sockets.close_replaced(previous.host_id, newest)  # its own loop would notice too, a moment later
 
 
-def _serve(state: CoreState, ws: Any, connection: HostConnection, token_id: str | None) -> None:
+def _serve(state: CoreState, auth: Auth, ws: Any, connection: HostConnection, token_id: str | None) -> None:
     recheck_s = state.settings.host_recheck_s
     next_check = time.monotonic() + recheck_s
     while True:
@@ -141,7 +142,7 @@ def _serve(state: CoreState, ws: Any, connection: HostConnection, token_id: str 
             return
         if time.monotonic() >= next_check:
             next_check = time.monotonic() + recheck_s
-            if token_id is not None and not state.store.token_active(token_id):
+            if token_id is not None and not auth.token_active(token_id):
                 close(ws, CLOSE_REVOKED, "token revoked")
                 return
         raw = ws.receive(timeout=recheck_s)

@@ -38,6 +38,7 @@ class HostGate:
 
     def __init__(self, state: CoreState, fallback: WSGIApplication | None = None) -> None:
         self.state = state
+        self.auth = state.store.auth  # of the store, the gate needs only the token check (and host owners)
         self.fallback = fallback
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -48,7 +49,7 @@ class HostGate:
         if not _same_origin(environ):
             return _refuse(start_response, 403, "cross-origin websocket connections are refused")
         token = _bearer_token(environ)
-        user = self.state.store.user_for_token(token) if token else None
+        user = self.auth.user_for_token(token) if token else None
         if user is None:
             return _refuse(start_response, 401, "missing or invalid bearer token")
         limit = self.state.settings.quota_hosts

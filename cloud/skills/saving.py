@@ -15,17 +15,17 @@ AUTOMATION_TOOLS = ("execute_task_automation", "run_skill")
 def kept_automation(store: Store, user_name: str, session_id: str, tool_call_id: str) -> dict[str, Any]:
     """{code, sha256, host_app, capability_version, result, session} of a committed automation of the
     user's own session; SkillError naming what is missing otherwise."""
-    session = store.get_session(session_id)
+    session = store.sessions.get_session(session_id)
     if session is None or session["user_name"] != user_name:
         raise SkillError(f"session_id: no session {session_id} of yours")
-    result = store.get_result(session_id, tool_call_id)
+    result = store.results.get_result(session_id, tool_call_id)
     if result is None or result.get("name") not in AUTOMATION_TOOLS:
         raise SkillError(f"tool_call_id: no automation {tool_call_id} in session {session_id}")
     decision = result.get("decision") or {}
     if not result.get("committed") or decision.get("decision") == "discard":
         raise SkillError(f"tool_call_id: automation {tool_call_id} did not commit (or was discarded): "
                          "only a kept change can become a skill")
-    audit = store.audit(session_id=session_id)
+    audit = store.ledger.audit(session_id=session_id)
     model = [r for r in audit if r["tool_call_id"] == tool_call_id and r["kind"] == "model"]
     epilogue = [r for r in audit if r["tool_call_id"] == tool_call_id and r["kind"] == "epilogue"]
     if not model:

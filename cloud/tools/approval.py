@@ -18,7 +18,7 @@ def settle(ctx: ToolContext, call: dict[str, Any], held: dict[str, Any], report:
     """Return the settled result and the decision. Only the person (on the page or in the host) can keep
     a previewed change; no decision in time counts as discard."""
     assert ctx.host is not None
-    policy = effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name)
+    policy = effective_policy(ctx.store.user_settings, ctx.session.session_id, ctx.session.user_name)
     if policy == "auto":
         decision = {"decision": "keep", "by": "policy"}
     elif policy == "readonly":

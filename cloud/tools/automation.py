@@ -17,7 +17,7 @@ from cloud.tools.scripts import HOLD_CAPABILITY, ScriptRun, run_script
 def execute_task_automation(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, Any]) -> ToolOutput:
     assert ctx.host is not None
     state = ctx.session.state
-    policy = effective_policy(ctx.store, ctx.session.session_id, ctx.session.user_name)
+    policy = effective_policy(ctx.store.user_settings, ctx.session.session_id, ctx.session.user_name)
     if policy == "readonly":
         return (yield from plain(call, message("readonly")))
     if policy == "ask" and not ctx.host.hello.has(HOLD_CAPABILITY):

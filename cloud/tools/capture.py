@@ -39,7 +39,7 @@ def export_view(ctx: ToolContext, call_id: str, view: ViewRequest) -> Exported:
             else no_reply_text(ctx, reply)
         return Exported(message("capture_failed", detail=detail), error=detail)
     png = base64.b64decode(result["png_base64"])
-    image_id = ctx.store.save_image(ctx.session.session_id, png)
+    image_id = ctx.store.results.save_image(ctx.session.session_id, png)
     highlight = f", {len(view.element_ids)} changed elements highlighted" if view.element_ids else ""
     return Exported(
         message("section_image", view=result["view"], highlight=highlight),
@@ -57,6 +57,6 @@ def capture_view(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, An
     if image.meta.undrawn:
         text += message("capture_undrawn", count=image.meta.undrawn)
     person = ToolResult(call["id"], call["name"], True, text, image.meta).to_json()
-    ctx.store.save_result(ctx.session.session_id, call["id"], person)
+    ctx.store.results.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)
     return tool_result_part(call["id"], call["name"], text, [image.part])

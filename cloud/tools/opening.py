@@ -16,7 +16,7 @@ from cloud.tools.base import ToolContext
 def load_session(store: Store, row: dict[str, Any], transcript: bool) -> Session:
     """The session of a store row; its transcript read only when asked (tools never read it, the loop does)."""
     return Session(row["id"], row["user_name"], row["host_id"], row["model"],
-                   SessionState.from_json(row["state"]), store.transcript(row["id"]) if transcript else [])
+                   SessionState.from_json(row["state"]), store.sessions.transcript(row["id"]) if transcript else [])
 
 
 def open_tool_context(store: Store, settings: Settings, row: dict[str, Any], host: HostLink | None, *,
@@ -31,7 +31,7 @@ def open_tool_context(store: Store, settings: Settings, row: dict[str, Any], hos
     session.state.start_run(owner=owner)
 
     def save_state() -> None:
-        store.update_session(session.session_id, state=session.state.to_json())
+        store.sessions.update_session(session.session_id, state=session.state.to_json())
 
     extra = {"image_fit": image_fit} if image_fit is not None else {}
     return ToolContext(store=store, host=host, settings=settings, session=session,

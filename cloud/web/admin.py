@@ -28,7 +28,7 @@ from cloud.hosts.registry import known_providers
 from cloud.policy import POLICY_STRICTNESS
 from cloud.prompts import person_message
 from cloud.skills.library import TEAM_NAME
-from cloud.store import USER_NAME, Store
+from cloud.store import USER_NAME, Results
 from cloud.validation_setting import VALIDATION_STRICTNESS
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
@@ -59,7 +59,7 @@ def _filter(name: str, max_chars: int = 200) -> str | None:
 @require_user(admin=True)
 def sessions():
     """Filters: user, status, q (part of the session id, user, model or host id)."""
-    return jsonify({"sessions": nexus().store.list_sessions(
+    return jsonify({"sessions": nexus().store.sessions.list_sessions(
         _filter("user"), limit=_limit(), status=_filter("status"), text=_filter("q"))})
 
 
@@ -67,16 +67,16 @@ def sessions():
 @require_user(admin=True)
 def session_detail(session_id: str):
     store = nexus().store
-    row = store.get_session(session_id)
+    row = store.sessions.get_session(session_id)
     if row is None:
         return api_error(404, f"no session {session_id}")
-    transcript = store.transcript(session_id)
-    return jsonify({**row, "transcript": transcript, "usage": store.session_usage(session_id),
-                    "audit": store.audit(session_id=session_id), "images": store.list_images(session_id),
-                    "outcomes": tool_outcomes(store, session_id, transcript)})
+    transcript = store.sessions.transcript(session_id)
+    return jsonify({**row, "transcript": transcript, "usage": store.ledger.session_usage(session_id),
+                    "audit": store.ledger.audit(session_id=session_id), "images": store.results.list_images(session_id),
+                    "outcomes": tool_outcomes(store.results, session_id, transcript)})
 
 
-def tool_outcomes(store: Store, session_id: str, transcript: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def tool_outcomes(results: Results, session_id: str, transcript: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     """Each tool call's real outcome, from the person's stored copy of its result ({key, label}: committed,
     kept, rolled_back, discarded, cancelled, not_run, inspected, failed, timed_out, unknown), so the
     transcript never shows a discarded or refused automation as done."""
@@ -84,7 +84,7 @@ def tool_outcomes(store: Store, session_id: str, transcript: list[dict[str, Any]
     for entry in transcript:
         for part in entry.get("content", []) if entry.get("role") == "tool" else []:
             if part.get("type") == "tool_result":
-                key = outcome_key(store.get_result(session_id, part["tool_call_id"]), bool(part.get("is_error")))
+                key = outcome_key(results.get_result(session_id, part["tool_call_id"]), bool(part.get("is_error")))
                 out[part["tool_call_id"]] = {"key": key, "label": person_message("outcome_" + key)
                                              if key != "done" else "done"}
     return out
@@ -117,7 +117,7 @@ def outcome_key(result: dict[str, Any] | None, is_error: bool) -> str:
 @require_user(admin=True)
 def session_image(session_id: str, image_id: str):
     """Any user's rendered view, for an admin reviewing their session."""
-    png = nexus().store.get_image(session_id, image_id)
+    png = nexus().store.results.get_image(session_id, image_id)
     if png is None:
         return api_error(404, f"no image {image_id} in session {session_id}")
     return Response(png, mimetype="image/png", headers={"Cache-Control": "private, max-age=86400"})
@@ -129,7 +129,7 @@ def audit():
     sha = request.args.get("sha256", "").strip().lower()
     if sha and not all(c in "0123456789abcdef" for c in sha):
         raise ContractError("sha256: expected hexadecimal digits (a prefix is enough)")
-    return jsonify({"audit": nexus().store.audit(sha256_prefix=sha or None, session_id=_filter("session_id"),
+    return jsonify({"audit": nexus().store.ledger.audit(sha256_prefix=sha or None, session_id=_filter("session_id"),
                                                   limit=_limit(), user_name=_filter("user"), kind=_filter("kind"),
                                                   text=_filter("q"))})
 
@@ -168,7 +168,7 @@ def host_doctor(host_id: str):
 @admin_api.get("/usage")
 @require_user(admin=True)
 def usage():
-    return jsonify({"usage": nexus().store.usage_summary()})
+    return jsonify({"usage": nexus().store.ledger.usage_summary()})
 
 
 @admin_api.get("/evaluations")
@@ -186,7 +186,7 @@ def evaluations():
 @admin_api.get("/tokens")
 @require_user(admin=True)
 def tokens():
-    return jsonify({"tokens": nexus().store.list_tokens()})
+    return jsonify({"tokens": nexus().store.auth.list_tokens()})
 
 
 def _flag(body: dict[str, Any], name: str) -> bool:
@@ -212,7 +212,7 @@ def create_token():
     user = body["user"].strip()
     if not USER_NAME.fullmatch(user):
         raise ContractError("user: 1-64 letters, digits or . _ @ + - (starting with a letter or digit)")
-    token = nexus().store.create_token(user, admin=admin, scope="host" if host else "user")
+    token = nexus().store.auth.create_token(user, admin=admin, scope="host" if host else "user")
     return jsonify({"user": user, "token": token, "admin": admin, "scope": "host" if host else "user"}), 201
 
 
@@ -224,7 +224,7 @@ def change_token(token_id: str):
     if not isinstance(body, dict) or set(body) != {"admin"}:
         raise ContractError("expected {\"admin\": true | false}")
     admin = _flag(body, "admin")
-    if not nexus().store.set_token_admin(token_id, admin):
+    if not nexus().store.auth.set_token_admin(token_id, admin):
         return api_error(404, f"no active user token {token_id}")
     return jsonify({"id": token_id, "admin": admin})
 
@@ -233,7 +233,7 @@ def change_token(token_id: str):
 @require_user(admin=True)
 def revoke_token(token_id: str):
     state = nexus()
-    if not state.store.revoke_token(token_id):
+    if not state.store.auth.revoke_token(token_id):
         return api_error(404, f"no active token {token_id}")
     closed = state.sockets.close_token(token_id)
     return jsonify({"revoked": token_id, "hosts_disconnected": closed})
@@ -244,21 +244,21 @@ def revoke_token(token_id: str):
 def users():
     """Every user that holds or held a token, with their policy and whether they hold an active admin token."""
     store = nexus().store
-    names = sorted({t["user_name"] for t in store.list_tokens()})
-    found = [store.get_user(name) for name in names]
+    names = sorted({t["user_name"] for t in store.auth.list_tokens()})
+    found = [store.auth.get_user(name) for name in names]
     return jsonify({"users": [{"name": u.name, "is_admin": u.is_admin, "policy": u.policy} for u in found if u]})
 
 
 @admin_api.put("/users/<user_name>/policy")
 @require_user(admin=True)
 def user_policy(user_name: str):
-    return _put_user_choice(user_name, "policy", POLICY_STRICTNESS, nexus().store.set_user_policy)
+    return _put_user_choice(user_name, "policy", POLICY_STRICTNESS, nexus().store.user_settings.set_user_policy)
 
 
 @admin_api.put("/users/<user_name>/validation")
 @require_user(admin=True)
 def user_validation(user_name: str):
-    return _put_user_choice(user_name, "validation", VALIDATION_STRICTNESS, nexus().store.set_user_validation)
+    return _put_user_choice(user_name, "validation", VALIDATION_STRICTNESS, nexus().store.user_settings.set_user_validation)
 
 
 def _put_user_choice(user_name: str, name: str, allowed: Iterable[str], setter: Callable[[str, str], bool]):
@@ -293,7 +293,7 @@ def folders():
     """Every project folder (on disk under <root>/projects/, or granted), with its grants."""
     root = _batch_root()
     grants: dict[str, list[dict[str, Any]]] = {}
-    for row in nexus().store.folder_grants():
+    for row in nexus().store.folders.folder_grants():
         grants.setdefault(row["folder"], []).append({"team": row["team"], "access": row["access"],
                                                      "granted_by": row["granted_by"], "granted": row["granted"]})
     on_disk: set[str] = set()
@@ -325,7 +325,7 @@ def grant_folder(name: str):
         except OSError as exc:
             return api_error(409, f"{PROJECTS}/{name} cannot be made under the batch root ({exc.strerror}): "
                                   "nothing was granted")
-    nexus().store.grant_folder(name, team, access, g.user.name)
+    nexus().store.folders.grant_folder(name, team, access, g.user.name)
     return jsonify({"folder": name, "path": f"{PROJECTS}/{name}", "team": team, "access": access,
                     "exists": root is not None})
 
@@ -335,6 +335,6 @@ def grant_folder(name: str):
 def revoke_folder(name: str, team: str):
     """Withdraw one team's grant on projects/<name> (the folder and its files stay)."""
     check_project_name(name)
-    if not nexus().store.revoke_folder(name, team):
+    if not nexus().store.folders.revoke_folder(name, team):
         return api_error(404, f"team {team} has no grant on {PROJECTS}/{name}")
     return jsonify({"folder": name, "team": team, "revoked": True})

@@ -74,7 +74,7 @@ def own_session(view: Callable[..., Any]) -> Callable[..., Any]:
     """
     @wraps(view)
     def wrapped(session_id: str, **kwargs: Any):
-        row = nexus().store.get_session(session_id)
+        row = nexus().store.sessions.get_session(session_id)
         if row is None or row["user_name"] != g.user.name:
             return api_error(404, f"no session {session_id}")
         return view(row, **kwargs)
@@ -96,7 +96,7 @@ def _check_host(host_id: Any) -> str | None:
     if not isinstance(host_id, str):
         raise ContractError("host_id: expected a string")
     # Ownership is in the store (it outlives a restart); another user's host reads as unknown.
-    if nexus().store.host_owner(host_id) != g.user.name:
+    if nexus().store.auth.host_owner(host_id) != g.user.name:
         raise NotFound(f"host_id: no host {host_id} is known")
     return host_id
 
@@ -120,7 +120,7 @@ def create_session():
             _check_refs_host(state, host_id)
     except RefsProblem as exc:
         return api_error(exc.status, str(exc))
-    session_id = state.store.create_session(g.user.name, host_id, model, {})
+    session_id = state.store.sessions.create_session(g.user.name, host_id, model, {})
     if refs:
         save_refs(state.store, session_id, refs)
     return jsonify({"session_id": session_id, "host_id": host_id, "model": model,
@@ -142,7 +142,7 @@ def _check_refs_host(state: Any, host_id: str | None) -> None:
 @api.get("/sessions")
 @require_user()
 def list_sessions():
-    return jsonify({"sessions": nexus().store.list_sessions(g.user.name)})
+    return jsonify({"sessions": nexus().store.sessions.list_sessions(g.user.name)})
 
 
 PREVIEW_CHARS = 140
@@ -155,8 +155,8 @@ def session_previews():
     """The first thing the person asked in each of their latest sessions, for the chat page's list."""
     store = nexus().store
     previews = {}
-    for row in store.list_sessions(g.user.name, limit=PREVIEW_SESSIONS):
-        first = next((e for e in store.transcript(row["id"]) if e.get("role") == "user"), None)
+    for row in store.sessions.list_sessions(g.user.name, limit=PREVIEW_SESSIONS):
+        first = next((e for e in store.sessions.transcript(row["id"]) if e.get("role") == "user"), None)
         text = "".join(p.get("text", "") for p in (first or {}).get("content", []) if p.get("type") == "text" and not p.get("kind"))
         previews[row["id"]] = " ".join(text.split())[:PREVIEW_CHARS]
     return jsonify({"previews": previews})
@@ -169,7 +169,7 @@ def list_runs():
     state = nexus()
     runs = []
     for run in state.runs.active():
-        row = state.store.get_session(run.session_id)
+        row = state.store.sessions.get_session(run.session_id)
         if row is None or row["user_name"] != g.user.name:
             continue
         runs.append({"session_id": run.session_id, "host_id": row["host_id"], "model": row["model"],
@@ -187,11 +187,11 @@ def get_session(row: dict[str, Any]):
     session_id = row["id"]
     state = nexus()
     run = state.runs.get(session_id)
-    transcript = state.store.transcript(session_id)
+    transcript = state.store.sessions.transcript(session_id)
     return jsonify({
         "session_id": row["id"], "host_id": row["host_id"], "model": row["model"], "status": row["status"],
         "policy": row["policy"], "validation": row.get("validation") or "warn", "messages": model_view(transcript), "history": person_view(transcript),
-        "usage": state.store.session_usage(session_id), "running": run is not None,
+        "usage": state.store.ledger.session_usage(session_id), "running": run is not None,
         "run_chunks": run.chunk_count() if run else 0,
         "ids": ids_summary(row.get("ids")),  # title, specifications, size: never the document
         "refs": shown_refs(refs_of_row(row), g.user.name),
@@ -204,7 +204,7 @@ def get_session(row: dict[str, Any]):
 def set_host(row: dict[str, Any]):
     session_id = row["id"]
     host_id = _check_host(_json_body("host_id")["host_id"])
-    nexus().store.update_session(session_id, host_id=host_id)
+    nexus().store.sessions.update_session(session_id, host_id=host_id)
     return jsonify({"session_id": session_id, "host_id": host_id})
 
 
@@ -269,7 +269,7 @@ def post_message(row: dict[str, Any]):
         slot.release()
         return api_error(409, "a run is already in progress in this session")
     if spec != stored_model:
-        state.store.update_session(session_id, model=spec)
+        state.store.sessions.update_session(session_id, model=spec)
     return stream_response(_follow(run, 0))
 
 
@@ -344,7 +344,7 @@ def _put_choice(row: dict[str, Any], name: str, allowed: Iterable[str]):
     value = _json_body(name)[name]
     if not isinstance(value, str) or value not in allowed:
         raise ContractError(f"{name}: expected one of {', '.join(allowed)}")
-    nexus().store.update_session(row["id"], **{name: value})
+    nexus().store.sessions.update_session(row["id"], **{name: value})
     return jsonify({"session_id": row["id"], name: value})
 
 
@@ -373,7 +373,7 @@ def put_ids(row: dict[str, Any]):
             text, specifications = check_ids_text(document)
         except IdsProblem as exc:
             raise ContractError(f"ids: {exc}") from exc
-    nexus().store.update_session(session_id, ids=text or None)
+    nexus().store.sessions.update_session(session_id, ids=text or None)
     return jsonify({"session_id": session_id, "ids": None if not text else {
         "bytes": len(text.encode("utf-8")), "specifications": specifications}})
 
@@ -396,7 +396,7 @@ def cancel(row: dict[str, Any]):
 def get_result(row: dict[str, Any], tool_call_id: str):
     session_id = row["id"]
     store = nexus().store
-    result = store.get_result(session_id, tool_call_id) or text_only_result(store.transcript(session_id), tool_call_id)
+    result = store.results.get_result(session_id, tool_call_id) or text_only_result(store.sessions.transcript(session_id), tool_call_id)
     return jsonify(result) if result is not None else api_error(404, f"no result for {tool_call_id}")
 
 
@@ -418,7 +418,7 @@ def text_only_result(transcript: list[dict[str, Any]], tool_call_id: str) -> dic
 @own_session
 def get_image(row: dict[str, Any], image_id: str):
     session_id = row["id"]
-    png = nexus().store.get_image(session_id, image_id)
+    png = nexus().store.results.get_image(session_id, image_id)
     if png is None:
         return api_error(404, f"no image {image_id}")
     return Response(png, mimetype="image/png", headers={"Cache-Control": "private, max-age=86400"})
@@ -459,4 +459,4 @@ def release_host(host_id: str):
 @require_user()
 def me():
     return jsonify({"user": g.user.name, "is_admin": g.user.is_admin, "policy": g.user.policy,
-                    "validation": nexus().store.user_validation(g.user.name) or "warn"})
+                    "validation": nexus().store.user_settings.user_validation(g.user.name) or "warn"})

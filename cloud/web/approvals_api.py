@@ -27,7 +27,7 @@ def list_approvals():
         activity = state.hosts.activity(connection.host_id)
         if activity.state != HELD or not activity.session_id or not activity.tool_call_id:
             continue
-        row = state.store.get_session(activity.session_id)
+        row = state.store.sessions.get_session(activity.session_id)
         if row is None or row["user_name"] != g.user.name:
             continue
         request = _approval_request(state, activity.session_id, activity.tool_call_id)

@@ -33,12 +33,12 @@ def bearer_token() -> str | None:
 
 def current_user(cookie: bool = True) -> User | None:
     """The signed-in user, or None. Sets g.auth_via to 'bearer' or 'cookie'."""
-    store = nexus().store
+    auth = nexus().store.auth  # of the store, sign-in needs only tokens and web sessions
     token = bearer_token()
     if token is not None:
-        user, via = store.user_for_token(token), "bearer"
+        user, via = auth.user_for_token(token), "bearer"
     elif cookie and request.cookies.get(COOKIE):
-        user, via = store.user_for_web_session(request.cookies[COOKIE]), "cookie"
+        user, via = auth.user_for_web_session(request.cookies[COOKIE]), "cookie"
     else:
         return None
     if user is not None:

@@ -103,7 +103,7 @@ def _script_from_audit(body: dict[str, Any], user: str) -> tuple[str, dict[str, 
             raise BatchError("session_id, tool_call_id: expected text")
         candidates = [(session_id, call_id)]
     else:
-        candidates = [(r["session_id"], r["tool_call_id"]) for r in store.audit(sha256_prefix=sha, kind="model",
+        candidates = [(r["session_id"], r["tool_call_id"]) for r in store.ledger.audit(sha256_prefix=sha, kind="model",
                                                                                   user_name=user, limit=50)
                       if r["sha256"] == sha]
         if not candidates:
@@ -133,7 +133,7 @@ def _ids_from(body: dict[str, Any], source: dict[str, Any] | None) -> str | None
     if "ids" not in body:
         if source is None:
             return None
-        row = nexus().store.get_session(source["session_id"]) or {}
+        row = nexus().store.sessions.get_session(source["session_id"]) or {}
         return (row.get("ids") or None) if row.get("user_name") == g.user.name else None
     document = body["ids"]
     if document is None:
@@ -249,7 +249,7 @@ def _file_row(spec: BatchSpec, path: str, running: set[str]) -> dict[str, Any]:
     if result is None or state in ("queued", "running"):
         return row
     session_id = result.get("session_id")
-    audit = store.audit(session_id=session_id) if session_id else []
+    audit = store.ledger.audit(session_id=session_id) if session_id else []
     row.update({
         "ok": bool(result.get("ok")), "committed": bool(result.get("committed")),
         "changes": result.get("changes", {}), "change_kinds": result.get("change_kinds", {}),
@@ -257,7 +257,7 @@ def _file_row(spec: BatchSpec, path: str, running: set[str]) -> dict[str, Any]:
         "error": _relative_text(spec, result.get("error")), "seconds": result.get("seconds"), "worker": result.get("worker"),
         "session_id": session_id, "output": _shown(shown, result.get("output")) if state != "staged" else None,
         "review": {k: v for k, v in (result.get("review") or {}).items() if k != "staged"} or None,
-        "images": [i["image_id"] for i in store.list_images(session_id)] if session_id else [],
+        "images": [i["image_id"] for i in store.results.list_images(session_id)] if session_id else [],
         "decisions": [e for e in service.events(spec) if e.get("file") == spec.relative(path)],
         "audit": [{k: r[k] for k in ("id", "ts", "user_name", "tool_call_id", "kind", "sha256", "bytes")}
                   for r in audit],
@@ -374,7 +374,7 @@ def batch_image(batch_id: str, image_id: str):
     spec = _visible(batch_id)
     for path in spec.files:
         session_id = (read_result(spec, path) or {}).get("session_id")
-        png = nexus().store.get_image(session_id, image_id) if session_id else None
+        png = nexus().store.results.get_image(session_id, image_id) if session_id else None
         if png is not None:
             return Response(png, mimetype="image/png", headers={"Cache-Control": "private, max-age=86400"})
     return api_error(404, f"no image {image_id} in batch {batch_id}")

@@ -38,7 +38,7 @@ def _signin(status: int, problem: str | None = None):
 
 def _signed_in(response, token_id: str):
     settings = nexus().settings
-    session_id = nexus().store.create_web_session(token_id, settings.web_session_hours * 3600)
+    session_id = nexus().store.auth.create_web_session(token_id, settings.web_session_hours * 3600)
     response.set_cookie(COOKIE, session_id, max_age=int(settings.web_session_hours * 3600), httponly=True,
                         samesite="Strict", secure=request.is_secure, path="/")
     return response
@@ -54,7 +54,7 @@ def chat():
     code = request.args.get("signin")
     if code:
         # The demo's one-time link: exchange the code for a web session and drop it from the address bar.
-        token_id = nexus().store.redeem_signin_code(code)
+        token_id = nexus().store.auth.redeem_signin_code(code)
         if token_id is None:
             return _signin(401, "That sign-in link is not valid any more (each link works once).")
         host = request.args.get("host")
@@ -72,7 +72,7 @@ def signin():
     if not same_origin():
         return _signin(403, "Sign-in is only accepted from this server's own page.")
     token = (request.form.get("token") or "").strip()
-    user = nexus().store.user_for_token(token) if token else None
+    user = nexus().store.auth.user_for_token(token) if token else None
     if user is None:
         return _signin(401, "That token is not valid.")
     if user.scope != "user" or user.token_id is None:
@@ -85,7 +85,7 @@ def signout():
     response = redirect("/")
     session_id = request.cookies.get(COOKIE)
     if session_id and same_origin():
-        nexus().store.end_web_session(session_id)
+        nexus().store.auth.end_web_session(session_id)
     response.delete_cookie(COOKIE, path="/")
     return response
 

@@ -72,7 +72,7 @@ def check_limit(quota: str, used: int, limit: int, retry_after_s: int = 60) -> N
 
 def check_sessions_per_hour(store: Store, settings: Settings, user_name: str) -> None:
     """Before a new session of the user's (the chat API's POST /sessions, an MCP client's first call, run_task)."""
-    check_limit("sessions per hour", store.count_sessions_since(user_name, time.time() - 3600),
+    check_limit("sessions per hour", store.sessions.count_sessions_since(user_name, time.time() - 3600),
                 settings.quota_sessions_per_hour)
 
 

@@ -47,7 +47,7 @@ def three_dir() -> Path:
 @require_user()
 @own_session
 def result_scene(row: dict[str, Any], tool_call_id: str):
-    result = nexus().store.get_result(row["id"], tool_call_id)
+    result = nexus().store.results.get_result(row["id"], tool_call_id)
     if result is None:
         return api_error(404, f"no result for {tool_call_id}")
     command: dict[str, Any] = {"type": "export_scene", "view": (result.get("image") or {}).get("view")}

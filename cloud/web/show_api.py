@@ -44,7 +44,7 @@ def _element_ids() -> list[int]:
 @require_user()
 def show_elements(session_id: str):
     state = nexus()
-    row = state.store.get_session(session_id)
+    row = state.store.sessions.get_session(session_id)
     if row is None or row["user_name"] != g.user.name:
         return api_error(404, f"no session {session_id}")
     try:

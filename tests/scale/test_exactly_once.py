@@ -26,14 +26,15 @@ from tests.support.spine import assert_transcript_valid, automate, say, session
 def two_processes(redis, database_url) -> Iterator[tuple[RedisToolResultChannel, RedisToolResultChannel, Store]]:
     """Two processes' rendezvous (a bus and a store each) on one Redis and one PostgreSQL database."""
     with ExitStack() as stack:
-        channels = []
+        channels, stores = [], []
         for name in ("proc-a", "proc-b"):
             bus = Bus(redis.url, process=name)
             stack.callback(bus.close)
             store = Store(database_url)
             stack.callback(store.close)
-            channels.append(RedisToolResultChannel(bus, store))
-        yield channels[0], channels[1], channels[0].store
+            stores.append(store)
+            channels.append(RedisToolResultChannel(bus, store.deliveries))
+        yield channels[0], channels[1], stores[0]
 
 
 def _race(deliver, n: int) -> list[Delivery]:

@@ -85,7 +85,7 @@ def rendezvous(redis, database_url) -> Iterator[tuple[RedisToolResultChannel, Re
             stack.callback(bus.close)
             store = Store(database_url)
             stack.callback(store.close)
-            channels.append(RedisToolResultChannel(bus, store))
+            channels.append(RedisToolResultChannel(bus, store.deliveries))
         yield channels[0], channels[1]
 
 

@@ -35,7 +35,7 @@ def test_an_unexpected_failure_is_a_json_500(server, alice, monkeypatch):
     def broken(*_args, **_kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(server.state.store, "list_sessions", broken)
+    monkeypatch.setattr(server.state.store.sessions, "list_sessions", broken)
     response = alice.call("GET", "/api/sessions")
     assert response.status_code == 500 and response.headers["Content-Type"].startswith("application/json")
     assert "disk on fire" not in response.text and response.json()["error"]

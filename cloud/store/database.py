@@ -1,0 +1,148 @@
+"""The connection to SQLite or PostgreSQL that every part of the store shares (cloud/store/__init__.py).
+
+One implementation for both databases on SQLAlchemy Core: the schema comes from versioned Alembic revisions
+(cloud/migrations/), run at start under a lock; cloud/store/schema.py declares what the newest revision makes
+(a test holds the two equal). The queries are plain SQL both dialects read alike, with `?` placeholders, and
+the few differences (substring search, locking) are chosen per dialect here. SQLite stays the embedded default
+(a file path); a `postgresql://` URL selects PostgreSQL.
+
+Every write takes its own short transaction: `BEGIN IMMEDIATE` on SQLite (Python's default transaction
+handling loses updates under threads), row or advisory locks on PostgreSQL where a write reads first.
+Nothing holds a transaction across a long-lived stream. Connections come from a small pool.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, CursorResult, Engine
+from sqlalchemy.pool import QueuePool
+
+from cloud import migrations
+from cloud.migrations import Upgrade
+
+MAX_IDLE_CONNECTIONS = 8
+IN_BATCH = 500  # ids in one `IN (...)` list (SQLite's default limit of bound parameters is far above)
+
+
+def is_database_url(target: str | Path) -> bool:
+    return str(target).startswith(("postgresql:", "postgresql+psycopg:", "postgres:"))
+
+
+def batches(items: Sequence[str]) -> Iterator[list[str]]:
+    """`items` in lists of at most IN_BATCH, one `IN (...)` query each."""
+    items = list(items)
+    for start in range(0, len(items), IN_BATCH):
+        yield items[start:start + IN_BATCH]
+
+
+def marks(items: Sequence[Any]) -> str:
+    """The `?, ?, ...` of an `IN (...)` list of `items`."""
+    return ", ".join("?" * len(items))
+
+
+class Tx:
+    """One write transaction: `execute` takes the store's `?` placeholders on either database."""
+
+    def __init__(self, conn: Connection, database: Database) -> None:
+        self._conn, self._database = conn, database
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> CursorResult:
+        return self._conn.exec_driver_sql(self._database.sql(sql), tuple(args))
+
+    def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        if rows:
+            self._conn.exec_driver_sql(self._database.sql(sql), [tuple(r) for r in rows])
+
+    def lock(self, key: str) -> None:
+        """Serialise writers of `key` until the transaction ends (SQLite's BEGIN IMMEDIATE already does)."""
+        if self._database.postgres:
+            self._conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+
+
+class Database:
+    def __init__(self, target: str | Path, migrate: bool = True):
+        """`target`: a SQLite file path (":memory:" for a throwaway database) or a postgresql:// URL.
+        `migrate=False` opens it as it is (for `nexus db current`)."""
+        self.path = str(target)
+        self.postgres = is_database_url(target)
+        self.engine = self._engine()
+        if migrate:
+            self.migrate()
+
+    def _engine(self) -> Engine:
+        if self.postgres:
+            url = re.sub(r"^postgres(ql)?(\+psycopg)?:", "postgresql+psycopg:", self.path)
+            return create_engine(url, pool_size=MAX_IDLE_CONNECTIONS, max_overflow=-1, pool_pre_ping=True)
+        in_memory = self.path == ":memory:"
+        if not in_memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        # A small pool rather than a connection per thread: a connection holds ~0.3 MB of page cache, and
+        # every open stream, run and host socket is a thread (or a greenlet under gevent) of its own.
+        # ":memory:" is one database per connection, so it gets exactly one, shared, used by one at a time.
+        engine = create_engine("sqlite://" if in_memory else f"sqlite:///{self.path}", poolclass=QueuePool,
+                               pool_size=1 if in_memory else MAX_IDLE_CONNECTIONS,
+                               max_overflow=0 if in_memory else -1, pool_timeout=60,
+                               connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def configure(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # the transactions below are ours, not the driver's
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL never corrupts the database and loses nothing when the process dies; only
+            # an OS crash or power cut can drop the last commits. FULL fsyncs every commit, which cost about
+            # 0.3 ms of each of the half-dozen writes in a tool round trip.
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
+
+        return engine
+
+    def sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    def contains(self, expression: str) -> str:
+        """SQL: `expression` (lower-cased) contains the next parameter."""
+        return f"strpos(lower({expression}), ?) > 0" if self.postgres else f"instr(lower({expression}), ?) > 0"
+
+    def migrate(self) -> Upgrade:
+        """Bring the database to the newest schema revision, in one transaction that several processes
+        starting at once on an empty database take in turn (a no-op read when it is there already)."""
+        with self.engine.connect() as conn:
+            before = migrations.current(conn)
+        if before == migrations.head():
+            return migrations.Upgrade(before, before)
+        with self.write() as db:
+            db.lock("nexus-schema")
+            return migrations.upgrade(db._conn)
+
+    def schema_revision(self) -> str | None:
+        """The schema revision the database is at (None: empty, or made before versioned migrations)."""
+        with self.engine.connect() as conn:
+            return migrations.current(conn)
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        with self.engine.connect() as conn:
+            conn.info["write"] = True
+            try:
+                with conn.begin():
+                    yield Tx(conn, self)
+            finally:
+                conn.info.pop("write", None)
+
+    def read(self, sql: str, args: Sequence[Any] = ()) -> list[Mapping[str, Any]]:
+        with self.engine.connect() as conn:
+            return list(conn.exec_driver_sql(self.sql(sql), tuple(args)).mappings().all())
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from cloud.distributed.rendezvous import RedisToolResultChannel
-from cloud.distributed.runs import RedisRunRegistry
+from cloud.distributed.redis_rendezvous import RedisToolResultChannel
+from cloud.distributed.redis_runs import RedisRunRegistry
 from cloud.rendezvous import ResultChannel, ToolResultChannel
 from cloud.runs import RunRegistry
 

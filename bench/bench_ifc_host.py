@@ -215,9 +215,8 @@ def bench_cpu(path: Path, rounds: int) -> dict[str, dict[str, float]]:
                         keeper.handle({"op": "warm"})
                         keeper.after_reply()
                         before, _ = usage()
-                        result = keeper.handle({"op": "execute", "request_id": f"{label}{n}", "mode": "automate",
-                                                "code": code.format(n=n), "timeout_s": 60.0, "hold": False,
-                                                "epilogue_code": epilogue_code, "validation": "warn"})
+                        command = ExecuteJob(f"{label}{n}", "automate", code.format(n=n), 60.0, epilogue_code)
+                        result = keeper.handle({"op": "execute", "command": command.to_dict()})
                         figures[label]["keeper"].append(usage()[0] - before)
                         assert result.get("committed") is (label == "commit"), result.get("error")
                         job_cpu, job_faults = result["bench"]

@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,8 @@ from ifc_host import limits as script_limits
 from ifc_host.isolation import ISOLATIONS, default_isolation
 from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
 from ifc_host.model_file import BadModelError, file_signature
+from shared_contract.host_messages import NO_CHANGES, Epilogue, ErrorInfo, ExecuteCommand, ModelRef
+from shared_contract.validate import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -87,24 +88,21 @@ class KeeperUnavailable(RuntimeError):
     """The keeper process died or stopped answering (it has been restarted if possible)."""
 
 
-@dataclass(frozen=True)
-class ExecuteJob:
-    request_id: str
-    mode: str  # "collect" | "automate"
-    code: str
-    timeout_s: float
-    epilogue_code: str | None = None
-    hold: bool = False
-    validation: str = "warn"  # "warn" | "block": what schema/model-rule findings the script introduced do
-    ids: str | None = None  # an IDS (XML) whose failures introduced by the script count like schema findings
-    refs: tuple[dict[str, str], ...] = ()  # reference models, read-only: {"name", "path"} each (refs.py)
-    rules: dict[str, Any] | None = None  # a rule set (ifc_host/rules.py) whose introduced findings are reported
+LOCAL_CAPABILITY = "local"  # the capability version of an epilogue given here rather than by the cloud
 
-    def as_request(self) -> dict[str, Any]:
-        return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
-                "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
-                "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids,
-                "refs": list(self.refs), "rules": self.rules}
+
+def execute_command(request_id: str, mode: str, code: str, timeout_s: float, epilogue_code: str | None = None,
+                    **options: Any) -> ExecuteCommand:
+    """An execute for a script run without a cloud (tests, check scripts, benchmarks): `options` are the
+    command's other fields (hold, validation, ids, rules, refs as {name, path} dicts or ModelRefs...)."""
+    epilogue = Epilogue(epilogue_code, content_hash(epilogue_code), LOCAL_CAPABILITY) if epilogue_code else None
+    refs = options.pop("refs", None)
+    if refs:
+        options["refs"] = tuple(r if isinstance(r, ModelRef) else ModelRef.from_dict(dict(r)) for r in refs)
+    return ExecuteCommand(request_id, mode, code, timeout_s, epilogue, **options)  # type: ignore[arg-type]
+
+
+ExecuteJob = execute_command  # the name tests, benchmarks and the check-script runner know it by
 
 
 class IsolatedExecutor:
@@ -196,12 +194,12 @@ class IsolatedExecutor:
         discarded = self.decide(request_id, "discard")
         return None if discarded.get("unknown") else _as_cancelled(discarded, CANCELLED_HELD)
 
-    def execute(self, job: ExecuteJob) -> dict[str, Any]:
+    def execute(self, job: ExecuteCommand) -> dict[str, Any]:
         with self._flight_lock:
             self._in_flight = job.request_id
         try:
             external = self._adopt_edits_made_on_disk()
-            request = {**job.as_request(), "model_name": self.model_path.name}
+            request = {"op": "execute", "command": job.to_dict(), "model_name": self.model_path.name}
             result = self._call(request, job.timeout_s + COMMIT_TIMEOUT_S + 30)
         except KeeperUnavailable as exc:
             with self._flight_lock:
@@ -518,11 +516,9 @@ def _as_cancelled(result: dict[str, Any], message: str) -> dict[str, Any]:
     """A discarded automation's result, told as a cancel: nothing of it is in the model."""
     out = {k: v for k, v in result.items() if k not in ("change_details", "validation", "unknown")}
     return {**out, "ok": False, "committed": False, "held": False, "cancelled": True,
-            "changes": {"added": [], "modified": [], "deleted": []},
-            "error": {"type": "Cancelled", "message": message, "line": None, "traceback": ""}}
+            "changes": NO_CHANGES.to_dict(), "error": ErrorInfo("Cancelled", message).to_dict()}
 
 
 def _keeper_lost(message: str) -> dict[str, Any]:
     return {"ok": False, "committed": False, "stdout": "", "failures": [], "duration_ms": 0,
-            "changes": {"added": [], "modified": [], "deleted": []},
-            "error": {"type": "HostCrash", "message": message, "line": None, "traceback": ""}}
+            "changes": NO_CHANGES.to_dict(), "error": ErrorInfo("HostCrash", message).to_dict()}

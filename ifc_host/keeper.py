@@ -64,6 +64,7 @@ from ifc_host.model_file import (
 from ifc_host.refs import ReferenceProblem
 from ifc_host.script import STDOUT_CAP_BYTES
 from ifc_host.trusted_report import IdsStates, Prepared, prepare, warm_ids
+from shared_contract.host_messages import NO_CHANGES, ErrorInfo, ExecuteCommand
 
 COMMIT_TIMEOUT_S = 600.0
 SNAPSHOT_TIMEOUT_S = 300.0
@@ -128,7 +129,7 @@ class Keeper:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "execute":
-            return self.execute(request)
+            return self.execute(ExecuteCommand.from_dict(request["command"]), request.get("model_name"))
         if op == "decide":
             return self.decide(request["request_id"], request["decision"])
         if op == "snapshot_held":
@@ -164,27 +165,27 @@ class Keeper:
         for request_id in state.get("aborted") or []:
             self.note_abort(str(request_id))
 
-    def execute(self, job: dict[str, Any]) -> dict[str, Any]:
+    def execute(self, command: ExecuteCommand, model_name: str | None = None) -> dict[str, Any]:
         if self.held is not None:
-            return _failure(job, "Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
-        if job["request_id"] in self.aborted or self._aborted_while_spare_loads(job["request_id"]):
-            return {**_failure(job, "Cancelled", CANCELLED_BEFORE), "cancelled": True}
+            return _failure("Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
+        if command.request_id in self.aborted or self._aborted_while_spare_loads(command.request_id):
+            return {**_failure("Cancelled", CANCELLED_BEFORE), "cancelled": True}
+        job = script_job(command, model_name)
         try:
             run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
         except ReferenceProblem as exc:
-            return _failure(job, "BadReference", f"{exc}; nothing ran, the model is unchanged")
+            return _failure("BadReference", f"{exc}; nothing ran, the model is unchanged")
         except (RuntimeError, OSError) as exc:
-            return _failure(job, "HostCrash", f"{exc}; the model is unchanged and the host keeps running")
-        if job.get("ids") and job["mode"] == "automate":
-            warm_ids(job["ids"])  # while the script runs: the keeper checks the IDS after it
+            return _failure("HostCrash", f"{exc}; the model is unchanged and the host keeps running")
+        if command.ids and command.mode == "automate":
+            warm_ids(command.ids)  # while the script runs: the keeper checks the IDS after it
         try:
-            message = self._await_script(run, run.started + float(job["timeout_s"]))
+            message = self._await_script(run, run.started + float(command.timeout_s))
         except TimeoutError:
             run.kill()
-            outcome = self._collect_output(run, {"ok": False, "timed_out": True, "error": {
-                "type": "Timeout", "line": None, "traceback": "",
-                "message": f"the script ran longer than its {float(job['timeout_s']):g} s limit and was stopped; "
-                           "the model is unchanged"}})
+            outcome = self._collect_output(run, {"ok": False, "timed_out": True, "error": ErrorInfo(
+                "Timeout", f"the script ran longer than its {float(command.timeout_s):g} s limit and was stopped; "
+                           "the model is unchanged").to_dict()})
             run.close()
             return self._finish(run, outcome, committed=False)
         if message is _ABORTED:
@@ -192,10 +193,10 @@ class Keeper:
         if message is None:
             return self._crashed(run)
         result = self._collect_output(run, message["result"])
-        if not result["ok"] or job["mode"] == "collect":
+        if not result["ok"] or command.mode == "collect":
             self._retire(run)
             return self._finish(run, result, committed=False)
-        if job.get("hold"):
+        if command.holds:
             return self._hold(run, result, job)
         return self._commit(run, result, job)
 
@@ -254,8 +255,8 @@ class Keeper:
     def _cancelled(self, run: ScriptProcess) -> dict[str, Any]:
         run.kill()
         message = CANCELLED_RUNNING if run.mode == "automate" else CANCELLED_COLLECTING
-        outcome = self._collect_output(run, {"ok": False, "cancelled": True, "error": {
-            "type": "Cancelled", "message": message, "line": None, "traceback": ""}})
+        outcome = self._collect_output(run, {"ok": False, "cancelled": True,
+                                             "error": ErrorInfo("Cancelled", message).to_dict()})
         run.close()
         return self._finish(run, outcome, committed=False)
 
@@ -371,10 +372,10 @@ class Keeper:
         crash_log, _ = _read_capped(run.files["crash"])
         frames = _CRASH_FRAME.findall(crash_log)
         kind = "LimitReached" if how.startswith("stopped:") else "HostCrash"  # a limit ended it (limits.py)
-        error = {"type": kind, "message": f"{how}; the model is unchanged and the host keeps running",
-                 "line": int(frames[0]) if frames else None,
-                 "traceback": "\n".join(line.strip() for line in crash_log.splitlines() if '"<script>"' in line)}
-        result = self._collect_output(run, {"ok": False, "error": error})
+        error = ErrorInfo(kind, f"{how}; the model is unchanged and the host keeps running",
+                          int(frames[0]) if frames else None,
+                          "\n".join(line.strip() for line in crash_log.splitlines() if '"<script>"' in line))
+        result = self._collect_output(run, {"ok": False, "error": error.to_dict()})
         run.close()
         return self._finish(run, result, committed=False)
 
@@ -531,13 +532,12 @@ class Keeper:
                         "the change on that version")
         except BadModelError as exc:
             message += f"; the file on disk could not be read back ({exc}), so the host keeps its own version"
-        failed = {**result, "ok": False, "conflict": True, "error": {
-            "type": "CommitConflict", "message": message, "line": None, "traceback": ""}}
+        failed = {**result, "ok": False, "conflict": True, "error": ErrorInfo("CommitConflict", message).to_dict()}
         return self._finish(run, failed, committed=False)
 
     def _commit_failed(self, run: ScriptProcess, result: dict[str, Any], message: str) -> dict[str, Any]:
-        failed = {**result, "ok": False, "error": {"type": "CommitFailed", "message": message + "; the model is unchanged",
-                                                   "line": None, "traceback": ""}}
+        failed = {**result, "ok": False,
+                  "error": ErrorInfo("CommitFailed", message + "; the model is unchanged").to_dict()}
         return self._finish(run, failed, committed=False)
 
     def _finish(self, run: ScriptProcess, result: dict[str, Any], committed: bool) -> dict[str, Any]:
@@ -546,10 +546,17 @@ class Keeper:
         return {**result, "committed": committed, "duration_ms": _ms_since(run.started)}
 
 
-def _failure(job: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "committed": False, "stdout": "", "failures": [],
-            "changes": {"added": [], "modified": [], "deleted": []}, "duration_ms": 0,
-            "error": {"type": kind, "message": message, "line": None, "traceback": ""}}
+def script_job(command: ExecuteCommand, model_name: str | None) -> dict[str, Any]:
+    """What the script's process and the trusted report are given of an execute: its wire fields, with the
+    defaults the host applies (hold only for an automation, validation warn) and the epilogue's code."""
+    return {**command.to_dict(), "hold": command.holds, "validation": command.validation or "warn",
+            "epilogue_code": command.epilogue.code if command.epilogue else None,
+            "refs": [ref.to_dict() for ref in command.refs or ()], "model_name": model_name}
+
+
+def _failure(kind: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "committed": False, "stdout": "", "failures": [], "changes": NO_CHANGES.to_dict(),
+            "duration_ms": 0, "error": ErrorInfo(kind, message).to_dict()}
 
 
 def _readable_handle(run: ScriptProcess) -> Any:

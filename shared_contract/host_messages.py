@@ -35,7 +35,7 @@ class WireObject:
     @classmethod
     def from_dict(cls: type[W], data: Any) -> W:
         """The value of a wire dict, checked against the schema first (ContractError names what is wrong)."""
-        check(cls.SCHEMA, data, cls.__name__)
+        check(cls.SCHEMA, data, f"{cls.TYPE} message" if issubclass(cls, Message) else cls.__name__)
         return cls.build(data)
 
     @classmethod

@@ -21,6 +21,10 @@ connection at once, so an abort for the running request kills the script's proce
 request's own reply says it was cancelled (rolled back, the model unchanged); an abort for a request not yet
 arrived is remembered, and that request is then refused without running. A held automation is discarded
 by the runtime's `decide`, not here.
+
+The keeper is the only owner of the held automation, its expiry and the committed file's signature: every
+reply (and the first message) carries them under "keeper" (Keeper.state), and the runtime reads them from
+there (executor.KeeperState) rather than keeping copies of its own.
 """
 from __future__ import annotations
 
@@ -98,6 +102,9 @@ class Keeper:
         self.save_path = save_path
         self.disk_signature = file_signature(save_path)  # the saved file as this keeper last read or wrote it
         self.committed_signature = file_signature(self.committed_path)  # the file self.model was read from
+        # The committed file as this keeper last read, wrote or looked at it: the runtime compares the file on
+        # disk with it to notice edits made outside (reported in every reply, see state()).
+        self.seen_signature = self.committed_signature
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
         self.retired: list[ScriptProcess] = []
@@ -153,6 +160,16 @@ class Keeper:
             self.strategy.replenishing = True
             return {"ok": True}
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
+
+    def state(self) -> dict[str, Any]:
+        """What this keeper alone knows and the runtime reads from every reply instead of tracking it: the held
+        automation and how long until it is discarded undecided, the file holding the committed model and its
+        signature (model_file.file_signature) as this keeper last saw it."""
+        held = self.held
+        return {"held": None if held is None else {"request_id": held.run.request_id,
+                                                   "expires_in_s": max(0.0, held.expires - time.monotonic())},
+                "committed_path": str(self.committed_path),
+                "signature": list(self.seen_signature) if self.seen_signature else None}
 
     def handover_state(self) -> dict[str, Any]:
         """What a successor keeper must know to answer as this one would (see executor.py's handover): the
@@ -265,6 +282,7 @@ class Keeper:
         if self.held is not None:
             return {"ok": False, "error": "an automation awaits a decision"}
         signature = file_signature(path)
+        self.seen_signature = signature  # read or not, this version is known: it is not reloaded again
         try:
             self.model = open_checked(path)
         except BadModelError as exc:
@@ -489,6 +507,7 @@ class Keeper:
         if not result.get("ok"):
             return self._timed(self._finish(run, result, committed=False), script_ms, started)
         if prepared.unchanged:  # committed as it is: the saved file, and the processes ready for the next script
+            self.seen_signature = file_signature(self.committed_path)
             reply = {**self._finish(run, {**result, "unchanged": True}, committed=False), "committed": True}
             return self._timed({**reply, "document": describe_document(self.model, self.save_path)}, script_ms, started)
         assert prepared.path is not None and prepared.adopted is not None
@@ -497,7 +516,7 @@ class Keeper:
                 return self._timed(self._conflict(run, result, target), script_ms, started)
             replace_atomically(prepared.path, target)
             self.disk_signature = file_signature(target)
-            self.committed_signature = self.disk_signature
+            self.committed_signature = self.seen_signature = self.disk_signature
         self.replaced_models.append(self.model)
         if self.hands_over:  # its successor prepares the next scripts' processes; until then they start on demand
             self.strategy.replenishing = False
@@ -510,7 +529,6 @@ class Keeper:
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
         document = describe_document(self.model, self.save_path)
         return self._timed({**self._finish(run, result, committed=True), "document": document,
-                            "disk_signature": list(self.disk_signature or ()),
                             "model_read": "changed records" if prepared.rebuilt else "whole file"}, script_ms, started)
 
     def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
@@ -532,6 +550,7 @@ class Keeper:
                         "the change on that version")
         except BadModelError as exc:
             message += f"; the file on disk could not be read back ({exc}), so the host keeps its own version"
+        self.seen_signature = file_signature(target)
         failed = {**result, "ok": False, "conflict": True, "error": ErrorInfo("CommitConflict", message).to_dict()}
         return self._finish(run, failed, committed=False)
 
@@ -638,14 +657,15 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
     keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path,
                     isolation=isolation)
     if expect_signature is not None:
-        keeper.disk_signature = keeper.committed_signature = expect_signature
+        keeper.disk_signature = keeper.committed_signature = keeper.seen_signature = expect_signature
         keeper.baseline = baseline
     else:
         keeper.committed_signature = opened_signature
+        keeper.seen_signature = file_signature(model_path)
     keeper.connection = connection
     keeper.hands_over = True
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
-                     "isolation": keeper.strategy.name, "sandbox": keeper.sandbox})
+                     "isolation": keeper.strategy.name, "sandbox": keeper.sandbox, "keeper": keeper.state()})
     try:
         while True:
             if keeper.queued:
@@ -664,10 +684,11 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
             if request.get("op") == "abort":  # nothing of it runs now; no reply (see the module's doc)
                 keeper.note_abort(str(request.get("request_id")))
                 continue
+            keeper.expire_hold()  # a request that arrives as the hold runs out finds it discarded, as a late one would
             reply = keeper.handle(request)
             if keeper.runtime_gone:
                 return 0
-            connection.send(reply)
+            connection.send({**reply, "keeper": keeper.state()})
             keeper.after_reply()
     finally:
         keeper.shutdown()

@@ -25,7 +25,7 @@ from cloud.tools.render import describe_run
 from cloud.tools.result import ScriptResult
 from cloud.transcript import tool_result_part
 from cloud.validation_setting import effective_validation, session_ids
-from shared_contract.host_messages import ExecuteCommand, ModelRef
+from shared_contract.host_messages import ExecuteCommand, ExecuteResult, ModelRef
 
 HOLD_CAPABILITY = "hold"
 VALIDATE_CAPABILITY = "validate"  # the host checks what an automation introduced (warn or block)
@@ -93,13 +93,14 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         ctx.record(call["name"], Outcome.NOT_COMMITTED if automate else Outcome.COLLECTED,
                    run.code if automate else None)
         return (yield from plain(call, no_reply_text(ctx, reply)))
-    report, directives = split_epilogue_output(result.get("epilogue_stdout"))
+    outcome = ExecuteResult.from_dict(result)  # every link hands on only replies that fit the contract
+    report, directives = split_epilogue_output(outcome.epilogue_stdout)
     image: Exported | None = None
     decision = None
-    if automate and provider is not None and (result.get("held") or result.get("committed")):
+    if automate and provider is not None and (outcome.held or outcome.committed):
         view = provider.view_to_capture(result)
         image = export_view(ctx, call["id"], view) if view is not None else None
-    if result.get("held"):
+    if outcome.held:
         result, decision = yield from settle(ctx, call, result, report, image)
     committed = bool(result.get("committed"))
     ctx.record(call["name"], (Outcome.COMMITTED if committed else Outcome.NOT_COMMITTED) if automate

@@ -34,6 +34,7 @@ from ifc_host.executor import ExecuteJob, IsolatedExecutor  # noqa: E402
 from ifc_host.isolation import ISOLATIONS  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
+from shared_contract.host_messages import ExecuteCommand  # noqa: E402
 
 SAMPLES = {"small": (3, 1), "50k+": (10, 8), "largest": (10, 40), "1M": (10, 112)}  # 1M: ~962k, by --sample 1M
 CHANGED = 10_000
@@ -91,7 +92,7 @@ def bench_rollback_and_commit(path: Path, rounds: int, isolation: str, commits: 
             collect = "print(len(model.by_type('IfcWall')))\n"
             walls, keeper, bare, collects = [], [], [], []
 
-            def timed(job: ExecuteJob) -> tuple[float, dict]:
+            def timed(job: ExecuteCommand) -> tuple[float, dict]:
                 executor.wait_warm()
                 started = time.perf_counter()
                 result = executor.execute(job)

@@ -34,6 +34,7 @@ from ifc_host.executor import ExecuteJob, IsolatedExecutor  # noqa: E402
 from ifc_host.isolation import ISOLATIONS  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
+from shared_contract.host_messages import ExecuteCommand  # noqa: E402
 
 SAMPLES = {"small": (3, 1), "50k+": (10, 8), "largest": (10, 40), "1M": (10, 112)}  # 1M: ~962k, by --sample 1M
 CHANGED = 10_000
@@ -91,7 +92,7 @@ def bench_rollback_and_commit(path: Path, rounds: int, isolation: str, commits: 
             collect = "print(len(model.by_type('IfcWall')))\n"
             walls, keeper, bare, collects = [], [], [], []
 
-            def timed(job: ExecuteJob) -> tuple[float, dict]:
+            def timed(job: ExecuteCommand) -> tuple[float, dict]:
                 executor.wait_warm()
                 started = time.perf_counter()
                 result = executor.execute(job)
@@ -215,9 +216,8 @@ def bench_cpu(path: Path, rounds: int) -> dict[str, dict[str, float]]:
                         keeper.handle({"op": "warm"})
                         keeper.after_reply()
                         before, _ = usage()
-                        result = keeper.handle({"op": "execute", "request_id": f"{label}{n}", "mode": "automate",
-                                                "code": code.format(n=n), "timeout_s": 60.0, "hold": False,
-                                                "epilogue_code": epilogue_code, "validation": "warn"})
+                        command = ExecuteJob(f"{label}{n}", "automate", code.format(n=n), 60.0, epilogue_code)
+                        result = keeper.handle({"op": "execute", "command": command.to_dict()})
                         figures[label]["keeper"].append(usage()[0] - before)
                         assert result.get("committed") is (label == "commit"), result.get("error")
                         job_cpu, job_faults = result["bench"]

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import host_labels
 from cloud.rendezvous import Answer, ResultChannel
+from shared_contract.validate import ContractError, validate_host_message
 
 # Why a command got no reply, as `Reply.missing`.
 UNAVAILABLE = "unavailable"  # it could not be sent: the host is not connected
@@ -381,7 +382,7 @@ class InProcessHostLink:
 
         def serve() -> None:
             try:
-                box.append(self.host.handle({**command, "request_id": request_id}))
+                box.append(checked_reply(self.host.handle({**command, "request_id": request_id}), request_id))
             except Exception as exc:  # the host's own failure is an error reply, as a runtime would send
                 box.append({"type": "error", "request_id": request_id, "message": f"{type(exc).__name__}: {exc}"})
             done.set()
@@ -414,6 +415,15 @@ class InProcessHostLink:
     def awaiting_decision(self) -> list[str]:
         with self._lock:
             return [about for about, (event, _) in self._decisions.items() if not event.is_set()]
+
+
+def checked_reply(reply: dict[str, Any], request_id: str) -> dict[str, Any]:
+    """A local host's reply checked against the contract as the host socket checks a runtime's: one that does
+    not fit becomes an `error` reply naming what is wrong, so every link hands on only contract messages."""
+    try:
+        return validate_host_message(reply)
+    except ContractError as exc:
+        return {"type": "error", "request_id": request_id, "message": f"the host's reply was refused: {exc}"}
 
 
 def _wait(done: threading.Event, timeout_s: float, cancel: threading.Event,

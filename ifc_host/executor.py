@@ -17,6 +17,10 @@ nothing: the old keeper holds the committed model too, and the file on disk is t
 An abort (the run was cancelled) reaches the keeper at once, even while it runs the script: `expect` marks
 an execute as accepted before its thread starts, `abort_running` tells the keeper to kill it (its own result
 then says it was cancelled), and `abort_held` discards a held automation.
+
+The proxy keeps no copy of the keeper's state: the held automation and when the keeper will discard it, the
+file holding the committed model and its signature come with every keeper reply (KeeperState), and are read
+from the last one.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -39,6 +43,8 @@ from ifc_host import limits as script_limits
 from ifc_host.isolation import ISOLATIONS, default_isolation
 from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
 from ifc_host.model_file import BadModelError, file_signature
+from shared_contract.host_messages import NO_CHANGES, Epilogue, ErrorInfo, ExecuteCommand, ModelRef
+from shared_contract.validate import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -87,24 +93,47 @@ class KeeperUnavailable(RuntimeError):
     """The keeper process died or stopped answering (it has been restarted if possible)."""
 
 
-@dataclass(frozen=True)
-class ExecuteJob:
-    request_id: str
-    mode: str  # "collect" | "automate"
-    code: str
-    timeout_s: float
-    epilogue_code: str | None = None
-    hold: bool = False
-    validation: str = "warn"  # "warn" | "block": what schema/model-rule findings the script introduced do
-    ids: str | None = None  # an IDS (XML) whose failures introduced by the script count like schema findings
-    refs: tuple[dict[str, str], ...] = ()  # reference models, read-only: {"name", "path"} each (refs.py)
-    rules: dict[str, Any] | None = None  # a rule set (ifc_host/rules.py) whose introduced findings are reported
+LOCAL_CAPABILITY = "local"  # the capability version of an epilogue given here rather than by the cloud
 
-    def as_request(self) -> dict[str, Any]:
-        return {"op": "execute", "request_id": self.request_id, "mode": self.mode, "code": self.code,
-                "timeout_s": self.timeout_s, "epilogue_code": self.epilogue_code,
-                "hold": self.hold and self.mode == "automate", "validation": self.validation, "ids": self.ids,
-                "refs": list(self.refs), "rules": self.rules}
+
+def execute_command(request_id: str, mode: str, code: str, timeout_s: float, epilogue_code: str | None = None,
+                    **options: Any) -> ExecuteCommand:
+    """An execute for a script run without a cloud (tests, check scripts, benchmarks): `options` are the
+    command's other fields (hold, validation, ids, rules, refs as {name, path} dicts or ModelRefs...)."""
+    epilogue = Epilogue(epilogue_code, content_hash(epilogue_code), LOCAL_CAPABILITY) if epilogue_code else None
+    refs = options.pop("refs", None)
+    if refs:
+        options["refs"] = tuple(r if isinstance(r, ModelRef) else ModelRef.from_dict(dict(r)) for r in refs)
+    return ExecuteCommand(request_id, mode, code, timeout_s, epilogue, **options)  # type: ignore[arg-type]
+
+
+ExecuteJob = execute_command  # the name tests, benchmarks and the check-script runner know it by
+
+
+@dataclass(frozen=True)
+class KeeperState:
+    """What the keeper said of the state it alone owns, in its last reply (keeper.Keeper.state)."""
+
+    committed_path: Path  # the file holding the committed model
+    signature: tuple[int, ...] | None  # that file (model_file.file_signature) as the keeper last saw it
+    held_request_id: str | None = None  # the automation held for a keep/discard decision
+    held_until: float | None = None  # time.monotonic() here: when the keeper discards it undecided
+
+    @classmethod
+    def of_reply(cls, reply: dict[str, Any], received: float) -> KeeperState:
+        state = reply["keeper"]
+        held = state.get("held")
+        signature = state.get("signature")
+        return cls(Path(state["committed_path"]), tuple(signature) if signature else None,
+                   held["request_id"] if held else None, received + float(held["expires_in_s"]) if held else None)
+
+    def held_now(self) -> str | None:
+        if self.held_request_id is None or self.held_until is None or time.monotonic() >= self.held_until:
+            return None
+        return self.held_request_id
+
+    def without_hold(self) -> KeeperState:
+        return replace(self, held_request_id=None, held_until=None)
 
 
 class IsolatedExecutor:
@@ -127,8 +156,6 @@ class IsolatedExecutor:
         self._flight_lock = threading.Lock()
         self._in_flight: str | None = None  # the execute accepted and not yet answered
         self._aborted: OrderedDict[str, None] = OrderedDict()
-        self._committed_here = False
-        self._held: tuple[str, float] | None = None  # request id, expiry (time.monotonic())
         self.keeper_launch = keeper_launch or default_keeper_launch()
         self._proc: subprocess.Popen[bytes] | SpawnedKeeper | None = None
         self._conn: Connection | None = None
@@ -138,20 +165,24 @@ class IsolatedExecutor:
         self._handover: threading.Thread | None = None
         self._successor: subprocess.Popen[bytes] | SpawnedKeeper | None = None  # starting, not yet in service
         self.handovers = 0
+        self._state = KeeperState(self.model_path, None)  # replaced by the keeper's own account as it starts
         self.document = self._start(self.model_path)
-        self._disk_signature = file_signature(self.model_path)
 
     # --- public ---------------------------------------------------------------------------------------
     @property
+    def keeper_state(self) -> KeeperState:
+        """The keeper's account of what it holds, from its last reply."""
+        return self._state
+
+    @property
     def committed_path(self) -> Path:
         """The file that holds the committed model right now (what a plan of the committed model renders)."""
-        return self.save_path if self._committed_here else self.model_path
+        return self._state.committed_path
 
     @property
     def held_request_id(self) -> str | None:
-        if self._held is None or time.monotonic() >= self._held[1]:
-            return None
-        return self._held[0]
+        """The automation the keeper holds for a decision (None once the keeper's hold has expired)."""
+        return self._state.held_now()
 
     def expect(self, request_id: str) -> None:
         """An execute for `request_id` was accepted and will run: an abort from now on stops it."""
@@ -196,18 +227,18 @@ class IsolatedExecutor:
         discarded = self.decide(request_id, "discard")
         return None if discarded.get("unknown") else _as_cancelled(discarded, CANCELLED_HELD)
 
-    def execute(self, job: ExecuteJob) -> dict[str, Any]:
+    def execute(self, job: ExecuteCommand) -> dict[str, Any]:
         with self._flight_lock:
             self._in_flight = job.request_id
         try:
             external = self._adopt_edits_made_on_disk()
-            request = {**job.as_request(), "model_name": self.model_path.name}
+            request = {"op": "execute", "command": job.to_dict(), "model_name": self.model_path.name}
             result = self._call(request, job.timeout_s + COMMIT_TIMEOUT_S + 30)
         except KeeperUnavailable as exc:
             with self._flight_lock:
                 self._in_flight = None
             return _keeper_lost(str(exc))
-        self._note(result, job.request_id)
+        self._note_document(result)
         with self._flight_lock:  # only now: an abort in between finds it in flight, not yet held
             self._in_flight = None
             aborted = job.request_id in self._aborted
@@ -220,12 +251,11 @@ class IsolatedExecutor:
 
     def _adopt_edits_made_on_disk(self) -> str | None:
         """If another program rewrote the committed file since we last wrote or read it, work on its version."""
-        path = self.committed_path
+        path, seen = self._state.committed_path, self._state.signature
         signature = file_signature(path)
-        if signature == self._disk_signature or signature is None:
+        if signature == seen or signature is None:
             return None
         reply = self._call({"op": "reload", "path": str(path)}, STARTUP_TIMEOUT_S)
-        self._disk_signature = signature
         if reply.get("ok"):
             log.info("%s changed on disk; reloaded it", path)
             return (f"{path.name} was changed on disk by another program since the previous run; the host "
@@ -239,7 +269,7 @@ class IsolatedExecutor:
                                 COMMIT_TIMEOUT_S + 30)
         except KeeperUnavailable as exc:
             return _keeper_lost(str(exc))
-        self._note(result, request_id)
+        self._note_document(result)
         return result
 
     def snapshot_held(self, path: str | os.PathLike[str]) -> None:
@@ -282,14 +312,9 @@ class IsolatedExecutor:
             self._handover.join(30)
 
     # --- internals -----------------------------------------------------------------------------------
-    def _note(self, result: dict[str, Any], request_id: str) -> None:
+    def _note_document(self, result: dict[str, Any]) -> None:
         document = result.pop("document", None)  # the keeper's description of a newly committed model
-        if result.get("conflict"):  # the keeper adopted the saved file as it is on disk
-            self._committed_here = True
-            self._disk_signature = file_signature(self.committed_path)
         if result.get("committed"):
-            self._committed_here = True
-            self._disk_signature = file_signature(self.committed_path)
             if document is not None:  # what the next hello (after a reconnect) says, e.g. its storeys
                 self.document = document
             else:
@@ -297,10 +322,6 @@ class IsolatedExecutor:
                     self.document = self._call({"op": "document"}, 60)["document"]
                 except KeeperUnavailable:
                     pass
-        if result.get("held"):
-            self._held = (request_id, time.monotonic() + self.hold_timeout_s)
-        elif self._held is not None and self._held[0] == request_id:
-            self._held = None
 
     def _call(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         with self._lock:
@@ -312,12 +333,13 @@ class IsolatedExecutor:
                 if not self._conn.poll(timeout_s):
                     raise TimeoutError(f"no answer within {timeout_s:g} s")
                 reply = self._conn.recv()
-                written = reply.pop("disk_signature", None)
+                self._take_state(reply)
+                written = self._state.signature
                 if written and reply.get("committed") and not reply.get("unchanged"):
-                    self._replace_keeper(tuple(written))  # under the lock: no older successor takes over now
+                    self._replace_keeper(written)  # under the lock: no older successor takes over now
                 return reply
             except (EOFError, OSError, TimeoutError) as exc:
-                self._held = None
+                self._state = self._state.without_hold()  # whatever it held went with it
                 code = self._proc.poll() if self._proc else None
                 self._stop_keeper()
                 why = f"exit status {code}" if code is not None else str(exc) or type(exc).__name__
@@ -330,10 +352,15 @@ class IsolatedExecutor:
                 raise KeeperUnavailable(f"the model keeper process was lost ({why}); it was restarted from the "
                                         "last committed model") from exc
 
+    def _take_state(self, reply: dict[str, Any]) -> None:
+        self._state = KeeperState.of_reply(reply, time.monotonic())
+        del reply["keeper"]
+
     def _start(self, path: Path) -> dict[str, Any]:
         proc, conn = self._launch(path)
         reply = self._hello(proc, conn, path)
         self._proc, self._conn = proc, conn
+        self._take_state(reply)
         self._note_sandbox(reply)
         return reply["document"]
 
@@ -442,10 +469,12 @@ class IsolatedExecutor:
             if state.get("held"):
                 return False
             conn.send({"op": "adopt_state", "expired": state.get("expired") or {}, "aborted": state.get("aborted") or []})
-            if not conn.poll(60) or not conn.recv().get("ok"):
+            adopted = conn.recv() if conn.poll(60) else {}
+            if not adopted.get("ok"):
                 raise OSError("the successor keeper did not take the handover")
             old_proc, old_conn = self._proc, self._conn
             self._proc, self._conn = proc, conn
+            self._take_state(adopted)
         self._note_sandbox(reply)
         self.handovers += 1
         if old_proc is not None and old_conn is not None:
@@ -518,11 +547,9 @@ def _as_cancelled(result: dict[str, Any], message: str) -> dict[str, Any]:
     """A discarded automation's result, told as a cancel: nothing of it is in the model."""
     out = {k: v for k, v in result.items() if k not in ("change_details", "validation", "unknown")}
     return {**out, "ok": False, "committed": False, "held": False, "cancelled": True,
-            "changes": {"added": [], "modified": [], "deleted": []},
-            "error": {"type": "Cancelled", "message": message, "line": None, "traceback": ""}}
+            "changes": NO_CHANGES.to_dict(), "error": ErrorInfo("Cancelled", message).to_dict()}
 
 
 def _keeper_lost(message: str) -> dict[str, Any]:
     return {"ok": False, "committed": False, "stdout": "", "failures": [], "duration_ms": 0,
-            "changes": {"added": [], "modified": [], "deleted": []},
-            "error": {"type": "HostCrash", "message": message, "line": None, "traceback": ""}}
+            "changes": NO_CHANGES.to_dict(), "error": ErrorInfo("HostCrash", message).to_dict()}

@@ -21,6 +21,10 @@ connection at once, so an abort for the running request kills the script's proce
 request's own reply says it was cancelled (rolled back, the model unchanged); an abort for a request not yet
 arrived is remembered, and that request is then refused without running. A held automation is discarded
 by the runtime's `decide`, not here.
+
+The keeper is the only owner of the held automation, its expiry and the committed file's signature: every
+reply (and the first message) carries them under "keeper" (Keeper.state), and the runtime reads them from
+there (executor.KeeperState) rather than keeping copies of its own.
 """
 from __future__ import annotations
 
@@ -64,6 +68,7 @@ from ifc_host.model_file import (
 from ifc_host.refs import ReferenceProblem
 from ifc_host.script import STDOUT_CAP_BYTES
 from ifc_host.trusted_report import IdsStates, Prepared, prepare, warm_ids
+from shared_contract.host_messages import NO_CHANGES, ErrorInfo, ExecuteCommand
 
 COMMIT_TIMEOUT_S = 600.0
 SNAPSHOT_TIMEOUT_S = 300.0
@@ -97,6 +102,9 @@ class Keeper:
         self.save_path = save_path
         self.disk_signature = file_signature(save_path)  # the saved file as this keeper last read or wrote it
         self.committed_signature = file_signature(self.committed_path)  # the file self.model was read from
+        # The committed file as this keeper last read, wrote or looked at it: the runtime compares the file on
+        # disk with it to notice edits made outside (reported in every reply, see state()).
+        self.seen_signature = self.committed_signature
         self.hold_timeout_s = hold_timeout_s
         self.held: HeldAutomation | None = None
         self.retired: list[ScriptProcess] = []
@@ -128,7 +136,7 @@ class Keeper:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "execute":
-            return self.execute(request)
+            return self.execute(ExecuteCommand.from_dict(request["command"]), request.get("model_name"))
         if op == "decide":
             return self.decide(request["request_id"], request["decision"])
         if op == "snapshot_held":
@@ -153,6 +161,16 @@ class Keeper:
             return {"ok": True}
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
 
+    def state(self) -> dict[str, Any]:
+        """What this keeper alone knows and the runtime reads from every reply instead of tracking it: the held
+        automation and how long until it is discarded undecided, the file holding the committed model and its
+        signature (model_file.file_signature) as this keeper last saw it."""
+        held = self.held
+        return {"held": None if held is None else {"request_id": held.run.request_id,
+                                                   "expires_in_s": max(0.0, held.expires - time.monotonic())},
+                "committed_path": str(self.committed_path),
+                "signature": list(self.seen_signature) if self.seen_signature else None}
+
     def handover_state(self) -> dict[str, Any]:
         """What a successor keeper must know to answer as this one would (see executor.py's handover): the
         decisions that arrive too late, the aborts of requests not yet arrived. Only asked while nothing is
@@ -164,27 +182,27 @@ class Keeper:
         for request_id in state.get("aborted") or []:
             self.note_abort(str(request_id))
 
-    def execute(self, job: dict[str, Any]) -> dict[str, Any]:
+    def execute(self, command: ExecuteCommand, model_name: str | None = None) -> dict[str, Any]:
         if self.held is not None:
-            return _failure(job, "Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
-        if job["request_id"] in self.aborted or self._aborted_while_spare_loads(job["request_id"]):
-            return {**_failure(job, "Cancelled", CANCELLED_BEFORE), "cancelled": True}
+            return _failure("Busy", f"automation {self.held.run.request_id} awaits a keep/discard decision")
+        if command.request_id in self.aborted or self._aborted_while_spare_loads(command.request_id):
+            return {**_failure("Cancelled", CANCELLED_BEFORE), "cancelled": True}
+        job = script_job(command, model_name)
         try:
             run = self.strategy.start(self.model, self.committed_path, {**job, "protected_paths": self.protected_paths})
         except ReferenceProblem as exc:
-            return _failure(job, "BadReference", f"{exc}; nothing ran, the model is unchanged")
+            return _failure("BadReference", f"{exc}; nothing ran, the model is unchanged")
         except (RuntimeError, OSError) as exc:
-            return _failure(job, "HostCrash", f"{exc}; the model is unchanged and the host keeps running")
-        if job.get("ids") and job["mode"] == "automate":
-            warm_ids(job["ids"])  # while the script runs: the keeper checks the IDS after it
+            return _failure("HostCrash", f"{exc}; the model is unchanged and the host keeps running")
+        if command.ids and command.mode == "automate":
+            warm_ids(command.ids)  # while the script runs: the keeper checks the IDS after it
         try:
-            message = self._await_script(run, run.started + float(job["timeout_s"]))
+            message = self._await_script(run, run.started + float(command.timeout_s))
         except TimeoutError:
             run.kill()
-            outcome = self._collect_output(run, {"ok": False, "timed_out": True, "error": {
-                "type": "Timeout", "line": None, "traceback": "",
-                "message": f"the script ran longer than its {float(job['timeout_s']):g} s limit and was stopped; "
-                           "the model is unchanged"}})
+            outcome = self._collect_output(run, {"ok": False, "timed_out": True, "error": ErrorInfo(
+                "Timeout", f"the script ran longer than its {float(command.timeout_s):g} s limit and was stopped; "
+                           "the model is unchanged").to_dict()})
             run.close()
             return self._finish(run, outcome, committed=False)
         if message is _ABORTED:
@@ -192,10 +210,10 @@ class Keeper:
         if message is None:
             return self._crashed(run)
         result = self._collect_output(run, message["result"])
-        if not result["ok"] or job["mode"] == "collect":
+        if not result["ok"] or command.mode == "collect":
             self._retire(run)
             return self._finish(run, result, committed=False)
-        if job.get("hold"):
+        if command.holds:
             return self._hold(run, result, job)
         return self._commit(run, result, job)
 
@@ -254,8 +272,8 @@ class Keeper:
     def _cancelled(self, run: ScriptProcess) -> dict[str, Any]:
         run.kill()
         message = CANCELLED_RUNNING if run.mode == "automate" else CANCELLED_COLLECTING
-        outcome = self._collect_output(run, {"ok": False, "cancelled": True, "error": {
-            "type": "Cancelled", "message": message, "line": None, "traceback": ""}})
+        outcome = self._collect_output(run, {"ok": False, "cancelled": True,
+                                             "error": ErrorInfo("Cancelled", message).to_dict()})
         run.close()
         return self._finish(run, outcome, committed=False)
 
@@ -264,6 +282,7 @@ class Keeper:
         if self.held is not None:
             return {"ok": False, "error": "an automation awaits a decision"}
         signature = file_signature(path)
+        self.seen_signature = signature  # read or not, this version is known: it is not reloaded again
         try:
             self.model = open_checked(path)
         except BadModelError as exc:
@@ -371,10 +390,10 @@ class Keeper:
         crash_log, _ = _read_capped(run.files["crash"])
         frames = _CRASH_FRAME.findall(crash_log)
         kind = "LimitReached" if how.startswith("stopped:") else "HostCrash"  # a limit ended it (limits.py)
-        error = {"type": kind, "message": f"{how}; the model is unchanged and the host keeps running",
-                 "line": int(frames[0]) if frames else None,
-                 "traceback": "\n".join(line.strip() for line in crash_log.splitlines() if '"<script>"' in line)}
-        result = self._collect_output(run, {"ok": False, "error": error})
+        error = ErrorInfo(kind, f"{how}; the model is unchanged and the host keeps running",
+                          int(frames[0]) if frames else None,
+                          "\n".join(line.strip() for line in crash_log.splitlines() if '"<script>"' in line))
+        result = self._collect_output(run, {"ok": False, "error": error.to_dict()})
         run.close()
         return self._finish(run, result, committed=False)
 
@@ -488,6 +507,7 @@ class Keeper:
         if not result.get("ok"):
             return self._timed(self._finish(run, result, committed=False), script_ms, started)
         if prepared.unchanged:  # committed as it is: the saved file, and the processes ready for the next script
+            self.seen_signature = file_signature(self.committed_path)
             reply = {**self._finish(run, {**result, "unchanged": True}, committed=False), "committed": True}
             return self._timed({**reply, "document": describe_document(self.model, self.save_path)}, script_ms, started)
         assert prepared.path is not None and prepared.adopted is not None
@@ -496,7 +516,7 @@ class Keeper:
                 return self._timed(self._conflict(run, result, target), script_ms, started)
             replace_atomically(prepared.path, target)
             self.disk_signature = file_signature(target)
-            self.committed_signature = self.disk_signature
+            self.committed_signature = self.seen_signature = self.disk_signature
         self.replaced_models.append(self.model)
         if self.hands_over:  # its successor prepares the next scripts' processes; until then they start on demand
             self.strategy.replenishing = False
@@ -509,7 +529,6 @@ class Keeper:
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
         document = describe_document(self.model, self.save_path)
         return self._timed({**self._finish(run, result, committed=True), "document": document,
-                            "disk_signature": list(self.disk_signature or ()),
                             "model_read": "changed records" if prepared.rebuilt else "whole file"}, script_ms, started)
 
     def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
@@ -531,13 +550,13 @@ class Keeper:
                         "the change on that version")
         except BadModelError as exc:
             message += f"; the file on disk could not be read back ({exc}), so the host keeps its own version"
-        failed = {**result, "ok": False, "conflict": True, "error": {
-            "type": "CommitConflict", "message": message, "line": None, "traceback": ""}}
+        self.seen_signature = file_signature(target)
+        failed = {**result, "ok": False, "conflict": True, "error": ErrorInfo("CommitConflict", message).to_dict()}
         return self._finish(run, failed, committed=False)
 
     def _commit_failed(self, run: ScriptProcess, result: dict[str, Any], message: str) -> dict[str, Any]:
-        failed = {**result, "ok": False, "error": {"type": "CommitFailed", "message": message + "; the model is unchanged",
-                                                   "line": None, "traceback": ""}}
+        failed = {**result, "ok": False,
+                  "error": ErrorInfo("CommitFailed", message + "; the model is unchanged").to_dict()}
         return self._finish(run, failed, committed=False)
 
     def _finish(self, run: ScriptProcess, result: dict[str, Any], committed: bool) -> dict[str, Any]:
@@ -546,10 +565,17 @@ class Keeper:
         return {**result, "committed": committed, "duration_ms": _ms_since(run.started)}
 
 
-def _failure(job: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "committed": False, "stdout": "", "failures": [],
-            "changes": {"added": [], "modified": [], "deleted": []}, "duration_ms": 0,
-            "error": {"type": kind, "message": message, "line": None, "traceback": ""}}
+def script_job(command: ExecuteCommand, model_name: str | None) -> dict[str, Any]:
+    """What the script's process and the trusted report are given of an execute: its wire fields, with the
+    defaults the host applies (hold only for an automation, validation warn) and the epilogue's code."""
+    return {**command.to_dict(), "hold": command.holds, "validation": command.validation or "warn",
+            "epilogue_code": command.epilogue.code if command.epilogue else None,
+            "refs": [ref.to_dict() for ref in command.refs or ()], "model_name": model_name}
+
+
+def _failure(kind: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "committed": False, "stdout": "", "failures": [], "changes": NO_CHANGES.to_dict(),
+            "duration_ms": 0, "error": ErrorInfo(kind, message).to_dict()}
 
 
 def _readable_handle(run: ScriptProcess) -> Any:
@@ -631,14 +657,15 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
     keeper = Keeper(model, save_path, hold_timeout_s, private_fds=(connection.fileno(),), model_path=model_path,
                     isolation=isolation)
     if expect_signature is not None:
-        keeper.disk_signature = keeper.committed_signature = expect_signature
+        keeper.disk_signature = keeper.committed_signature = keeper.seen_signature = expect_signature
         keeper.baseline = baseline
     else:
         keeper.committed_signature = opened_signature
+        keeper.seen_signature = file_signature(model_path)
     keeper.connection = connection
     keeper.hands_over = True
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
-                     "isolation": keeper.strategy.name, "sandbox": keeper.sandbox})
+                     "isolation": keeper.strategy.name, "sandbox": keeper.sandbox, "keeper": keeper.state()})
     try:
         while True:
             if keeper.queued:
@@ -657,10 +684,11 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
             if request.get("op") == "abort":  # nothing of it runs now; no reply (see the module's doc)
                 keeper.note_abort(str(request.get("request_id")))
                 continue
+            keeper.expire_hold()  # a request that arrives as the hold runs out finds it discarded, as a late one would
             reply = keeper.handle(request)
             if keeper.runtime_gone:
                 return 0
-            connection.send(reply)
+            connection.send({**reply, "keeper": keeper.state()})
             keeper.after_reply()
     finally:
         keeper.shutdown()

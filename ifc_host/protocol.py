@@ -5,12 +5,14 @@ reply naming the problem, and the host never sends a message the cloud would rej
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 from typing import Any
 
 import ifcopenshell
 
+from shared_contract.host_messages import NO_CHANGES, ExecuteResult, Hello
 from shared_contract.validate import ContractError, validate_host_message
 
 RUNTIME_VERSION = "1.0.0"
@@ -19,11 +21,10 @@ CAPABILITIES = ["execute", "export_view", "hold", "decide", "ping", "context", "
                 "refs"]
 CLOUD_TO_HOST = ("welcome", "execute", "export_view", "decide", "context", "ping", "pong", "error", "abort",
                  "export_scene")
-RESULT_FIELDS = (
-    "ok", "committed", "stdout", "error", "failures", "changes", "epilogue_stdout", "duration_ms", "timed_out",
-    "stdout_truncated", "held", "external_changes", "change_details", "validation", "cancelled", "script_ms",
-    "commit_ms", "unchanged",
-)
+# What of a keeper result goes on the wire as it is: ExecuteResult's own fields (a field added to the contract
+# passes through without being listed here); `details` carries the host-only extras below.
+RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(ExecuteResult) if f.name not in ("request_id", "details"))
+DETAILS = ("geometry_changed", "epilogue_truncated")
 
 
 class ProtocolProblem(ValueError):
@@ -54,14 +55,8 @@ def parse_inbound(raw: str | bytes) -> dict[str, Any]:
 
 
 def hello(document: dict[str, Any], host_id: str | None) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "type": "hello", "host_app": HOST_APP, "host_version": ifcopenshell.version,
-        "runtime_version": RUNTIME_VERSION, "python_version": platform.python_version(),
-        "document": document, "capabilities": list(CAPABILITIES),
-    }
-    if host_id:
-        message["host_id"] = host_id
-    return checked(message)
+    return checked(Hello(HOST_APP, ifcopenshell.version, RUNTIME_VERSION, platform.python_version(), document,
+                         host_id or None, tuple(CAPABILITIES)).to_dict())
 
 
 def error(message: str, request_id: str | None = None) -> dict[str, Any]:
@@ -78,20 +73,14 @@ def pong(ping: dict[str, Any]) -> dict[str, Any]:
 
 
 def execute_result(request_id: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Shape a keeper result into an execute_result; host-only extras travel in `details`."""
-    message: dict[str, Any] = {"type": "execute_result", "request_id": request_id}
-    for key in RESULT_FIELDS:
-        if key in result and (result[key] is not None or key in ("error", "epilogue_stdout")):
-            message[key] = result[key]
-    message.setdefault("stdout", "")
-    message.setdefault("failures", [])
-    message.setdefault("changes", {"added": [], "modified": [], "deleted": []})
-    message.setdefault("committed", False)
-    message.setdefault("duration_ms", 0)
-    details = {k: result[k] for k in ("geometry_changed", "epilogue_truncated") if result.get(k) is not None}
-    if details:
-        message["details"] = details
-    return checked(message)
+    """Shape a keeper result into an execute_result (ContractError when it does not fit); host-only extras
+    travel in `details`."""
+    fields = {key: result[key] for key in RESULT_FIELDS if result.get(key) is not None}
+    details = {key: result[key] for key in DETAILS if result.get(key) is not None}
+    message = {"type": "execute_result", "request_id": request_id, "stdout": "", "failures": [],
+               "changes": NO_CHANGES.to_dict(), "committed": False, "duration_ms": 0, **fields,
+               **({"details": details} if details else {})}
+    return ExecuteResult.from_dict(message).to_dict()
 
 
 def export_view_result(request_id: str, *, png_base64: str, width: int, height: int, view: str,

@@ -37,8 +37,9 @@ from urllib.parse import urlsplit, urlunsplit
 import websocket
 
 from ifc_host import protocol
-from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, ExecuteJob, IsolatedExecutor
+from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, IsolatedExecutor
 from ifc_host.scene_export import BeforeCopies
+from shared_contract.host_messages import Decide, ExecuteCommand
 from shared_contract.validate import ContractError, content_hash
 
 log = logging.getLogger("nexus.ifc_host")
@@ -268,9 +269,10 @@ class HostRuntime:
         if kind == "ping":
             self._reply(protocol.pong(message))
         elif kind == "execute":
-            self._start_execute(message)
+            self._start_execute(ExecuteCommand.build(message))  # parse_inbound checked it
         elif kind == "decide":
-            self._start_job(message["request_id"], self._run_decide, message)
+            decide = Decide.build(message)
+            self._start_job(decide.request_id, self._run_decide, decide)
         elif kind == "abort":
             self._abort(message["request_id"])
         elif kind == "export_view":
@@ -283,29 +285,30 @@ class HostRuntime:
             log.warning("the server reported a problem: %s", message.get("message"))
         return False
 
-    def _start_execute(self, message: dict[str, Any]) -> None:
-        request_id = message["request_id"]
+    def _start_execute(self, command: ExecuteCommand) -> None:
+        request_id = command.request_id
         held = self.executor.held_request_id
         if held is not None:
             self._reply(protocol.error(
                 f"busy: automation {held} awaits a keep/discard decision; request {request_id} was not run",
                 request_id))
             return
-        epilogue = message.get("epilogue")
-        if epilogue is not None and content_hash(epilogue["code"]) != epilogue["sha256"]:
+        epilogue = command.epilogue
+        if epilogue is not None and content_hash(epilogue.code) != epilogue.sha256:
             self._reply(protocol.error(
-                f"the epilogue's sha256 does not match its code (capability {epilogue['capability_version']}); "
+                f"the epilogue's sha256 does not match its code (capability {epilogue.capability_version}); "
                 f"request {request_id} was not run", request_id))
             return
-        self._start_job(request_id, self._run_execute, message)
+        self._start_job(request_id, self._run_execute, command)
 
-    def _start_job(self, request_id: str, target: Any, message: dict[str, Any]) -> None:
+    def _start_job(self, request_id: str, target: Any, message: ExecuteCommand | Decide) -> None:
+        execute = isinstance(message, ExecuteCommand)
         if not self._job_lock.acquire(blocking=False):
             self._reply(protocol.error(
                 f"busy: another script is running; request {request_id} was not run (one execute at a time)",
                 request_id))
             return
-        if message["type"] == "execute":
+        if execute:
             self.executor.expect(request_id)  # before its thread starts: an abort right behind it stops it
 
         def run() -> None:
@@ -315,13 +318,13 @@ class HostRuntime:
                 log.exception("request %s failed inside the host", request_id)
                 reply = protocol.error(f"the host failed to run request {request_id}: {exc}", request_id)
             finally:
-                if message["type"] == "execute":
+                if execute:
                     self.executor.forget(request_id)
                 # Free the slot before answering: the cloud may send the next script the moment it reads this.
                 self._job_lock.release()
             self._reply(reply)
 
-        self._spawn(run, f"ifc-host-{message['type']}")
+        self._spawn(run, f"ifc-host-{message.TYPE}")
 
     def _abort(self, request_id: str) -> None:
         """The run behind `request_id` was cancelled: stop its script, or discard what it holds."""
@@ -378,12 +381,7 @@ class HostRuntime:
         thread.start()
 
     # --- work ----------------------------------------------------------------------------------------
-    def _run_execute(self, message: dict[str, Any]) -> dict[str, Any]:
-        epilogue = message.get("epilogue") or {}
-        job = ExecuteJob(request_id=message["request_id"], mode=message["mode"], code=message["code"],
-                         timeout_s=float(message["timeout_s"]), epilogue_code=epilogue.get("code"),
-                         hold=bool(message.get("hold")), validation=message.get("validation") or "warn",
-                         ids=message.get("ids"), refs=tuple(message.get("refs") or ()), rules=message.get("rules"))
+    def _run_execute(self, job: ExecuteCommand) -> dict[str, Any]:
         log.info("running %s script for request %s", job.mode, job.request_id)
         if job.mode == "automate":  # the model as it was, for the scene's deleted and moved elements
             self.before_copies.keep(job.request_id, self.executor.committed_path)
@@ -392,11 +390,11 @@ class HostRuntime:
             self.before_copies.drop(job.request_id)
         return self._result_message(job.request_id, result)
 
-    def _run_decide(self, message: dict[str, Any]) -> dict[str, Any]:
-        result = self.executor.decide(message["request_id"], message["decision"])
+    def _run_decide(self, decide: Decide) -> dict[str, Any]:
+        result = self.executor.decide(decide.request_id, decide.decision)
         if result.get("unknown"):
-            return protocol.error(result["message"], message["request_id"])
-        return self._result_message(message["request_id"], result)
+            return protocol.error(result["message"], decide.request_id)
+        return self._result_message(decide.request_id, result)
 
     def _result_message(self, request_id: str, result: dict[str, Any]) -> dict[str, Any]:
         log.info("request %s: ok=%s committed=%s held=%s (%.0f ms)", request_id, result.get("ok"),

@@ -33,10 +33,24 @@ def content_hash(code: str) -> str:
 
 
 @cache
-def _validator(relative_path: str) -> Draft202012Validator:
+def _schema_file(relative_path: str) -> dict[str, Any]:
     schema = json.loads((SCHEMA_DIR / relative_path).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    return schema
+
+
+def schema_at(location: str) -> dict[str, Any]:
+    """The schema at `file.json` or `file.json#/json/pointer` (a part of one, e.g. a nested object)."""
+    relative_path, _, pointer = location.partition("#")
+    node: Any = _schema_file(relative_path)
+    for part in (p for p in pointer.split("/") if p):
+        node = node[int(part)] if isinstance(node, list) else node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+@cache
+def _validator(location: str) -> Draft202012Validator:
+    return Draft202012Validator(schema_at(location))
 
 
 @cache
@@ -63,9 +77,10 @@ def describe_errors(errors: list) -> str:
     return "; ".join(parts)
 
 
-def check(relative_path: str, value: Any, what: str) -> None:
-    """Raise ContractError naming every offending field when `value` does not match the schema."""
-    errors = list(_validator(relative_path).iter_errors(value))
+def check(location: str, value: Any, what: str) -> None:
+    """Raise ContractError naming every offending field when `value` does not match the schema at `location`
+    (a file under shared_contract/, optionally with a JSON pointer to a part of it: see schema_at)."""
+    errors = list(_validator(location).iter_errors(value))
     if errors:
         raise ContractError(f"invalid {what}: {describe_errors(errors)}")
 

@@ -5,6 +5,7 @@ import pytest
 
 from cloud.grounding.ifc_api import build_ifc_index
 from cloud.grounding.index import ApiEntry, ApiIndex
+from cloud.hosts.hello import Hello
 from tests.support.client import write_script
 
 
@@ -61,9 +62,9 @@ def test_revit_lookup_reads_the_installed_stubs():
     assert of_category.startswith("method Autodesk.Revit.DB.FilteredElementCollector.OfCategory(")
 
 
-def _hello(host_app: str, **fields) -> dict:
-    return {"type": "hello", "host_app": host_app, "host_version": "1", "runtime_version": "1",
-            "python_version": "3.11.7", "document": {"title": "T"}, **fields}
+def _hello(host_app: str, **fields) -> Hello:
+    return Hello.parse({"type": "hello", "host_app": host_app, "host_version": "1", "runtime_version": "1",
+                        "python_version": "3.11.7", "document": {"title": "T"}, **fields})
 
 
 def test_each_provider_says_which_api_index_answers_for_its_hosts():

@@ -38,7 +38,8 @@ def test_hello_is_parsed_once_into_a_typed_value():
     # It still reads as the message it came from, for code that wants the wire form.
     assert hello.raw == message and hello.as_message() == message and hello["host_app"] == "revit"
     assert hello.get("capabilities") == ["hold", "context"] and dict(hello) == message
-    assert Hello.parse(hello) is hello
+    with pytest.raises(TypeError, match="Hello.parse takes the hello message"):
+        Hello.parse(hello)  # one way in: the wire dict; code that has a Hello passes it on as it is
     assert hello == message and message == hello and hello == Hello.parse(dict(message))
     assert hello != {**message, "host_version": "2025"}
     assert Hello.parse(hello_of("ifc", python_version="unknown")).python_major is None
@@ -82,7 +83,7 @@ def test_the_script_dialect_comes_from_the_provider():
 
 
 def _capture_description(hello: dict | None) -> str:
-    return {t["name"]: t for t in host_tool_definitions(hello)}["capture_view"]["description"]
+    return {t["name"]: t for t in host_tool_definitions(Hello.parse(hello))}["capture_view"]["description"]
 
 
 def test_capture_view_lists_every_kind_of_view_each_host_offers():
@@ -98,7 +99,7 @@ def test_capture_view_lists_every_kind_of_view_each_host_offers():
     assert "IFC" not in revit and "storey" not in revit
     # Without a host the model gets the canonical definitions; the other tools never change.
     assert host_tool_definitions(None) == tool_definitions()
-    for hello in (hello_of("ifc"), hello_of("revit"), hello_of("test")):
+    for hello in (Hello.parse(hello_of(app)) for app in ("ifc", "revit", "test")):
         tools = host_tool_definitions(hello)
         assert [t["name"] for t in tools] == [t["name"] for t in tool_definitions()]
         assert [t for t in tools if t["name"] != "capture_view"] == \

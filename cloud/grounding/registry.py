@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from cloud.grounding.index import ApiEntry, ApiIndex
 from cloud.hosts.hello import Hello
@@ -28,10 +26,10 @@ def _runtime_helpers(host_app: str) -> list[ApiEntry]:
     return [ApiEntry(r["name"], r["kind"], r.get("signature", ""), r.get("doc", "")) for r in rows]
 
 
-def api_index(host_app: str, hello: Mapping[str, Any]) -> ApiIndex:
+def api_index(host_app: str, hello: Hello) -> ApiIndex:
     """The index for this host (built on first use; call `warm` when a host connects to build it early)."""
     try:
-        source = get_provider(host_app).api_index_source(Hello.parse(hello))
+        source = get_provider(host_app).api_index_source(hello)
     except UnknownHostApp:
         source = None
     if source is None:
@@ -46,7 +44,7 @@ def api_index(host_app: str, hello: Mapping[str, Any]) -> ApiIndex:
         return _indexes[source.key]
 
 
-def warm(host_app: str, hello: Mapping[str, Any]) -> None:
+def warm(host_app: str, hello: Hello) -> None:
     def build() -> None:
         try:
             api_index(host_app, hello)

@@ -57,7 +57,7 @@ class ApiIndexSource:
 
 
 class HostCapabilityProvider(Protocol):
-    """Methods taking `hello` get a Hello; they also accept the plain hello message (Hello.parse)."""
+    """Methods taking `hello` get the Hello parsed when the host connected (Hello.parse, from the wire dict)."""
 
     host_app: str  # matches hello.host_app
     capability_version: str  # versioned independently of any desktop binary

@@ -2,42 +2,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import Any
 
-from shared_contract.validate import validate_host_message
+from shared_contract.host_messages import Hello as HelloMessage
 
 
 @dataclass(frozen=True, eq=False)  # equality is the wire form's (see __eq__); unhashable like a dict
-class Hello(Mapping[str, Any]):
-    """What a host runtime said about itself. Reads like the message (`hello["document"]`) for code
-    that wants the wire form, and typed (`hello.document`, `hello.has("hold")`) for everything else."""
-
-    host_app: str
-    host_version: str
-    runtime_version: str
-    python_version: str
-    document: Mapping[str, Any]
-    capabilities: frozenset[str] = frozenset()
-    host_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+class Hello(HelloMessage, Mapping[str, Any]):
+    """What a host runtime said about itself: shared_contract's Hello (`hello.document`, `hello.has("hold")`),
+    which also reads like the message it came from (`hello["document"]`) for code that wants the wire form."""
 
     @classmethod
-    def parse(cls, message: Mapping[str, Any]) -> Hello:
-        """A Hello from a hello message (checked against shared_contract's schema), or the Hello itself."""
-        if isinstance(message, Hello):
-            return message
-        validate_host_message(dict(message))
-        return cls(host_app=message["host_app"], host_version=message["host_version"],
-                   runtime_version=message["runtime_version"], python_version=message["python_version"],
-                   document=MappingProxyType(dict(message["document"])),
-                   capabilities=frozenset(message.get("capabilities") or ()), host_id=message.get("host_id"),
-                   raw=MappingProxyType(dict(message)))
-
-    def has(self, capability: str) -> bool:
-        """Whether the host announced this capability (e.g. "hold", "context")."""
-        return capability in self.capabilities
+    def parse(cls, message: dict[str, Any]) -> Hello:
+        """The one way in: a hello message as it came over the wire (a dict), checked against
+        shared_contract's schema (ContractError names the field that is wrong)."""
+        if not isinstance(message, dict):
+            raise TypeError(f"Hello.parse takes the hello message (a dict), not {type(message).__name__}")
+        return cls.from_dict(message)
 
     @property
     def title(self) -> str:
@@ -49,24 +31,28 @@ class Hello(Mapping[str, Any]):
         head = self.python_version.strip().split(".", 1)[0]
         return int(head) if head.isdigit() else None
 
+    @property
+    def raw(self) -> dict[str, Any]:
+        return self.to_dict()
+
     def as_message(self) -> dict[str, Any]:
         """The hello as it came over the wire (a plain dict, for JSON)."""
-        return dict(self.raw)
+        return self.to_dict()
 
     def __eq__(self, other: object) -> bool:
         """Equal to another Hello or a message with the same wire form."""
-        if isinstance(other, Hello):
-            return dict(self.raw) == dict(other.raw)
+        if isinstance(other, HelloMessage):
+            return self.to_dict() == other.to_dict()
         if isinstance(other, Mapping):
-            return dict(self.raw) == dict(other)
+            return self.to_dict() == dict(other)
         return NotImplemented
 
     # Mapping over the wire form
     def __getitem__(self, key: str) -> Any:
-        return self.raw[key]
+        return self.to_dict()[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.raw)
+        return iter(self.to_dict())
 
     def __len__(self) -> int:
-        return len(self.raw)
+        return len(self.to_dict())

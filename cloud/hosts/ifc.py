@@ -34,7 +34,6 @@ class IfcProvider:
         return PYTHON3  # the host runs scripts in its own CPython 3
 
     def system_prompt_fragment(self, hello: Hello) -> str:
-        hello = Hello.parse(hello)  # a plain hello dict is accepted too
         document = hello.document
         storeys = [str(s) for s in document.get("storeys") or []]
         storey_line = ""
@@ -55,7 +54,6 @@ class IfcProvider:
         return text(VIEWS_NAME).strip()
 
     def api_index_source(self, hello: Hello) -> ApiIndexSource:
-        hello = Hello.parse(hello)  # a plain hello dict is accepted too
         schema = str(hello.document.get("schema") or DEFAULT_SCHEMA).upper()
 
         def build() -> ApiIndex:

@@ -3,13 +3,13 @@ definitions a host's model sees), and provenance stamping of the scripts sent to
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from cloud.hosts.base import HostCapabilityProvider, ScriptDialect
 from cloud.hosts.hello import Hello
+from shared_contract.host_messages import Epilogue
 from shared_contract.validate import content_hash, tool_definitions
 
 __all__ = [
@@ -80,21 +80,19 @@ def host_labels(host_app: str) -> dict[str, str | None]:
             "busy_hint": provider.busy_hint}
 
 
-def script_dialect(hello: Mapping[str, Any]) -> ScriptDialect | None:
+def script_dialect(hello: Hello) -> ScriptDialect | None:
     """The language this host's scripts are written in, as its provider says (None: no provider)."""
-    hello = Hello.parse(hello)
     try:
         return get_provider(hello.host_app).script_dialect(hello)
     except UnknownHostApp:
         return None
 
 
-def host_tool_definitions(hello: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
+def host_tool_definitions(hello: Hello | None) -> tuple[dict[str, Any], ...]:
     """The canonical tool definitions as a model working on this host sees them: `capture_view` lists
     the views the host offers. Without a host (or one with no provider), the canonical definitions."""
     if hello is None:
         return tool_definitions()
-    hello = Hello.parse(hello)
     try:
         provider = get_provider(hello.host_app)
     except UnknownHostApp:
@@ -119,8 +117,12 @@ class CapabilityScript:
     code: str
     sha256: str
 
+    def as_epilogue(self) -> Epilogue:
+        """The stamped epilogue an execute carries."""
+        return Epilogue(self.code, self.sha256, self.capability_version)
+
     def as_message(self) -> dict[str, str]:
-        return {"code": self.code, "sha256": self.sha256, "capability_version": self.capability_version}
+        return self.as_epilogue().to_dict()
 
 
 def stamped_epilogue(host_app: str) -> CapabilityScript:

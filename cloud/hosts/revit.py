@@ -52,11 +52,9 @@ class RevitProvider:
     busy_hint = "If Revit stays busy, press Esc in Revit (a dialog or edit mode may be open)."
 
     def script_dialect(self, hello: Hello) -> ScriptDialect:
-        hello = Hello.parse(hello)  # a plain hello dict is accepted too
         return PYTHON3 if python_major(hello.python_version) >= 3 else IRONPYTHON2
 
     def system_prompt_fragment(self, hello: Hello) -> str:
-        hello = Hello.parse(hello)  # a plain hello dict is accepted too
         main, dialects = _prompt_parts()
         values = {"host_version": hello.host_version, "python_version": hello.python_version.split(" (")[0]}
         dialect = dialects["python3" if self.script_dialect(hello).python_major >= 3 else "python2"]
@@ -67,7 +65,6 @@ class RevitProvider:
         return text(VIEWS_NAME).strip()
 
     def api_index_source(self, hello: Hello) -> ApiIndexSource:
-        hello = Hello.parse(hello)  # a plain hello dict is accepted too
         digits = _DIGITS.findall(hello.host_version)
         year = int(digits[0]) if digits else DEFAULT_REVIT_YEAR
         version = year - 2000 if year > 2000 else year

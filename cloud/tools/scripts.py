@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cloud import chunks
+from cloud.hostlink import request_id_for
 from cloud.hosts.base import split_epilogue_output
 from cloud.hosts.registry import (
     CapabilityScript,
@@ -24,6 +25,7 @@ from cloud.tools.render import describe_run
 from cloud.tools.result import ScriptResult
 from cloud.transcript import tool_result_part
 from cloud.validation_setting import effective_validation, session_ids
+from shared_contract.host_messages import ExecuteCommand, ExecuteResult, ModelRef
 
 HOLD_CAPABILITY = "hold"
 VALIDATE_CAPABILITY = "validate"  # the host checks what an automation introduced (warn or block)
@@ -51,46 +53,54 @@ def _audit(ctx: ToolContext, call_id: str, epilogue: CapabilityScript | None, co
          "kind": kind, "code": code, "sha256": sha} for kind, code, sha in scripts])
 
 
+def execute_command(ctx: ToolContext, call: dict[str, Any], run: ScriptRun,
+                    epilogue: CapabilityScript | None) -> ExecuteCommand:
+    """The execute for this script, with what the host's hello says it can do: hold the transaction open so
+    the policy can be re-read once the script has run, check what an automation introduced, see the session's
+    reference models."""
+    assert ctx.host is not None
+    hello, session_id = ctx.host.hello, ctx.session.session_id
+    refs = session_refs(ctx.store, session_id) if hello.has(REFS_CAPABILITY) else []
+    options: dict[str, Any] = {}
+    if run.mode == "automate":
+        hold = hello.has(HOLD_CAPABILITY)
+        options.update(hold=hold, review=hold and run.review)
+        if hello.has(VALIDATE_CAPABILITY):
+            options.update(validation=effective_validation(ctx.store, session_id, ctx.session.user_name),
+                           ids=session_ids(ctx.store, session_id) or None,
+                           rules=session_rules(ctx.store, session_id) or None)
+    return ExecuteCommand(
+        request_id=request_id_for({"type": "execute"}, call["id"]), mode=run.mode,  # type: ignore[arg-type]
+        code=run.code, timeout_s=ctx.settings.script_timeout_s,
+        epilogue=epilogue.as_epilogue() if epilogue is not None else None,
+        refs=tuple(ModelRef.from_dict(ref) for ref in refs) or None, **options)
+
+
 def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOutput:
     assert ctx.host is not None
     automate = run.mode == "automate"
-    command: dict[str, Any] = {"type": "execute", "mode": run.mode, "code": run.code,
-                               "timeout_s": ctx.settings.script_timeout_s}
-    refs = session_refs(ctx.store, ctx.session.session_id)
-    if refs and ctx.host.hello.has(REFS_CAPABILITY):
-        command["refs"] = refs  # the federated session's reference models, read-only in the script
     provider, epilogue = None, None
     if automate:
         try:
             provider, epilogue = get_provider(ctx.host.host_app), stamped_epilogue(ctx.host.host_app)
-            command["epilogue"] = epilogue.as_message()
         except UnknownHostApp:
             pass
-        # Hold the transaction open so the policy can be re-read once the script has run.
-        command["hold"] = ctx.host.hello.has(HOLD_CAPABILITY)
-        command["review"] = command["hold"] and run.review
-        if ctx.host.hello.has(VALIDATE_CAPABILITY):
-            command["validation"] = effective_validation(ctx.store, ctx.session.session_id, ctx.session.user_name)
-            ids = session_ids(ctx.store, ctx.session.session_id)
-            if ids:
-                command["ids"] = ids
-            rules = session_rules(ctx.store, ctx.session.session_id)
-            if rules:
-                command["rules"] = rules
+    command = execute_command(ctx, call, run, epilogue)
     _audit(ctx, call["id"], epilogue, run.code)
-    reply = ctx.host.ask(command, ctx.settings.tool_timeout_s, ctx.cancel, about=call["id"])
+    reply = ctx.host.ask(command.to_dict(), ctx.settings.tool_timeout_s, ctx.cancel, about=call["id"])
     result = reply.message
     if result is None or result.get("type") != "execute_result":
         ctx.record(call["name"], Outcome.NOT_COMMITTED if automate else Outcome.COLLECTED,
                    run.code if automate else None)
         return (yield from plain(call, no_reply_text(ctx, reply)))
-    report, directives = split_epilogue_output(result.get("epilogue_stdout"))
+    outcome = ExecuteResult.from_dict(result)  # every link hands on only replies that fit the contract
+    report, directives = split_epilogue_output(outcome.epilogue_stdout)
     image: Exported | None = None
     decision = None
-    if automate and provider is not None and (result.get("held") or result.get("committed")):
+    if automate and provider is not None and (outcome.held or outcome.committed):
         view = provider.view_to_capture(result)
         image = export_view(ctx, call["id"], view) if view is not None else None
-    if result.get("held"):
+    if outcome.held:
         result, decision = yield from settle(ctx, call, result, report, image)
     committed = bool(result.get("committed"))
     ctx.record(call["name"], (Outcome.COMMITTED if committed else Outcome.NOT_COMMITTED) if automate

@@ -203,10 +203,11 @@ def test_http_sessions_take_references_from_the_persons_own_folders_only(server,
 
 def test_lookup_api_finds_the_clash_api_and_the_reference_helpers():
     from cloud.grounding.registry import api_index
+    from cloud.hosts.hello import Hello
 
-    index = api_index("ifc", {"type": "hello", "host_app": "ifc", "host_version": "1", "runtime_version": "1",
-                              "python_version": "3.11.7",
-                              "document": {"title": "T", "schema": "IFC4"}})
+    index = api_index("ifc", Hello.parse({"type": "hello", "host_app": "ifc", "host_version": "1",
+                                          "runtime_version": "1", "python_version": "3.11.7",
+                                          "document": {"title": "T", "schema": "IFC4"}}))
     assert index.answer("Clasher").splitlines()[1].startswith("class ifcclash.ifcclash.Clasher(")
     assert "ifcclash.ifcclash.Clasher.clash(" in index.answer("Clasher clash")
     clash = index.answer("refs.clash")

@@ -16,6 +16,7 @@ import ifcopenshell
 import pytest
 
 from cloud.context import render_context_block
+from cloud.hosts.hello import Hello
 from cloud.hosts.ifc import IfcProvider
 from ifc_host import protocol
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
@@ -37,7 +38,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 def _everything_the_model_is_told(executor: IsolatedExecutor) -> tuple[list[str], str, str]:
     hello = protocol.hello(executor.document, None)  # what the host says when it connects
     block = render_context_block(SimpleNamespace(hello=hello), executor.context())
-    return executor.document["storeys"], block, IfcProvider().system_prompt_fragment(hello)
+    return executor.document["storeys"], block, IfcProvider().system_prompt_fragment(Hello.parse(hello))
 
 
 def test_an_unnamed_storey_is_its_step_id_everywhere(tmp_path: Path):

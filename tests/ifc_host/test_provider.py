@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from cloud.hosts.base import ViewRequest, split_epilogue_output
+from cloud.hosts.hello import Hello
 from cloud.hosts.ifc import PROVIDER
 from cloud.hosts.registry import get_provider, stamped_epilogue
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
 from tests.conformance.hosts import sample_building
 
-HELLO = {"type": "hello", "host_app": "ifc", "host_version": "0.9.0.post1", "runtime_version": "1.0.0",
+HELLO = Hello.parse({"type": "hello", "host_app": "ifc", "host_version": "0.9.0.post1", "runtime_version": "1.0.0",
          "python_version": "3.11.7", "document": {"title": "Sample Office", "schema": "IFC4",
-                                                  "storeys": ["Level 1", "Level 2", "Level 3"]}}
+                                                  "storeys": ["Level 1", "Level 2", "Level 3"]}})
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_the_prompt_fragment_says_how_ifc_differs_from_revit():
                  "regenerates", "print"):
         assert fact in fragment, fact
     assert "$" not in fragment
-    bare = PROVIDER.system_prompt_fragment({**HELLO, "document": {"title": "x"}})
+    bare = PROVIDER.system_prompt_fragment(Hello.parse({**HELLO.as_message(), "document": {"title": "x"}}))
     assert "storeys (views)" not in bare and "$" not in bare
 
 

@@ -8,6 +8,7 @@ import pytest
 from nexus_runtime.log import RuntimeLog
 
 from cloud.hosts.base import ViewRequest, split_epilogue_output
+from cloud.hosts.hello import Hello
 from cloud.hosts.registry import content_hash, get_provider, stamped_epilogue
 from cloud.hosts.revit import PROVIDER, python_major
 from tests.revit.conftest import make_revit, runtime_module
@@ -16,9 +17,9 @@ from tests.revit.fake_revit import uninstall
 IRONPYTHON = "2.7.12 (IronPython 2.7.12 (2.7.12.1000) on .NET 4.0.30319.42000 (64-bit))"
 
 
-def hello(python_version: str = IRONPYTHON) -> dict:
-    return {"type": "hello", "host_app": "revit", "host_version": "2026 (26.0.4.409)", "runtime_version": "0.1.0",
-            "python_version": python_version, "document": {"title": "Tower A"}}
+def hello(python_version: str = IRONPYTHON) -> Hello:
+    return Hello.parse({"type": "hello", "host_app": "revit", "host_version": "2026 (26.0.4.409)",
+                        "runtime_version": "0.1.0", "python_version": python_version, "document": {"title": "Tower A"}})
 
 
 def test_the_registry_serves_the_revit_provider_and_stamps_its_epilogue():

@@ -267,7 +267,6 @@ class TestProvider:
         return PYTHON3
 
     def system_prompt_fragment(self, hello: Hello) -> str:
-        hello = Hello.parse(hello)
         return (f"Scripts see `doc`, an in-memory test document \"{hello.title}\" "
                 "(doc.add, doc.delete, doc.by_class, doc.elements).")
 

@@ -95,10 +95,10 @@ def elements_of_storey(storey: Entity) -> list[Entity]:
     stack = [storey]
     while stack:
         parent = stack.pop()
-        for child in _children(parent):
+        for child, rel, rel_class in _children(parent):
             if child.id() in found or child.is_a("IfcBuildingStorey") or not child.is_a("IfcProduct"):
                 continue
-            if parent_of(child) != parent:  # reached by a link the rule ranks below another one it has
+            if not _first_link(child, rel, rel_class, parent):  # the rule ranks another of its relationships above this one
                 continue
             found[child.id()] = child
             stack.append(child)
@@ -186,17 +186,27 @@ def _inverse_names(element: Entity) -> frozenset[str]:
     return _inverse_names_of(element.is_a(True))
 
 
-def _children(parent: Entity) -> list[Entity]:
-    out: list[Entity] = []
+def _children(parent: Entity) -> list[tuple[Entity, Entity, str]]:
+    """(child, the relationship it was reached through, its class in the rule) for every link down from `parent`."""
+    out: list[tuple[Entity, Entity, str]] = []
     names = _inverse_names(parent)
     for attribute, links in _CHILD_LINKS.items():
         if attribute not in names:
             continue
         for rel in getattr(parent, attribute) or ():
-            side = next((child_side for rel_class, child_side in links if rel.is_a(rel_class)), None)
-            if side is not None:
-                out.extend(_as_tuple(getattr(rel, side)))
+            link = next(((rel_class, child_side) for rel_class, child_side in links if rel.is_a(rel_class)), None)
+            if link is not None:
+                out.extend((child, rel, link[0]) for child in _as_tuple(getattr(rel, link[1])))
     return out
+
+
+def _first_link(child: Entity, rel: Entity, rel_class: str, parent: Entity) -> bool:
+    """Whether `parent`, reached from `child` through `rel` (of `rel_class`), is the child's parent by the rule."""
+    if rel_class == _CONTAINMENT and "ContainedInStructure" in _inverse_names(child):
+        # containment ranks first: only a second containment (which the schema forbids) can take precedence
+        rels = child.ContainedInStructure
+        return len(rels) == 1 or min(rels, key=lambda r: r.id()) == rel
+    return parent_of(child) == parent
 
 
 def _by_type(model: ifcopenshell.file, ifc_class: str) -> list[Entity]:

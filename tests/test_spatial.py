@@ -140,6 +140,10 @@ def test_the_rule_takes_containment_then_the_host_then_the_whole_then_the_nest()
     nested = next(b for b in model.by_type("IfcBeam") if b.Name == "nested only")
     assert storey_of(nested) == high
     assert storey_of(root("IfcWall")) is None
+    twice = root("IfcColumn")  # contained twice (the schema allows one): the lower relationship id decides
+    for storey in (top, low):
+        root("IfcRelContainedInSpatialStructure", RelatingStructure=storey, RelatedElements=[twice])
+    assert storey_of(twice) == top
     assert_one_rule(model)
 
 

@@ -34,6 +34,7 @@ from ifc_host.executor import ExecuteJob, IsolatedExecutor  # noqa: E402
 from ifc_host.isolation import ISOLATIONS  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
+from ifc_host.trusted_report import epilogue_helpers  # noqa: E402
 from shared_contract.host_messages import ExecuteCommand  # noqa: E402
 
 SAMPLES = {"small": (3, 1), "50k+": (10, 8), "largest": (10, 40), "1M": (10, 112)}  # 1M: ~962k, by --sample 1M
@@ -255,7 +256,7 @@ def bench_change_report(path: Path) -> dict[str, float]:
         out = []
         scope = {"model": model, "ifcopenshell": ifcopenshell, "print": lambda *a, **k: out.append(" ".join(map(str, a))),
                  "nexus_changes": changes.as_contract, "nexus_deleted_info": lambda: changes.deleted_info,
-                 "nexus_geometry_changed": lambda: changes.geometry}
+                 "nexus_geometry_changed": lambda: changes.geometry, **epilogue_helpers(model)}
         started = time.perf_counter()
         exec(epilogue, scope)
         report = time.perf_counter() - started

@@ -26,9 +26,18 @@ MAX_DELETED_SHOWN = 10
 MAX_GROUP_IDS = 200
 MAX_VALUE_CHARS = 160
 
-# Kinds of change, in the order a report lists them.
-KINDS = ("placement", "rebased", "shape", "openings", "type", "container", "attributes", "properties", "material",
-         "relationships", "followed", "linked", "other")
+# Kinds of change, in the order a report lists them, with the words the change report says for each (the epilogue
+# reads them through nexus_kind_words()).
+KIND_WORDS = {
+    "placement": "moved", "rebased": "placement re-based onto a moved host (position unchanged)",
+    "shape": "shape changed", "openings": "openings or fillings changed",
+    "type": "type changed", "container": "container changed", "attributes": "attributes changed",
+    "properties": "property or quantity values changed", "material": "material changed",
+    "relationships": "other relationships changed",
+    "followed": "geometry followed (placed relative to, or cut by, something that changed)",
+    "linked": "linked data changed", "other": "changed through linked data",
+}
+KINDS = tuple(KIND_WORDS)
 # "linked": something the element refers to changed (a material layer, a classification reference); the report
 # names it (ChangeSet.causes). "other" is left only for an element nothing explains; it never comes alone
 # without the entities named either.

@@ -20,7 +20,7 @@ from typing import Any
 import ifcopenshell
 import ifcopenshell.util.element
 
-from ifc_host.model_file import storey_labels
+from ifc_host.spatial import storey_labels, storey_of
 
 OWNER, RELATIONSHIP, RESOURCE, BOUNDARY = "owner", "relationship", "resource", "boundary"
 
@@ -161,35 +161,15 @@ def _entity_ids(value: Any) -> set[int]:
     return set()
 
 
-def storey_of(element: ifcopenshell.entity_instance) -> ifcopenshell.entity_instance | None:
-    """The storey an element stands on: its container, or the container of what it is part of."""
-    current: ifcopenshell.entity_instance | None = element
-    for _ in range(12):
-        if current is None:
-            return None
-        if current.is_a("IfcBuildingStorey"):
-            return current
-        parent = ifcopenshell.util.element.get_container(current)
-        if parent is None:
-            parent = ifcopenshell.util.element.get_aggregate(current) or ifcopenshell.util.element.get_nest(current)
-        if parent is None and current.is_a("IfcOpeningElement"):
-            voids = getattr(current, "VoidsElements", None)
-            parent = voids[0].RelatingBuildingElement if voids else None
-        if parent is None and current.is_a("IfcElement"):
-            fills = getattr(current, "FillsVoids", None)
-            parent = fills[0].RelatingOpeningElement if fills else None
-        current = parent
-    return None
-
-
-def describe_element(element: ifcopenshell.entity_instance) -> dict[str, Any]:
-    """class, type name, storey name, GlobalId and Name of an element, as the change report shows them."""
+def describe_element(element: ifcopenshell.entity_instance, storey_names: dict[int, str]) -> dict[str, Any]:
+    """class, type name, storey (as views name it: `storey_names` is spatial.storey_labels of the element's model),
+    GlobalId and Name of an element, as the change report shows them."""
     element_type = None if element.is_a("IfcTypeObject") else ifcopenshell.util.element.get_type(element)
     storey = storey_of(element)
     return {
         "class": element.is_a(),
         "type": (element_type.Name or f"#{element_type.id()}") if element_type is not None else None,
-        "storey": (storey.Name or f"#{storey.id()}") if storey is not None else None,
+        "storey": (storey_names.get(storey.id()) or f"#{storey.id()}") if storey is not None else None,
         "global_id": getattr(element, "GlobalId", None),
         "name": getattr(element, "Name", None),
     }
@@ -275,7 +255,7 @@ class _ElementMapping:
         return None
 
     def _describe_deleted(self, element: ifcopenshell.entity_instance) -> dict[str, Any]:
-        info = describe_element(element)
+        info = describe_element(element, self._storey_names())
         element_id = element.id()
         info["type"] = self._original_type.get(element_id, info["type"])
         storey = self._original_storey.get(element_id)
@@ -283,19 +263,18 @@ class _ElementMapping:
             parent = self._alive(self._original_parent[element_id])
             found = storey_of(parent) if parent is not None else None
             storey = self._storey_label(found) if found is not None else None
-        if storey is None:
-            own = storey_of(element)
-            storey = self._storey_label(own) if own is not None else None
-        if storey is not None:
+        if storey is not None:  # else its own storey, as describe_element found it
             info["storey"] = storey
         return info
 
-    def _storey_label(self, storey: ifcopenshell.entity_instance) -> str:
-        """The storey as views name it (#<step id> when its Name is shared or empty), read once per run."""
+    def _storey_names(self) -> dict[int, str]:
+        """The storeys as views name them (#<step id> when a Name is shared or empty), read once per run."""
         if self._storey_labels is None:
-            storeys = self.model.by_type("IfcBuildingStorey")
-            self._storey_labels = dict(zip((s.id() for s in storeys), storey_labels(storeys), strict=True))
-        return self._storey_labels.get(storey.id()) or storey.Name or f"#{storey.id()}"
+            self._storey_labels = storey_labels(self.model)
+        return self._storey_labels
+
+    def _storey_label(self, storey: ifcopenshell.entity_instance) -> str:
+        return self._storey_names().get(storey.id()) or f"#{storey.id()}"
 
     def _alive(self, element_id: int) -> ifcopenshell.entity_instance | None:
         if element_id in self._deleted:
@@ -530,9 +509,8 @@ class _DiffMapping(_ElementMapping):
                 self._snapshots[entity_id] = _RelationshipSnapshot(*self._relationship_sides(old), *self._rel_flags(old))
             elif kind == OWNER:
                 if labels is None:
-                    storeys = before.by_type("IfcBuildingStorey")
-                    labels = dict(zip((s.id() for s in storeys), storey_labels(storeys), strict=True))
-                self._deleted_info[entity_id] = _describe_as_it_was(old, labels)
+                    labels = storey_labels(before)
+                self._deleted_info[entity_id] = describe_element(old, labels)  # read before: links intact
                 if old.is_a("IfcProduct"):
                     self._deleted_products.add(entity_id)
         for entity_id in sorted(created):
@@ -550,12 +528,3 @@ class _DiffMapping(_ElementMapping):
         names = self._kinds.attribute_names(new)
         return any(plain_value(old[i]) != plain_value(new[i]) for i, name in enumerate(names)
                    if name in GEOMETRIC_ATTRIBUTES)
-
-
-def _describe_as_it_was(element: ifcopenshell.entity_instance, storey_names: dict[int, str]) -> dict[str, Any]:
-    """describe_element of a deleted element, read in the model before the run (its links all intact)."""
-    info = describe_element(element)
-    storey = storey_of(element)
-    if storey is not None:
-        info["storey"] = storey_names.get(storey.id()) or info["storey"]
-    return info

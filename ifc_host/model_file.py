@@ -16,13 +16,14 @@ import os
 import re
 import stat
 import tempfile
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import ifcopenshell
 import ifcopenshell.ifcopenshell_wrapper as wrapper
+
+from ifc_host.spatial import storey_labels
 
 STEP_TRAILER = b"END-ISO-10303-21;"
 _PARSER_MESSAGES_SHOWN = 3
@@ -207,7 +208,7 @@ def describe_document(model: ifcopenshell.file, path: str | os.PathLike[str]) ->
         "title": title,
         "schema": model.schema_identifier,
         "path": str(Path(path).resolve()),
-        "storeys": storey_labels(storeys)[:100],
+        "storeys": _labels_in_order(model, storeys)[:100],
         "entities": len(model.entity_names()),
     }
     warnings = open_warnings(model)
@@ -230,7 +231,7 @@ def describe_context(model: ifcopenshell.file) -> dict[str, Any]:
     context: dict[str, Any] = {
         "document": (projects[0].Name if projects and projects[0].Name else None) or "IFC model",
         "host_version": f"IfcOpenShell {ifcopenshell.version}",
-        "levels": [_level(s, label) for s, label in zip(storeys, storey_labels(storeys), strict=True)],
+        "levels": [_level(s, label) for s, label in zip(storeys, _labels_in_order(model, storeys), strict=True)],
         "active_view": None,
         "selection": [],
         "counts": counts,
@@ -243,13 +244,9 @@ def describe_context(model: ifcopenshell.file) -> dict[str, Any]:
     return context
 
 
-def storey_labels(storeys: list[ifcopenshell.entity_instance]) -> list[str]:
-    """How each storey is named as a view: its Name when that names it alone, else ``#<step id>`` (an unnamed
-    storey, one whose Name another storey shares, or a Name that itself looks like a step id)."""
-    names = [(s.Name or "").strip() for s in storeys]
-    shared = Counter(names)
-    return [name if name and not name.startswith("#") and shared[name] == 1 else f"#{s.id()}"
-            for s, name in zip(storeys, names, strict=True)]
+def _labels_in_order(model: ifcopenshell.file, storeys: list[ifcopenshell.entity_instance]) -> list[str]:
+    labels = storey_labels(model)
+    return [labels[s.id()] for s in storeys]
 
 
 def _level(storey: ifcopenshell.entity_instance, label: str) -> dict[str, Any]:

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import ifcopenshell
-import ifcopenshell.util.element
 import ifcopenshell.util.placement
 import ifcopenshell.util.unit
 import numpy as np
 
-from ifc_host.model_file import BadModelError, open_checked, storey_labels
+from ifc_host.model_file import BadModelError, open_checked
+from ifc_host.spatial import elements_of_storey as elements_of_storey  # the views import it from here
+from ifc_host.spatial import storey_ids, storey_labels
 
 AXONOMETRIC_VIEW = "3D"
 AXONOMETRIC_STOREY_PREFIX = "3D:"
@@ -92,9 +93,9 @@ def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterab
     """
     storeys = storeys_by_elevation(model)
     if view is None or not view.strip():
-        wanted = set(element_ids)
+        holding = set(storey_ids(model, element_ids).values())
         for storey in storeys:
-            if any(storey_of(model, element_id) == storey.id() for element_id in wanted):
+            if storey.id() in holding:
                 return _plan(model, storey, storeys)
         return _plan(model, storeys[0], storeys) if storeys else ViewSpec(AXONOMETRIC_VIEW, "axonometric", None)
 
@@ -124,7 +125,8 @@ def view_names(model: ifcopenshell.file) -> list[str]:
     with an alignment), ``3D``, then the four elevations."""
     storeys = storeys_by_elevation(model)
     site = [SITE_PLAN_VIEW] if has_site_plan(model, storeys) else []
-    return [*storey_labels(storeys), *site, AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
+    labels = storey_labels(model)
+    return [*(labels[s.id()] for s in storeys), *site, AXONOMETRIC_VIEW, *ELEVATION_VIEWS]
 
 
 def has_site_plan(model: ifcopenshell.file, storeys: list[ifcopenshell.entity_instance] | None = None) -> bool:
@@ -138,51 +140,12 @@ def has_site_plan(model: ifcopenshell.file, storeys: list[ifcopenshell.entity_in
 
 
 def storey_label(storey: ifcopenshell.entity_instance, storeys: list[ifcopenshell.entity_instance]) -> str:
-    """The storey's Name when it names this storey alone, else ``#<step id>``."""
-    return storey_labels(storeys)[storeys.index(storey)]
-
-
-def elements_of_storey(storey: ifcopenshell.entity_instance) -> list[ifcopenshell.entity_instance]:
-    """Products contained in or aggregated under the storey (spaces, their contents, assembly parts)."""
-    found: dict[int, ifcopenshell.entity_instance] = {}
-    stack = [storey]
-    while stack:
-        parent = stack.pop()
-        children: list[ifcopenshell.entity_instance] = []
-        for rel in getattr(parent, "ContainsElements", None) or ():
-            children.extend(rel.RelatedElements)
-        for rel in getattr(parent, "IsDecomposedBy", None) or ():
-            children.extend(rel.RelatedObjects)
-        for child in children:
-            if child.id() in found or child.is_a("IfcBuildingStorey") or not child.is_a("IfcProduct"):
-                continue
-            found[child.id()] = child
-            stack.append(child)
-    return [e for e in found.values() if not e.is_a("IfcFeatureElement")]
+    """The storey's Name when it names this storey alone, else ``#<step id>`` (spatial.storey_labels)."""
+    return storey_labels(storey.file)[storey.id()]
 
 
 def all_elements(model: ifcopenshell.file) -> list[ifcopenshell.entity_instance]:
     return [e for e in model.by_type("IfcElement") if not e.is_a("IfcFeatureElement")]
-
-
-def storey_of(model: ifcopenshell.file, element_id: int) -> int | None:
-    """Id of the storey an element belongs to (through containment, aggregation or the wall it voids)."""
-    try:
-        element = model.by_id(element_id)
-    except RuntimeError:
-        return None
-    for _ in range(16):
-        if element is None or not element.is_a("IfcProduct"):
-            return None
-        if element.is_a("IfcBuildingStorey"):
-            return element.id()
-        parent = ifcopenshell.util.element.get_container(element, should_get_direct=True)
-        if parent is None:
-            parent = ifcopenshell.util.element.get_aggregate(element)
-        if parent is None and element.is_a("IfcOpeningElement") and element.VoidsElements:
-            parent = element.VoidsElements[0].RelatingBuildingElement
-        element = parent
-    return None
 
 
 def metres_per_unit(model: ifcopenshell.file) -> float:

@@ -37,7 +37,6 @@ import ifcopenshell
 import ifcopenshell.util.element
 import numpy as np
 
-from ifc_host.model_file import storey_labels
 from ifc_host.render_bodies import BodyOptions, has_body, tessellate_bodies
 from ifc_host.render_scene import (
     Mesh,
@@ -47,11 +46,11 @@ from ifc_host.render_scene import (
     elements_of_storey,
     resolve_view,
     storey_label,
-    storey_of,
     storeys_by_elevation,
 )
 from ifc_host.scene import CHANGE_KINDS, DEFAULT_MAX_BYTES, DEFAULT_TIME_BUDGET_S
 from ifc_host.scene_glb import NODE_JSON_BYTES, RGBA, GlbBuilder, SceneMesh, SceneNode
+from ifc_host.spatial import storey_labels, storey_of
 
 BATCH = 200  # unchanged elements tessellated per step of the time budget
 MAX_PROPERTIES = 24
@@ -220,20 +219,19 @@ class _Writer:
         known = self._storey_of.get(element.id())
         if known is not None:
             return known
-        storey_id = storey_of(self.model, element.id())
-        if storey_id is None:
+        storey = storey_of(element)
+        if storey is None:
             return None
-        storey = self.model.by_id(storey_id)
         return storey_label(storey, self._storeys) if storey in self._storeys else storey.Name
 
 
 def _storey_map(storeys: list[ifcopenshell.entity_instance]) -> dict[int, str]:
     """Each element's storey label, from one pass over the storeys' contents (not a walk up per element)."""
-    labels = storey_labels(storeys)
+    labels = storey_labels(storeys[0].file) if storeys else {}
     found: dict[int, str] = {}
-    for storey, label in zip(storeys, labels, strict=True):
+    for storey in storeys:
         for element in elements_of_storey(storey):
-            found.setdefault(element.id(), label)
+            found.setdefault(element.id(), labels[storey.id()])
     return found
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import ifcopenshell
 
-from ifc_host.change_details import describe_changes
+from ifc_host.change_details import KIND_WORDS, describe_changes
 from ifc_host.changes import ChangeRecorder, ChangeSet, changes_between
 from ifc_host.ids_check import IdsProblem, IdsRun, IdsState, parsed_ids
 from ifc_host.model_diff import (
@@ -33,6 +33,7 @@ from ifc_host.model_file import BadModelError, open_checked
 from ifc_host.model_patch import apply_records, check_header
 from ifc_host.rules_after import apply_rules
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
+from ifc_host.spatial import storey_ids, storey_labels
 from ifc_host.validation import validate_run
 
 EPILOGUE_FILENAME = "<epilogue>"
@@ -263,4 +264,11 @@ def _epilogue_globals(model: ifcopenshell.file, changes: ChangeSet, output: Capp
     return {"__name__": "__main__", "__builtins__": __builtins__, "print": functools.partial(print, file=output),
             "model": model, "ifcopenshell": ifcopenshell,
             "nexus_changes": nexus_changes, "nexus_deleted_info": nexus_deleted_info,
-            "nexus_geometry_changed": nexus_geometry_changed, "nexus_change_details": lambda: changes.details}
+            "nexus_geometry_changed": nexus_geometry_changed, "nexus_change_details": lambda: changes.details,
+            **epilogue_helpers(model)}
+
+
+def epilogue_helpers(model: ifcopenshell.file) -> dict[str, Callable[..., Any]]:
+    """What the epilogue asks the host instead of carrying its own copy: the storey rule and the kinds' words."""
+    return {"nexus_storey_ids": lambda element_ids: storey_ids(model, element_ids),
+            "nexus_storey_labels": lambda: storey_labels(model), "nexus_kind_words": lambda: dict(KIND_WORDS)}

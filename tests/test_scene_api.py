@@ -18,7 +18,7 @@ import pytest
 from cloud.assembly import run_session
 from cloud.hostlink import session_link
 from ifc_host.sample import write_sample_model
-from tests.corpus.corpus_files import corpus_dirs
+from tests.corpus.corpus_files import corpus_dirs, manifest
 from tests.support.client import Client
 from tests.support.memory_model import MemoryModel
 from tests.support.real_ifc import connected_host
@@ -193,9 +193,10 @@ def test_a_rolled_back_automation_has_no_scene_and_a_collect_result_has_no_view(
 
 @pytest.mark.parametrize("name", CORPUS_FILES)
 def test_the_scene_of_an_automation_on_a_corpus_file_matches_its_change_report(tmp_path, name):
-    source = next((d / name for d in corpus_dirs() if (d / name).is_file()), None)
-    if source is None:
-        pytest.skip(f"{name} is not in NEXUS_IFC_CORPUS ({os.pathsep.join(map(str, corpus_dirs()))})")
+    entry = next(e for e in manifest() if e.file == name)  # a file the manifest names: missing fails, never skips
+    if not entry.present():
+        pytest.fail(f"{name} is not in {corpus_dirs()} (scripts/corpus.sh; corpus/SOURCES.md)")
+    source = entry.location
     model = tmp_path / name
     shutil.copy(source, model)
     server_cm, host_cm, stack = serve(tmp_path, model)

@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ifc_host.spatial import storey_of as storey_of  # the storey an element stands on (ifc_host/spatial.py)
+
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")  # units may follow: "3.5m"
 
 
@@ -117,12 +119,6 @@ def mentions_all(answer: str, items: Iterable[str]) -> tuple[bool, list[str]]:
 def mentions_none(answer: str, items: Iterable[str]) -> list[str]:
     """The items the answer mentions (a checker wants this empty)."""
     return [i for i in items if mentions(answer, i)]
-
-
-def storey_of(element: Any) -> Any:
-    import ifcopenshell.util.element
-
-    return ifcopenshell.util.element.get_container(element)
 
 
 def pset_value(element: Any, pset: str, prop: str) -> Any:

@@ -10,7 +10,7 @@ import anyio
 import ifcopenshell
 import pytest
 
-from tests.corpus.corpus_files import manifest
+from tests.corpus.corpus_files import corpus_dirs, manifest
 from tests.mcp.support import ROOT, decoded_png, stdio_session, text_of
 
 LOOP_TOOLS = {"execute_data_collection", "execute_task_automation", "capture_view", "lookup_api", "find_skill",
@@ -189,31 +189,31 @@ def test_run_task_with_a_scripted_model(sample_ifc, tmp_path):
     assert "MCP-D1" in names
 
 
-# A real export: Revit's basic_demo.ifc, which a PyPI package ships (scripts/corpus.sh installs it, CI requires
-# it: tests/corpus), else ArchiCAD's AC20-FZK-Haus.ifc where it has been placed by hand (corpus/SOURCES.md).
-CORPUS_MODEL = next((entry for name in ("basic_demo.ifc", "AC20-FZK-Haus.ifc") for entry in manifest()
-                     if entry.file == name and entry.present()), None)
+# A real export: Revit's basic_demo.ifc, which a PyPI package ships (scripts/corpus.sh installs it; the manifest
+# names it, so a missing file fails here as in tests/corpus).
+CORPUS_MODEL = next(entry for entry in manifest() if entry.file == "basic_demo.ifc")
 
-if CORPUS_MODEL is not None:
-    def test_a_real_corpus_file(tmp_path):
-        assert CORPUS_MODEL is not None
-        corpus = CORPUS_MODEL.location
 
-        async def scenario():
-            async with stdio_session("--ifc", str(corpus), "--out", str(tmp_path / "out.ifc"),
-                                     "--db", str(tmp_path / "db.sqlite")) as session:
-                walls = await session.call_tool("execute_data_collection",
-                                                {"code": "print(len(model.by_type('IfcWall')))"})
-                renamed = await session.call_tool("execute_task_automation", {
-                    "code": "w = model.by_type('IfcWall')[0]\nw.Name = 'MCP wall'\n"})
-                view = await session.call_tool("capture_view", {})
-                return walls, renamed, view
+def test_a_real_corpus_file(tmp_path):
+    if not CORPUS_MODEL.present():
+        pytest.fail(f"{CORPUS_MODEL.file} is not in {corpus_dirs()} (scripts/corpus.sh; corpus/SOURCES.md)")
+    corpus = CORPUS_MODEL.location
 
-        walls, renamed, view = anyio.run(scenario)
-        assert int(walls.structured_content["stdout"]) == len(ifcopenshell.open(str(corpus)).by_type("IfcWall"))
-        assert renamed.structured_content["committed"] is True
-        assert "MCP wall" in {w.Name for w in ifcopenshell.open(str(tmp_path / "out.ifc")).by_type("IfcWall")}
-        decoded_png(view)
+    async def scenario():
+        async with stdio_session("--ifc", str(corpus), "--out", str(tmp_path / "out.ifc"),
+                                 "--db", str(tmp_path / "db.sqlite")) as session:
+            walls = await session.call_tool("execute_data_collection",
+                                            {"code": "print(len(model.by_type('IfcWall')))"})
+            renamed = await session.call_tool("execute_task_automation", {
+                "code": "w = model.by_type('IfcWall')[0]\nw.Name = 'MCP wall'\n"})
+            view = await session.call_tool("capture_view", {})
+            return walls, renamed, view
+
+    walls, renamed, view = anyio.run(scenario)
+    assert int(walls.structured_content["stdout"]) == len(ifcopenshell.open(str(corpus)).by_type("IfcWall"))
+    assert renamed.structured_content["committed"] is True
+    assert "MCP wall" in {w.Name for w in ifcopenshell.open(str(tmp_path / "out.ifc")).by_type("IfcWall")}
+    decoded_png(view)
 
 
 def test_a_file_that_is_not_an_ifc_model_is_refused_before_anything_starts(tmp_path):

@@ -7,7 +7,10 @@
 # nexus_change_details() -> {"groups": [{kinds, count, classes, ids}], "elements": [{id, status, class, name,
 # tag, kinds, changes: [{key, old, new}]}], "recorded"?: {added, modified, deleted}}: modified elements grouped by
 # what changed (a "linked" group names the changed entities that reached its elements in "via"), old → new values;
-# "recorded" is there when the script's own change record disagreed with the model it wrote.
+# "recorded" is there when the script's own change record disagreed with the model it wrote;
+# nexus_storey_ids(ids) -> {id: step id of its storey or None} and nexus_storey_labels() -> {storey id: the name
+# views give it} (ifc_host/spatial.py: the one rule for which storey an element stands on and how storeys are named),
+# nexus_kind_words() -> {kind of change: the words for it} (ifc_host/change_details.KIND_WORDS).
 # Prints the report, then one "@@nexus {json}" directive line that the cloud strips.
 import json
 
@@ -15,48 +18,14 @@ _NX_NAMED_LIMIT = 15
 _NX_GROUP_LINES = 25
 _NX_VIEW_IDS = 200
 _NX_LAZY_INDEX_LIMIT = 200  # up to this many elements to describe, read their own relationships one by one
-_NX_KIND_WORDS = {
-    "placement": "moved", "rebased": "placement re-based onto a moved host (position unchanged)",
-    "shape": "shape changed", "openings": "openings or fillings changed",
-    "type": "type changed", "container": "container changed", "attributes": "attributes changed",
-    "properties": "property or quantity values changed", "material": "material changed",
-    "relationships": "other relationships changed",
-    "followed": "geometry followed (placed relative to, or cut by, something that changed)",
-    "linked": "linked data changed", "other": "changed through linked data",
-}
 _NX_STATUS_WORDS = {"modified": " | before -> after", "added": " | new", "deleted": " | last values"}
 
 
-_NX_PARENT_INVERSES = (("ContainedInStructure", "IfcRelContainedInSpatialStructure", "RelatingStructure"),
-                       ("Decomposes", "IfcRelAggregates", "RelatingObject"), ("Nests", "IfcRelNests", "RelatingObject"),
-                       ("Decomposes", "IfcRelNests", "RelatingObject"),
-                       ("VoidsElements", "IfcRelVoidsElement", "RelatingBuildingElement"),
-                       ("FillsVoids", "IfcRelFillsElement", "RelatingOpeningElement"))
-_NX_PARENT_LINKS = (("IfcRelContainedInSpatialStructure", "RelatedElements", "RelatingStructure"),
-                    ("IfcRelAggregates", "RelatedObjects", "RelatingObject"),
-                    ("IfcRelNests", "RelatedObjects", "RelatingObject"),
-                    ("IfcRelVoidsElement", "RelatedOpeningElement", "RelatingBuildingElement"),
-                    ("IfcRelFillsElement", "RelatedBuildingElement", "RelatingOpeningElement"))
-
-
-def _nx_storey_names():
-    """Each storey as views name it: its Name when no other storey shares it, else #<step id>."""
-    storeys = model.by_type("IfcBuildingStorey")
-    names = {s.id(): (s.Name or "").strip() for s in storeys}
-    shared = {}
-    for name in names.values():
-        shared[name] = shared.get(name, 0) + 1
-    return {i: n if n and not n.startswith("#") and shared[n] == 1 else f"#{i}" for i, n in names.items()}
-
-
 class _NxLazyIndex:
-    """Type and storey of a few elements, read from each one's own relationships (a big model is not walked)."""
+    """Type of a few elements, read from each one's own relationships (a big model is not walked)."""
 
     def __init__(self):
-        self.storeys = _nx_storey_names()
         self._types = {}
-        self._parents = {}
-        self._storey_of = {}
 
     def type_of_element(self, element_id):
         if element_id not in self._types:
@@ -67,100 +36,25 @@ class _NxLazyIndex:
             self._types[element_id] = (relating.Name or f"#{relating.id()}") if relating is not None else None
         return self._types[element_id]
 
-    def parent(self, element_id):
-        if element_id not in self._parents:
-            element = model.by_id(element_id)
-            found = self._parent_by_inverses(element)
-            if found is None and element.is_a("IfcProduct") and not element.is_a("IfcElement"):
-                found = self._parent_by_references(element)  # e.g. an IFC2X3 space: no ContainedInStructure
-            self._parents[element_id] = found
-        return self._parents[element_id]
-
-    def _parent_by_inverses(self, element):
-        for attribute, rel_class, parent_attribute in _NX_PARENT_INVERSES:
-            rels = sorted((r for r in getattr(element, attribute, None) or () if r.is_a(rel_class)),
-                          key=lambda r: r.id())
-            parents = [getattr(r, parent_attribute) for r in rels]
-            parents = [p for p in parents if p is not None]
-            if parents:
-                return parents[0].id()
-        return None
-
-    def _parent_by_references(self, element):
-        rels = sorted(model.get_inverse(element), key=lambda r: r.id())
-        for rel_class, child_attribute, parent_attribute in _NX_PARENT_LINKS:
-            for rel in rels:
-                if not rel.is_a(rel_class) or getattr(rel, parent_attribute) is None:
-                    continue
-                children = getattr(rel, child_attribute)
-                if children is not None and element in (children if isinstance(children, tuple) else (children,)):
-                    return getattr(rel, parent_attribute).id()
-        return None
-
-    def storey(self, element_id):
-        return _nx_storey_along(self, element_id)
-
-
-def _nx_storey_along(index, element_id):
-    chain = []
-    current = element_id
-    found = None
-    for _ in range(12):
-        if current is None:
-            break
-        if current in index._storey_of:
-            found = index._storey_of[current]
-            break
-        if current in index.storeys:
-            found = index.storeys[current]
-            break
-        chain.append(current)
-        current = index.parent(current)
-    for visited in chain:
-        index._storey_of[visited] = found
-    return found
-
 
 class _NxIndex:
-    """Type and storey of every element, read from the relationships in one pass (cheap for many changes)."""
+    """Type of every element, read from the type relationships in one pass (cheap for many changes)."""
 
     def __init__(self):
         self.type_of = {}
-        self.parent_of = {}
-        self.storeys = _nx_storey_names()
         for rel in model.by_type("IfcRelDefinesByType"):
             relating = rel.RelatingType
             name = (relating.Name or f"#{relating.id()}") if relating is not None else None
             for element in rel.RelatedObjects or ():
                 self.type_of[element.id()] = name
-        links = (("IfcRelContainedInSpatialStructure", "RelatedElements", "RelatingStructure"),
-                 ("IfcRelAggregates", "RelatedObjects", "RelatingObject"),
-                 ("IfcRelNests", "RelatedObjects", "RelatingObject"),
-                 ("IfcRelVoidsElement", "RelatedOpeningElement", "RelatingBuildingElement"),
-                 ("IfcRelFillsElement", "RelatedBuildingElement", "RelatingOpeningElement"))
-        for rel_class, child_attribute, parent_attribute in links:
-            for rel in model.by_type(rel_class):
-                parent = getattr(rel, parent_attribute)
-                children = getattr(rel, child_attribute)
-                if parent is None or children is None:
-                    continue
-                for child in children if isinstance(children, tuple) else (children,):
-                    self.parent_of.setdefault(child.id(), parent.id())
-        self._storey_of = {}
 
     def type_of_element(self, element_id):
         return self.type_of.get(element_id)
 
-    def parent(self, element_id):
-        return self.parent_of.get(element_id)
 
-    def storey(self, element_id):
-        return _nx_storey_along(self, element_id)
-
-
-def _nx_describe(element_id, index, named):
+def _nx_describe(element_id, index, storey, named):
     element = model.by_id(element_id)
-    info = {"class": element.is_a(), "type": index.type_of_element(element_id), "storey": index.storey(element_id)}
+    info = {"class": element.is_a(), "type": index.type_of_element(element_id), "storey": storey}
     if named:
         info.update(global_id=getattr(element, "GlobalId", None), name=getattr(element, "Name", None),
                     tag=getattr(element, "Tag", None))
@@ -230,9 +124,10 @@ def _nx_values(element):
 
 def _nx_groups_by_change(details):
     groups = details.get("groups") or []
+    kind_words = nexus_kind_words()
     if groups:
         print("Modified, by what changed: " + "; ".join(
-            " and ".join(_NX_KIND_WORDS.get(k, k) for k in g["kinds"])
+            " and ".join(kind_words.get(k, k) for k in g["kinds"])
             + (f" ({', '.join(g['via'])})" if g.get("via") else "") + f": {g['count']} "
             + _nx_classes(g.get("classes") or {}) for g in groups) + ".")
     if details.get("error"):
@@ -265,7 +160,11 @@ def _nx_report():
     total = len(added) + len(modified) + len(deleted)
     named = total <= _NX_NAMED_LIMIT
     index = _NxLazyIndex() if len(added) + len(modified) <= _NX_LAZY_INDEX_LIMIT else _NxIndex()
-    infos = {element_id: _nx_describe(element_id, index, named) for element_id in added + modified}
+    labels = nexus_storey_labels()
+    storeys = {i: labels.get(s, f"#{s}") if s is not None else None
+               for i, s in nexus_storey_ids(added + modified).items()}
+    infos = {element_id: _nx_describe(element_id, index, storeys.get(element_id), named)
+             for element_id in added + modified}
     for element_id in deleted:
         known = deleted_info.get(element_id) or deleted_info.get(str(element_id)) or {}
         infos[element_id] = {"class": known.get("class") or "IfcProduct", "type": known.get("type"),

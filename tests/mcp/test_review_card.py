@@ -61,7 +61,7 @@ def test_the_card_is_declared_on_the_tools_and_served_self_contained(sample_ifc,
     for name in ("execute_task_automation", "capture_view", "run_skill"):
         assert meta_of(tools[name])["ui"]["resourceUri"] == CARD_URI, name
     assert "ui" not in meta_of(tools["execute_data_collection"])
-    for name in ("review_held_change", "decide_held_change"):
+    for name in ("review_held_change", "decide_held_change", "scene_of_change"):
         assert meta_of(tools[name])["ui"] == {"resourceUri": CARD_URI, "visibility": ["app"]}
     (card,) = [r for r in listed if str(r.uri) == CARD_URI]
     assert card.mime_type == MIME_TYPE
@@ -72,7 +72,8 @@ def test_the_card_is_declared_on_the_tools_and_served_self_contained(sample_ifc,
     # self-contained: no script, style, image or frame fetched from anywhere, no eval
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=[\"']?(https?:)?//", html, re.I)
     assert "@import" not in html and "eval(" not in html and "new Function" not in html
-    assert "data-nexus-scene-slot" in html  # where the 3D viewer mounts, the image until then
+    assert "data-nexus-scene-slot" in html  # the image, with the 3D viewer beside it
+    assert "window.NexusSceneViewer = " in html and "GLTFLoader" in html  # three.js and the viewer, inlined
 
 
 @pytest.mark.parametrize("decision", ["keep", "discard"])

@@ -3,7 +3,8 @@
 //   const viewer = await openViewer(container, sceneUrl, { details, card });
 //
 // `container` is an empty element (the viewer fills it: toolbar, canvas, info panel); `sceneUrl` answers
-// model/gltf-binary (GET /api/sessions/<id>/results/<call>/scene or /api/hosts/<id>/scene?...);
+// model/gltf-binary (GET /api/sessions/<id>/results/<call>/scene or /api/hosts/<id>/scene?...), or is a
+// function resolving to { bytes: ArrayBuffer, summary } (the review card, which gets the scene by a tool call);
 // `details` is the result's change_details (before → after values shown for a clicked element);
 // `card`, when given, is the tool card whose change-report lines and before → after rows select their element.
 // The handle: select(stepIdOrGlobalId), fitChanged(), setBefore(bool), isolateStorey(name|""), section(bool),
@@ -22,7 +23,10 @@ const SECTION_MARGIN_M = 1.5;
 
 let libraries = null;
 function loadLibraries() {
-  libraries = libraries || Promise.all([import(THREE_URL), import(GLTF_URL), import(ORBIT_URL)]);
+  // The MCP Apps review card inlines three.js (cloud/scene_bundle.py): no network in its sandbox.
+  const bundled = globalThis.NexusThreeBundle;
+  libraries = libraries || (bundled ? Promise.resolve(bundled)
+    : Promise.all([import(THREE_URL), import(GLTF_URL), import(ORBIT_URL)]));
   return libraries;
 }
 
@@ -50,7 +54,7 @@ async function fetchScene(url) {
 }
 
 function addStyleSheet() {
-  if (document.querySelector("link[data-scene-css]")) return;
+  if (document.querySelector("[data-scene-css]")) return;  // linked already, or inlined (the review card)
   document.head.append(el("link", { rel: "stylesheet", href: "/static/css/scene.css", "data-scene-css": "1" }));
 }
 
@@ -69,7 +73,7 @@ export async function openViewer(container, sceneUrl, { details = null, card = n
     return fail(container, "The 3D viewer's library (three.js) is not installed on this server: run `npm ci` in the checkout (scripts/demo does).");
   }
   try {
-    scene = await fetchScene(sceneUrl);
+    scene = typeof sceneUrl === "function" ? await sceneUrl() : await fetchScene(sceneUrl);
   } catch (error) {
     return fail(container, error.message);
   }

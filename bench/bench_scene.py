@@ -258,6 +258,9 @@ def main() -> int:
                         help="instead: three.js against xeokit-sdk on a generated scene of this many elements")
     parser.add_argument("--libraries-glb", type=Path, metavar="FILE",
                         help="instead: three.js against xeokit-sdk on this GLB (e.g. one --save-glb wrote)")
+    parser.add_argument("--render-timeout-s", type=float, default=60.0,
+                        help="the host's render timeout (default 60 s, as the product's; raise it for a big file on a "
+                             "loaded machine)")
     parser.add_argument("--save-glb", type=Path, metavar="DIR", help="keep each measured scene's GLB here")
     args = parser.parse_args()
     if args.libraries or args.libraries_glb:
@@ -281,7 +284,8 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1000, "height": 800})
             sign_in(page, server.url, token)
             for label, model, view, target, max_bytes in cases:
-                with connected_host(model, server.url, token, timeout_s=120) as (_, host_id):
+                with connected_host(model, server.url, token, timeout_s=120) as (host, host_id):
+                    host.runtime.render_timeout_s = args.render_timeout_s  # the scene may take 1.5 times this
                     measure(label, page, server.url, host_id, model, view, args.runs, target, max_bytes, token,
                             args.save_glb)
             browser.close()

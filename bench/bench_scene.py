@@ -1,7 +1,9 @@
 """Benchmark: the 3D scene of a ~1,000-element storey (target: at most 2 MB, shown within 1.5 s of the click) and of
 the whole sample building (shown within 3 s), beside the floor: the PNG render of the same view.
 
-    python bench/bench_scene.py [--runs 3] [--ifc FILE --view NAME ...]
+    python bench/bench_scene.py [--runs 3] [--ifc FILE --view NAME ...] [--save-glb DIR]
+    python bench/bench_scene.py --libraries 25000 [--runs 2]     # three.js against xeokit-sdk, generated scene
+    python bench/bench_scene.py --libraries-glb FILE [--runs 2]  # the same on a scene --save-glb kept
 
 Everything is real: the orchestrator on 127.0.0.1, an IFC host (its render child builds the scene), headless
 Chromium (SwiftShader WebGL) running the chat page's viewer module. "Shown" is from the click (openViewer called)
@@ -21,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 from playwright import sync_api  # noqa: E402
 
 from ifc_host.render import render_view  # noqa: E402
@@ -55,7 +58,7 @@ def sign_in(page, url: str, token: str) -> None:
 
 
 def measure(label: str, page, server_url: str, host_id: str, model: Path, view: str, runs: int,
-            target_s: float | None, max_bytes: int | None, token: str) -> None:
+            target_s: float | None, max_bytes: int | None, token: str, save_dir: Path | None = None) -> None:
     import requests
 
     url = f"/api/hosts/{host_id}/scene?view={view}"
@@ -67,6 +70,9 @@ def measure(label: str, page, server_url: str, host_id: str, model: Path, view: 
         return
     summary = json.loads(response.headers["X-Nexus-Scene"])
     size = len(response.content)
+    if save_dir is not None:
+        save_dir.mkdir(parents=True, exist_ok=True)
+        (save_dir / f"{model.stem}-{view.replace(' ', '_').replace(':', '')}.glb").write_bytes(response.content)
     fetched = []
     for _ in range(runs):
         started = time.perf_counter()
@@ -101,13 +107,165 @@ def measure(label: str, page, server_url: str, host_id: str, model: Path, view: 
         print(f"  JS heap after loading                              {heap / 1e6:6.1f} MB")
 
 
+# --- the library choice (docs/scene.md "Why three.js"): three.js against xeokit-sdk on one large scene ---------
+
+XEOKIT_DIR = Path(__file__).resolve().parents[1] / ".cache" / "npm-bench" / "node_modules" / "@xeokit" / "xeokit-sdk"
+LIBRARY_PAGES = {
+    "three.js 0.187 (GLTFLoader)": """<!doctype html><html><body style="margin:0"><canvas id="c" width="1000" height="800"></canvas>
+<script type="importmap">{"imports": {"three": "/three/build/three.module.js", "three/addons/": "/three/examples/jsm/"}}</script>
+<script type="module">
+import * as THREE from "three";
+import { GLTFLoader } from "three/addons/loaders/GLTFLoader.js";
+window.load = () => new Promise((resolve, reject) => {
+  const started = performance.now();
+  const renderer = new THREE.WebGLRenderer({ canvas: document.getElementById("c") });
+  const scene = new THREE.Scene();
+  scene.add(new THREE.HemisphereLight(0xffffff, 0x888888, 2));
+  new GLTFLoader().load("/scene.glb", (gltf) => {
+    scene.add(gltf.scene);
+    const box = new THREE.Box3().setFromObject(gltf.scene), centre = box.getCenter(new THREE.Vector3());
+    const camera = new THREE.PerspectiveCamera(45, 1.25, 0.1, 1e5);
+    camera.position.copy(centre).add(new THREE.Vector3(1, 1, 1).multiplyScalar(box.getSize(new THREE.Vector3()).length()));
+    camera.lookAt(centre);
+    renderer.render(scene, camera);
+    renderer.getContext().readPixels(0, 0, 1, 1, 0x1908, 0x1401, new Uint8Array(4));  // the frame is done
+    let objects = 0; gltf.scene.traverse(() => objects++);
+    window.keep = [renderer, scene, gltf];
+    resolve({ shown_ms: performance.now() - started, objects });
+  }, undefined, (e) => reject(String(e)));
+});
+window.ready = true;
+</script></body></html>""",
+    "xeokit-sdk 2.6 (GLTFLoaderPlugin)": """<!doctype html><html><body style="margin:0"><canvas id="c" width="1000" height="800"></canvas>
+<script type="module">
+import { Viewer, GLTFLoaderPlugin } from "/xeokit/dist/xeokit-sdk.min.es.js";
+window.load = () => new Promise((resolve, reject) => {
+  const started = performance.now();
+  const viewer = new Viewer({ canvasId: "c", transparent: false });
+  const model = new GLTFLoaderPlugin(viewer).load({ id: "m", src: "/scene.glb", edges: false });
+  model.on("loaded", () => {
+    viewer.cameraFlight.jumpTo(model);
+    viewer.scene.once("rendered", () => {
+      window.keep = [viewer, model];
+      resolve({ shown_ms: performance.now() - started, objects: Object.keys(viewer.scene.objects).length });
+    });
+    viewer.scene.render(true);
+  });
+  model.on("error", (e) => reject(String(e)));
+});
+window.ready = true;
+</script></body></html>""",
+}
+
+
+def large_scene(elements: int) -> bytes:
+    """A scene as the host writes one for a large model: walls and slabs as their own boxes, doors, windows
+    and furniture as instances of 30 detailed type meshes (about 600 triangles each), every node with extras."""
+    from ifc_host.scene_glb import GlbBuilder, SceneMesh, SceneNode
+
+    rng = np.random.default_rng(7)
+    builder = GlbBuilder()
+    unit_box = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=float)
+    box_faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+                          [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    types = []
+    for t in range(30):  # a lathed profile: 20 rings of 16 segments
+        rings, segments = 20, 16
+        angle = np.linspace(0, 2 * np.pi, segments, endpoint=False)
+        radius = 0.3 + 0.2 * np.sin(np.linspace(0, np.pi * (1 + t % 3), rings))
+        verts = np.array([[r * np.cos(a), r * np.sin(a), z * 0.1] for z, r in enumerate(radius) for a in angle])
+        faces = [[i * segments + j, i * segments + (j + 1) % segments, (i + 1) * segments + j]
+                 for i in range(rings - 1) for j in range(segments)]
+        faces += [[i * segments + (j + 1) % segments, (i + 1) * segments + (j + 1) % segments, (i + 1) * segments + j]
+                  for i in range(rings - 1) for j in range(segments)]
+        types.append(builder.add_mesh(SceneMesh(verts, (((0.4, 0.6, 0.8, 1.0), np.array(faces)),))))
+    side = int(np.ceil(np.sqrt(elements)))
+    for index in range(elements):
+        matrix = np.eye(4)
+        matrix[:3, 3] = [(index % side) * 3.0, (index // side) * 3.0, 0.0]
+        if index % 5 < 3:  # 60 %: walls and slabs, each its own mesh
+            size = rng.uniform([0.2, 2.0, 2.5], [0.3, 6.0, 3.0])
+            mesh = builder.add_mesh(SceneMesh(unit_box * size, (((0.9, 0.9, 0.88, 1.0), box_faces),)))
+            ifc_class = "IfcWall"
+        else:
+            mesh, ifc_class = types[index % len(types)], "IfcFurnishingElement"
+        builder.add_node(SceneNode(f"{index:022d}", {
+            "step_id": index + 1, "ifc_class": ifc_class, "name": f"element {index}", "storey": "Level 1",
+            "model": "working", "change": None, "properties": {"Pset_Common.Reference": f"R{index}"}}, mesh, matrix))
+    return builder.build(np.zeros(3), {"view": "3D"})
+
+
+def compare_libraries(elements: int, runs: int, glb_file: Path | None = None) -> None:
+    import functools
+    import http.server
+    import shutil
+    import threading
+
+    from cloud.scene_bundle import three_dir
+
+    if not (XEOKIT_DIR / "dist" / "xeokit-sdk.min.es.js").is_file():
+        raise SystemExit(f"xeokit-sdk is not installed for the bench: npm install --prefix {XEOKIT_DIR.parents[2]} "
+                         "@xeokit/xeokit-sdk (with a package.json there, so npm does not climb to the checkout's)")
+    with tempfile.TemporaryDirectory(prefix="bench-libraries-") as folder:
+        root = Path(folder)
+        started = time.perf_counter()
+        glb = glb_file.read_bytes() if glb_file is not None else large_scene(elements)
+        (root / "scene.glb").write_bytes(glb)
+        print(f"scene {glb_file.name}: {len(glb) / 1e6:.1f} MB GLB" if glb_file is not None else
+              f"generated scene: {elements:,} elements, {len(glb) / 1e6:.1f} MB GLB in {time.perf_counter() - started:.1f} s")
+        (root / "three").symlink_to(three_dir())
+        (root / "xeokit").symlink_to(XEOKIT_DIR)
+        for number, page_html in enumerate(LIBRARY_PAGES.values()):
+            (root / f"page{number}.html").write_text(page_html, encoding="utf-8")
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+        handler = functools.partial(Quiet, directory=str(root))
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        rows = []
+        with sync_api.sync_playwright() as driver:
+            for number, label in enumerate(LIBRARY_PAGES):
+                shown, heaps = [], []
+                for _ in range(runs):  # a fresh browser each run: no warm caches, one library's heap only
+                    browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS + [
+                        "--js-flags=--expose-gc", "--enable-precise-memory-info"])
+                    page = browser.new_page(viewport={"width": 1000, "height": 800})
+                    page.goto(f"{base}/page{number}.html")
+                    page.wait_for_function("window.ready === true", timeout=120_000)
+                    result = page.evaluate("async () => { const r = await window.load(); gc(); "
+                                           "return { ...r, heap: performance.memory.usedJSHeapSize }; }")
+                    shown.append(result["shown_ms"] / 1000)
+                    heaps.append(result["heap"] / 1e6)
+                    browser.close()
+                rows.append((label, statistics.median(shown), statistics.median(heaps), result["objects"]))
+        httpd.shutdown()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"{'library':38} {'loaded and drawn':>17} {'JS heap after GC':>17} {'objects':>9}")
+    for label, seconds, heap, objects in rows:
+        print(f"{label:38} {seconds:15.2f} s {heap:14.0f} MB {objects:9,}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--ifc", type=Path, help="also measure this IFC file (e.g. Revit BasicHouse)")
     parser.add_argument("--view", action="append", default=[], help="views of --ifc to measure (default: 3D)")
     parser.add_argument("--skip-sample", action="store_true", help="measure only --ifc")
+    parser.add_argument("--libraries", type=int, metavar="ELEMENTS",
+                        help="instead: three.js against xeokit-sdk on a generated scene of this many elements")
+    parser.add_argument("--libraries-glb", type=Path, metavar="FILE",
+                        help="instead: three.js against xeokit-sdk on this GLB (e.g. one --save-glb wrote)")
+    parser.add_argument("--render-timeout-s", type=float, default=60.0,
+                        help="the host's render timeout (default 60 s, as the product's; raise it for a big file on a "
+                             "loaded machine)")
+    parser.add_argument("--save-glb", type=Path, metavar="DIR", help="keep each measured scene's GLB here")
     args = parser.parse_args()
+    if args.libraries or args.libraries_glb:
+        compare_libraries(args.libraries or 0, args.runs, args.libraries_glb)
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-scene-") as folder:
         work = Path(folder)
         storey_model = work / "storey.ifc"
@@ -126,8 +284,10 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1000, "height": 800})
             sign_in(page, server.url, token)
             for label, model, view, target, max_bytes in cases:
-                with connected_host(model, server.url, token, timeout_s=120) as (_, host_id):
-                    measure(label, page, server.url, host_id, model, view, args.runs, target, max_bytes, token)
+                with connected_host(model, server.url, token, timeout_s=120) as (host, host_id):
+                    host.runtime.render_timeout_s = args.render_timeout_s  # the scene may take 1.5 times this
+                    measure(label, page, server.url, host_id, model, view, args.runs, target, max_bytes, token,
+                            args.save_glb)
             browser.close()
     return 0
 

@@ -446,10 +446,15 @@ class HostRuntime:
             scratch = Path(tempfile.mkdtemp(prefix="nexus-scene-"))
             try:
                 path = self.executor.committed_path
-                if self.executor.held_request_id is not None:
+                held = self.executor.held_request_id
+                if held is not None:
                     path = scratch / "held.ifc"
                     self.executor.snapshot_held(path)
-                reply = export_scene(message, path, self.before_copies, self.render_timeout_s * 1.5)
+                if message.get("held_of") and message["held_of"] != held:
+                    reply = failure(request_id, f"the change {message['held_of']} is no longer held (it was kept "
+                                                "or discarded meanwhile)")
+                else:
+                    reply = export_scene(message, path, self.before_copies, self.render_timeout_s * 1.5)
             except Exception as exc:  # every failure becomes ok: false, the host keeps serving
                 log.warning("export_scene %s failed: %s", request_id, exc)
                 reply = failure(request_id, f"{type(exc).__name__}: {exc}")

@@ -50,7 +50,7 @@ VALID_HOST_MESSAGES = {
                       "checks": [{"id": "webview2", "title": "WebView2", "ok": False, "detail": "too old",
                                   "fallback": "Open chat in browser"}]},
     "export_scene": {"type": "export_scene", "request_id": "c1.scene", "view": None, "element_ids": [5],
-                     "changes": {"added": [5], "modified": [], "deleted": [9]}, "before_of": "c1.run",
+                     "changes": {"added": [5], "modified": [], "deleted": [9]}, "before_of": "c1.run", "held_of": "c1.run",
                      "max_bytes": 2097152},
     "export_scene_result": {"type": "export_scene_result", "request_id": "c1.scene", "ok": True, "glb_base64": "Z2xU",
                             "view": "Level 1", "nodes": 2, "counts": {"added": 1, "modified": 0, "deleted": 1}},

@@ -19,7 +19,7 @@ from cloud.assembly import run_session
 from cloud.hostlink import session_link
 from ifc_host.sample import write_sample_model
 from tests.corpus.corpus_files import corpus_dirs, manifest
-from tests.support.client import Client
+from tests.support.client import Client, write_script
 from tests.support.memory_model import MemoryModel
 from tests.support.real_ifc import connected_host
 from tests.support.server import running_server
@@ -112,9 +112,11 @@ def sample_stack(tmp_path):
         server_cm.__exit__(None, None, None)
 
 
-def check_change_scene(tmp_path: Path, stack: Stack, session_id: str, result: dict[str, Any]) -> dict[str, Any]:
-    response = stack.client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene",
-                                 timeout=300)
+def check_change_scene(tmp_path: Path, stack: Stack, session_id: str, result: dict[str, Any],
+                       response: Any = None) -> dict[str, Any]:
+    if response is None:
+        response = stack.client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene",
+                                     timeout=300)
     assert response.status_code == 200, response.text
     assert response.headers["Content-Type"] == "model/gltf-binary"
     assert response.headers["Content-Encoding"] == "gzip"  # requests asks for it; its content is the GLB
@@ -189,6 +191,55 @@ def test_a_rolled_back_automation_has_no_scene_and_a_collect_result_has_no_view(
     assert response.status_code == 404 and "has no view to show in 3D" in response.json()["error"]
     missing = client.call("GET", f"/api/sessions/{session_id}/results/nope/scene")
     assert missing.status_code == 404 and "no result for nope" in missing.json()["error"]
+
+
+@pytest.mark.parametrize("decision", ["keep", "discard"])
+def test_a_change_held_under_ask_shows_the_held_model_then_the_committed_one_or_nothing(tmp_path, scripts_dir,
+                                                                                        decision):
+    model = tmp_path / "model.ifc"
+    write_sample_model(model, storeys=2)
+    committed_before = model.read_bytes()
+    server_cm, host_cm, stack = serve(tmp_path, model)
+    try:
+        client = stack.client
+        session_id = client.new_session(stack.host_id, write_script(scripts_dir / "held.json", [
+            [{"tool_call": {"name": "execute_task_automation", "input": {"code": CHANGE}}}], [{"text": "done"}]]))
+        assert client.call("PUT", f"/api/sessions/{session_id}/policy", json={"policy": "ask"}).status_code == 200
+        while_held: list[Any] = []
+
+        def on_frame(frame: Any) -> None:
+            meta = (frame.chunk or {}).get("metadata") or {}
+            if meta.get("kind") != "approval_request":
+                return
+
+            def look_then_decide() -> None:
+                try:
+                    while_held.append((meta, client.call(
+                        "GET", f"/api/sessions/{session_id}/results/{meta['tool_call_id']}/scene", timeout=300)))
+                    while_held.append(model.read_bytes() == committed_before)
+                finally:
+                    client.call("POST", f"/api/sessions/{session_id}/approval",
+                                json={"tool_call_id": meta["tool_call_id"], "decision": decision})
+            threading.Thread(target=look_then_decide, daemon=True).start()
+
+        stream = client.run(session_id, "go", on_frame=on_frame)
+        (meta, held_response), nothing_written = while_held
+        assert nothing_written  # the scene came from the held model: the file on disk was still the old one
+        assert json.loads(held_response.headers["X-Nexus-Scene"])["held"] is True
+        check_change_scene(tmp_path, stack, session_id, meta, held_response)  # counts, deleted, moved, renamed
+
+        result = stream.of("Metadata", "tool_result")[0]["metadata"]
+        after = client.call("GET", f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene", timeout=300)
+        if decision == "keep":
+            assert result["committed"] and result["changes"] == meta["changes"]
+            check_change_scene(tmp_path, stack, session_id, result, after)
+            assert "held" not in json.loads(after.headers["X-Nexus-Scene"])
+        else:
+            assert not result["committed"] and model.read_bytes() == committed_before
+            assert after.status_code == 409 and "was discarded" in after.json()["error"], after.text
+    finally:
+        host_cm.__exit__(None, None, None)
+        server_cm.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES)

@@ -13,6 +13,7 @@ client keeps its text, image and structured content as they were, and its elicit
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -26,13 +27,18 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import CallToolResult, ClientCapabilities, ListToolsResult, TextContent
 
+from cloud import scene_source
 from cloud.mcp.given_tool import GivenTool, given_tool
 from cloud.mcp.results import as_text
+from cloud.scene_bundle import BundleError, card_viewer_css, card_viewer_script
+from cloud.scene_source import SceneRefused
 
 EXTENSION_ID = "io.modelcontextprotocol/ui"
 MIME_TYPE = "text/html;profile=mcp-app"
 CARD_URI = "ui://nexusai/review-card.html"
 CARD_FILE = Path(__file__).with_name("data") / "review_card.html"
+VIEWER_SLOT = "<!-- nexus:scene-viewer -->"
+CARD_SCENE_MAX_BYTES = 16 * 1024 * 1024  # a tool result carries the GLB as base64 text
 CARD_TOOLS = ("execute_task_automation", "capture_view", "run_skill")  # results with a change report or image
 DECIDED_BY = "the person in the MCP client's review card"
 DECIDE_IN_CARD = ("The change is held until you keep or discard it in the review card (or the chat page, "
@@ -81,7 +87,13 @@ def with_card(name: str, result: CallToolResult) -> CallToolResult:
 
 @cache
 def card_html() -> str:
-    return CARD_FILE.read_text(encoding="utf-8")
+    """The card with the 3D viewer and three.js inlined where it says VIEWER_SLOT (cloud/scene_bundle.py)."""
+    try:
+        viewer = (f'<style data-scene-css="1">\n{card_viewer_css()}\n</style>\n'
+                  f"<script>\n{card_viewer_script()}\n</script>")
+    except BundleError as exc:  # the card still shows the report, the image and Keep/Discard
+        viewer = f"<script>window.NexusSceneViewerMissing = {json.dumps(str(exc))};</script>"
+    return CARD_FILE.read_text(encoding="utf-8").replace(VIEWER_SLOT, viewer, 1)
 
 
 def register_card(server: MCPServer) -> None:
@@ -160,6 +172,11 @@ DECIDED_SCHEMA: dict[str, Any] = {
     "properties": {"ok": {"type": "boolean"}, "decision": {"enum": ["keep", "discard"]},
                    "tool_call_id": {"type": "string"}, "error": {"type": "string"}},
     "required": ["ok"]}
+SCENE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}, "glb_base64": {"type": "string"},
+                   "summary": {"type": "object"}, "error": {"type": "string"}},
+    "required": ["ok"]}
 APP_TOOLS: dict[str, dict[str, Any]] = {
     "review_held_change": {
         "description": "For NexusAI's review card: the automations of this client that are held for Keep or "
@@ -177,6 +194,16 @@ APP_TOOLS: dict[str, dict[str, Any]] = {
         "output_schema": DECIDED_SCHEMA,
         "annotations": {"title": "Keep or discard the held change (review card)", "readOnlyHint": False,
                         "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}},
+    "scene_of_change": {
+        "description": "For NexusAI's review card: the 3D scene (glTF binary, base64) of one of your results, or "
+                       "of your change held for Keep or Discard, with its changed elements marked.",
+        "input_schema": {"type": "object", "properties": {
+            "session_id": {"type": "string", "minLength": 1, "maxLength": 200},
+            "tool_call_id": {"type": "string", "minLength": 1, "maxLength": 200}},
+            "required": ["session_id", "tool_call_id"], "additionalProperties": False},
+        "output_schema": SCENE_SCHEMA,
+        "annotations": {"title": "The 3D scene of a change (review card)", "readOnlyHint": True,
+                        "openWorldHint": False}},
 }
 
 
@@ -223,7 +250,11 @@ class ReviewCard:
         async def decide(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
             return await self.decide(server, arguments, ctx)
 
-        return [app_tool("review_held_change", when_ready(review)), app_tool("decide_held_change", when_ready(decide))]
+        async def scene(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+            return await self.scene(server, arguments, ctx)
+
+        return [app_tool("review_held_change", when_ready(review)), app_tool("decide_held_change", when_ready(decide)),
+                app_tool("scene_of_change", when_ready(scene))]
 
     async def review(self, server: CardServer, ctx: Context) -> CallToolResult:
         caller = server.caller(ctx)
@@ -251,3 +282,23 @@ class ReviewCard:
         if not delivered:
             return structured({"ok": False, "error": NOT_HELD.format(tool_call_id=tool_call_id)}, True)
         return structured({"ok": True, "decision": decision, "tool_call_id": tool_call_id})
+
+    async def scene(self, server: CardServer, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        """The scene of the caller's own result or held change (another user's session is as unknown)."""
+        session_id, tool_call_id = arguments.get("session_id"), arguments.get("tool_call_id")
+        if not isinstance(session_id, str) or not isinstance(tool_call_id, str) or not session_id or not tool_call_id:
+            return structured({"ok": False, "error": "scene_of_change takes session_id and tool_call_id (strings)"},
+                              True)
+        caller = server.caller(ctx)
+        backend = server.backend
+        row = await anyio.to_thread.run_sync(backend.store.get_session, session_id)
+        if row is None or row["user_name"] != caller.user:
+            return structured({"ok": False, "error": f"no session {session_id}"}, True)
+        try:
+            scene = await anyio.to_thread.run_sync(scene_source.result_scene, backend, caller.user, row, tool_call_id,
+                                                   CARD_SCENE_MAX_BYTES)
+        except SceneRefused as refused:
+            return structured({"ok": False, "error": refused.words}, True)
+        value = {"ok": True, "glb_base64": base64.b64encode(scene.glb).decode("ascii"), "summary": scene.summary}
+        words = f"The 3D scene of {tool_call_id}: {as_text(scene.summary)} ({len(scene.glb)} bytes of glTF)."
+        return CallToolResult(content=[TextContent(text=words)], structured_content=value)  # the GLB once, not twice

@@ -8,59 +8,38 @@ bare `"three"` imports pointed at the served module, so the page needs no import
 """
 from __future__ import annotations
 
-import base64
 import gzip
 import json
-import os
 import re
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, g, request
 
-from cloud.hostlink import WebSocketHostLink
+from cloud import scene_source
+from cloud.scene_bundle import three_dir
+from cloud.scene_source import SceneRefused
 from cloud.web.api import own_session
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
 
 scene_api = Blueprint("scene_api", __name__)
 
-SCENE_TIMEOUT_S = 150.0
 MAX_ELEMENTS = 10_000
-THREE_DIR_ENV = "NEXUS_THREE_DIR"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _BARE_THREE = re.compile(r"""(from\s*|import\s*\(?\s*)(['"])three\2""")
 _SERVED_THREE = ("build/", "examples/jsm/")
-NO_REVIT_SCENE = ("Revit hosts cannot send a 3D scene yet (no Revit glTF exporter exists in NexusAI); "
-                  "the image of the view is all there is for Revit.")
-
-
-def three_dir() -> Path:
-    """Where three's npm package is: $NEXUS_THREE_DIR, else node_modules/three in the checkout."""
-    configured = os.environ.get(THREE_DIR_ENV)
-    return Path(configured) if configured else _REPO_ROOT / "node_modules" / "three"
 
 
 @scene_api.get("/api/sessions/<session_id>/results/<tool_call_id>/scene")
 @require_user()
 @own_session
 def result_scene(row: dict[str, Any], tool_call_id: str):
-    result = nexus().store.results.get_result(row["id"], tool_call_id)
-    if result is None:
-        return api_error(404, f"no result for {tool_call_id}")
-    command: dict[str, Any] = {"type": "export_scene", "view": (result.get("image") or {}).get("view")}
-    changes = result.get("changes")
-    if result.get("mode") == "automate" and isinstance(changes, dict) and result.get("committed") is not None:
-        if not result.get("committed"):
-            return api_error(409, f"{tool_call_id} changed nothing (it was rolled back or discarded): "
-                                  "there is no change to show in 3D")
-        command["changes"] = {k: [int(i) for i in changes.get(k) or ()] for k in ("added", "modified", "deleted")}
-        command["before_of"] = f"{tool_call_id}.run"
-    elif not isinstance(result.get("image"), dict) or "view" not in result["image"]:
-        return api_error(404, f"{tool_call_id} has no view to show in 3D (only automations and captured views have one)")
-    return _ask_host(row.get("host_id"), command, tool_call_id)
+    try:
+        return _scene_response(scene_source.result_scene(nexus(), g.user.name, row, tool_call_id))
+    except SceneRefused as refused:
+        return api_error(refused.status, refused.words)
 
 
 @scene_api.get("/api/hosts/<host_id>/scene")
@@ -93,7 +72,11 @@ def host_scene(host_id: str):
             return api_error(400, "max_bytes: expected a whole number of bytes")
         if not 65536 <= command["max_bytes"] <= 48 * 1024 * 1024:
             return api_error(400, "max_bytes: must be between 65536 and 50331648")
-    return _ask_host(host_id, command, "scene-" + uuid.uuid4().hex[:12])
+    try:
+        return _scene_response(scene_source.ask_host(nexus(), g.user.name, host_id, command,
+                                                     "scene-" + uuid.uuid4().hex[:12]))
+    except SceneRefused as refused:
+        return api_error(refused.status, refused.words)
 
 
 @scene_api.get("/vendor/three/<path:name>")
@@ -112,29 +95,10 @@ def three_file(name: str):
     return Response(text, mimetype="text/javascript", headers={"Cache-Control": "private, max-age=3600"})
 
 
-def _ask_host(host_id: str | None, command: dict[str, Any], about: str) -> Response | tuple[Response, int]:
-    state = nexus()
-    connection = state.hosts.get(host_id)
-    if connection is None or connection.user_name != g.user.name:
-        return api_error(404, f"no connected host {host_id}" if host_id else "this session has no host")
-    if connection.host_app == "revit":
-        return api_error(409, NO_REVIT_SCENE)
-    if not connection.hello.has("export_scene"):
-        return api_error(409, f"host {host_id} ({connection.host_app}) cannot send a 3D scene (its runtime is older "
-                              "than export_scene); update it")
-    link = WebSocketHostLink(state.hosts, state.channel, connection.host_id, g.user.name, "scene-" + about)
-    reply = link.ask(command, SCENE_TIMEOUT_S, threading.Event(), about=about)
-    message = reply.message
-    if message is None:
-        return api_error(504, f"host {host_id} sent no scene ({reply.missing}) {reply.detail}".strip())
-    if message.get("type") != "export_scene_result":
-        return api_error(502, f"host {host_id} could not build the scene: {message.get('message')}")
-    if not message.get("ok"):
-        return api_error(422, f"the host could not build the scene: {message.get('error')}")
-    summary = {k: message.get(k) for k in ("view", "nodes", "counts", "undrawn", "omitted_for_size",
-                                           "omitted_for_time", "before_missing") if k in message}
-    glb = base64.b64decode(message["glb_base64"])
-    headers = {"Cache-Control": "private, no-store", "X-Nexus-Scene": json.dumps(summary), "Vary": "Accept-Encoding"}
+def _scene_response(scene: scene_source.Scene) -> Response:
+    glb = scene.glb
+    headers = {"Cache-Control": "private, no-store", "X-Nexus-Scene": json.dumps(scene.summary),
+               "Vary": "Accept-Encoding"}
     if "gzip" in request.headers.get("Accept-Encoding", ""):
         # Node extras and index runs compress ~9x in tens of milliseconds (measured in docs/scene.md).
         glb, headers["Content-Encoding"] = gzip.compress(glb, compresslevel=6), "gzip"

@@ -4,6 +4,7 @@ card (`_meta.ui.resourceUri`), resources/read serves it as `text/html;profile=mc
 through the card's own tools decides the held change; a client that does not render apps sees no difference."""
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ def test_the_card_is_declared_on_the_tools_and_served_self_contained(sample_ifc,
     for name in ("execute_task_automation", "capture_view", "run_skill"):
         assert meta_of(tools[name])["ui"]["resourceUri"] == CARD_URI, name
     assert "ui" not in meta_of(tools["execute_data_collection"])
-    for name in ("review_held_change", "decide_held_change"):
+    for name in ("review_held_change", "decide_held_change", "scene_of_change"):
         assert meta_of(tools[name])["ui"] == {"resourceUri": CARD_URI, "visibility": ["app"]}
     (card,) = [r for r in listed if str(r.uri) == CARD_URI]
     assert card.mime_type == MIME_TYPE
@@ -72,7 +73,8 @@ def test_the_card_is_declared_on_the_tools_and_served_self_contained(sample_ifc,
     # self-contained: no script, style, image or frame fetched from anywhere, no eval
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=[\"']?(https?:)?//", html, re.I)
     assert "@import" not in html and "eval(" not in html and "new Function" not in html
-    assert "data-nexus-scene-slot" in html  # where the 3D viewer mounts, the image until then
+    assert "data-nexus-scene-slot" in html  # the image, with the 3D viewer beside it
+    assert "window.NexusSceneViewer = " in html and "GLTFLoader" in html  # three.js and the viewer, inlined
 
 
 @pytest.mark.parametrize("decision", ["keep", "discard"])
@@ -103,9 +105,20 @@ def test_keep_or_discard_in_the_card_decides_the_held_change(sample_ifc, tmp_pat
                                                                          "decision": decision, "comment": "card"})
             again = await session.call_tool("decide_held_change", {"tool_call_id": held["tool_call_id"],
                                                                    "decision": "keep"})
-            return held, refused, decided, again, results["call"]
+            scene = await session.call_tool("scene_of_change", {"session_id": held["session_id"],
+                                                                "tool_call_id": held["tool_call_id"]})
+            stranger = await session.call_tool("scene_of_change", {"session_id": "no-such-session",
+                                                                   "tool_call_id": held["tool_call_id"]})
+            return held, refused, decided, again, results["call"], scene, stranger
 
-    held, refused, decided, again, call = anyio.run(scenario)
+    held, refused, decided, again, call, scene, stranger = anyio.run(scenario)
+    assert stranger.is_error and "no session no-such-session" in stranger.structured_content["error"]
+    if decision == "keep":  # the committed change's scene, a GLB with the renamed door marked
+        assert scene.structured_content["ok"] is True, scene.structured_content
+        glb = base64.b64decode(scene.structured_content["glb_base64"])
+        assert glb[:4] == b"glTF" and scene.structured_content["summary"]["counts"]["modified"] >= 1
+    else:
+        assert scene.is_error and "was discarded" in scene.structured_content["error"]
     assert asked == []
     assert name in held["change_report"] and held["changes"]["modified"]
     assert held["image"] is None or held["image"]["mime_type"] == "image/png"

@@ -1,7 +1,8 @@
 """The review card itself in Chromium (issue 28, item 4): a minimal MCP Apps host written here renders the card
 from resources/read in a sandboxed iframe and relays its JSON-RPC (ui/initialize, tools/call) to `nexus mcp
---ifc --policy ask` on the real IFC host through the official `mcp` client; the person clicks Keep in the card
-and the model file changes."""
+--ifc --policy ask` on the real IFC host through the official `mcp` client; the person opens the held change's
+3D view (three.js inlined in the card, the scene by a tool call), clicks Keep in the card and the model file
+changes."""
 from __future__ import annotations
 
 import json
@@ -91,6 +92,15 @@ def test_keep_clicked_in_the_card_commits_the_held_change(sample_ifc, tmp_path, 
             assert "FROM_THE_CARD" in view.locator("#held-report").text_content()
             assert "modified" in view.locator("#held-counts").text_content()
             assert "review_held_change" in calls and not out.exists()
+
+            # The 3D view of the held change, inlined three.js, its scene by the app-only tool scene_of_change.
+            view.locator("#scene-toggle").click()
+            box = view.locator("#scene-box")
+            pump_until(page, lambda: box.get_attribute("data-state") in ("ready", "error"), 240)
+            assert box.get_attribute("data-state") == "ready", box.text_content()
+            assert "scene_of_change" in calls
+            assert box.get_attribute("data-highlighted") == "1"  # the renamed door, as the report counts it
+            assert view.locator("#scene-box canvas").count() == 1
             view.locator("#keep").click()
             pump_until(page, running.done, 90)
             result = running.result()

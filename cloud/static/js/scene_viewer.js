@@ -3,7 +3,8 @@
 //   const viewer = await openViewer(container, sceneUrl, { details, card });
 //
 // `container` is an empty element (the viewer fills it: toolbar, canvas, info panel); `sceneUrl` answers
-// model/gltf-binary (GET /api/sessions/<id>/results/<call>/scene or /api/hosts/<id>/scene?...);
+// model/gltf-binary (GET /api/sessions/<id>/results/<call>/scene or /api/hosts/<id>/scene?...), or is a
+// function resolving to { bytes: ArrayBuffer, summary } (the review card, which gets the scene by a tool call);
 // `details` is the result's change_details (before → after values shown for a clicked element);
 // `card`, when given, is the tool card whose change-report lines and before → after rows select their element.
 // The handle: select(stepIdOrGlobalId), fitChanged(), setBefore(bool), isolateStorey(name|""), section(bool),
@@ -22,7 +23,10 @@ const SECTION_MARGIN_M = 1.5;
 
 let libraries = null;
 function loadLibraries() {
-  libraries = libraries || Promise.all([import(THREE_URL), import(GLTF_URL), import(ORBIT_URL)]);
+  // The MCP Apps review card inlines three.js (cloud/scene_bundle.py): no network in its sandbox.
+  const bundled = globalThis.NexusThreeBundle;
+  libraries = libraries || (bundled ? Promise.resolve(bundled)
+    : Promise.all([import(THREE_URL), import(GLTF_URL), import(ORBIT_URL)]));
   return libraries;
 }
 
@@ -50,7 +54,7 @@ async function fetchScene(url) {
 }
 
 function addStyleSheet() {
-  if (document.querySelector("link[data-scene-css]")) return;
+  if (document.querySelector("[data-scene-css]")) return;  // linked already, or inlined (the review card)
   document.head.append(el("link", { rel: "stylesheet", href: "/static/css/scene.css", "data-scene-css": "1" }));
 }
 
@@ -69,7 +73,7 @@ export async function openViewer(container, sceneUrl, { details = null, card = n
     return fail(container, "The 3D viewer's library (three.js) is not installed on this server: run `npm ci` in the checkout (scripts/demo does).");
   }
   try {
-    scene = await fetchScene(sceneUrl);
+    scene = typeof sceneUrl === "function" ? await sceneUrl() : await fetchScene(sceneUrl);
   } catch (error) {
     return fail(container, error.message);
   }
@@ -102,6 +106,7 @@ class SceneViewer {
     this.byGlobalId = new Map();
     this.byStepId = new Map();
     this.owners = new WeakMap(); // mesh -> its element's record (not in userData: three.js clones that as JSON)
+    this.sharedMaterials = new WeakMap(); // a selected element's mesh -> the material it shares when not selected
     this.ghosts = [];
     this.before = false;
     this.selected = null;
@@ -183,19 +188,28 @@ class SceneViewer {
 
   highlight() {
     const THREE = this.THREE;
+    // One material per (file material, change kind), shared by every mesh that has both: a material per mesh
+    // made the first frame of a 1,000-element storey several times slower (a program state per draw).
+    const shared = new Map();
+    const styled = (material, kind) => {
+      const key = `${material.uuid}:${kind || (this.changed.length ? "faded" : "as-is")}`;
+      if (!shared.has(key)) {
+        const made = material.clone();
+        if (kind) {
+          made.color = new THREE.Color(KIND_COLOURS[kind]);
+          made.emissive = new THREE.Color(KIND_COLOURS[kind]).multiplyScalar(0.25);
+        } else if (this.changed.length) {
+          made.transparent = true;
+          made.opacity = Math.min(made.opacity, 0.55);
+          made.depthWrite = false;
+        }
+        shared.set(key, made);
+      }
+      return shared.get(key);
+    };
     for (const record of this.elements) {
       const kind = record.extras.change;
-      for (const mesh of record.meshes) {
-        mesh.material = mesh.material.clone();
-        if (kind) {
-          mesh.material.color = new THREE.Color(KIND_COLOURS[kind]);
-          mesh.material.emissive = new THREE.Color(KIND_COLOURS[kind]).multiplyScalar(0.25);
-        } else if (this.changed.length) {
-          mesh.material.transparent = true;
-          mesh.material.opacity = Math.min(mesh.material.opacity, 0.55);
-          mesh.material.depthWrite = false;
-        }
-      }
+      for (const mesh of record.meshes) mesh.material = styled(mesh.material, kind);
       if (kind === "deleted") record.object.visible = false; // after: gone; before: a ghost
     }
     // Ghosts of moved elements at their previous placement, shown in "before".
@@ -362,11 +376,20 @@ class SceneViewer {
 
   show(record) {
     const THREE = this.THREE;
-    if (this.selected) for (const mesh of this.selected.meshes) mesh.material.emissive?.set(this.selectedEmissive || 0);
+    if (this.selected) {  // back to the material it shares with others
+      for (const mesh of this.selected.meshes) if (this.sharedMaterials.has(mesh)) {
+        const own = mesh.material;
+        mesh.material = this.sharedMaterials.get(mesh);
+        mesh.material.clippingPlanes = own.clippingPlanes;  // a section set meanwhile
+        own.dispose();
+        this.sharedMaterials.delete(mesh);
+      }
+    }
     this.selected = record;
     for (const mesh of record.meshes) {
-      if (mesh.material.emissive) {
-        this.selectedEmissive = mesh.material.emissive.getHex();
+      if (mesh.material.emissive) {  // its own copy while selected: the material is shared
+        this.sharedMaterials.set(mesh, mesh.material);
+        mesh.material = mesh.material.clone();
         mesh.material.emissive = new THREE.Color(0x3355ff);
       }
     }

@@ -83,7 +83,7 @@ def overhead(args: argparse.Namespace) -> None:
                 while True:
                     next(tool)
             except StopIteration as done:
-                assert not done.value["is_error"], done.value
+                assert not done.value.part.get("is_error"), done.value.part
             return time.perf_counter() - started
 
         token = store.create_token("bench")

@@ -10,6 +10,7 @@ fails the test until it is sorted into one of the two.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -68,11 +69,12 @@ def _node(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(NODE), str(SUITE), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
-def all_scenarios() -> list[str]:
+@functools.cache
+def all_scenarios() -> tuple[str, ...]:
     """Every server scenario of the installed suite (active and pending)."""
     listed = _node("list", "--server", timeout=60)
     assert listed.returncode == 0, listed.stderr
-    return re.findall(r"^\s*- ([\w-]+)", listed.stdout.split("Client scenarios")[0], re.MULTILINE)
+    return tuple(re.findall(r"^\s*- ([\w-]+)", listed.stdout.split("Client scenarios")[0], re.MULTILINE))
 
 
 def applicable(transport: str) -> list[str]:

@@ -76,6 +76,9 @@ class ScriptProcess(Protocol):
     def how_it_ended(self) -> str:
         """After the process ended unasked: 'crashed ... (SIGSEGV)' or 'ended ... (exit status 3)'."""
 
+    def ended(self) -> bool:
+        """Its process has exited: closing it now does not wait for the kernel to tear it down."""
+
     def close(self) -> None:
         """Kill if still running, and remove its output files and scratch directory."""
 
@@ -145,6 +148,9 @@ class ForkedRun:
             except ProcessLookupError:
                 pass
 
+    def ended(self) -> bool:
+        return not self._supervisor_running()
+
     def reap(self) -> int:
         if self.exit_status is None:
             status = reap_bounded(self.pid, SUPERVISOR_GRACE_S)
@@ -174,7 +180,9 @@ class _WarmSpares(abc.ABC):
     once. `ahead` of them are kept ready: a spawned spare takes seconds to start (a fresh interpreter imports
     IfcOpenShell and loads the model), so two are kept and a replacement starts as soon as one is taken; the
     next call after a cancelled or failed script, which changed nothing, then finds one ready. A commit makes
-    them all useless. A forked child costs milliseconds: one, replaced after the reply."""
+    them all useless. A forked child is forked in milliseconds but takes longer to confine itself (tens of
+    milliseconds, more on a busy machine): two are kept, replaced after the reply, so a call that follows
+    the last one at once finds one confined and waiting."""
 
     name = ""
     ahead = 1
@@ -293,6 +301,7 @@ class ForkStrategy(_WarmSpares):
     """A child forked from the keeper ahead of each script (copy-on-write copy of the committed model)."""
 
     name = "fork"
+    ahead = 2
 
     def __init__(self, workdir: Path, private_fds: tuple[int, ...]) -> None:
         super().__init__()
@@ -366,6 +375,9 @@ class SpawnedRun:
     def stop(self) -> None:
         if self.process.exitcode is None and self.process.pid is not None and not self.script.kill():
             self.process.kill()  # not ready yet: the supervisor (the script process follows it)
+
+    def ended(self) -> bool:
+        return self.process.exitcode is not None
 
     def _join(self) -> None:
         """Bounded: the supervisor ends once the script's tree is gone; killed if it does not."""

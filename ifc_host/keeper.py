@@ -75,6 +75,7 @@ SNAPSHOT_TIMEOUT_S = 300.0
 FULL_COLLECT_EVERY = 64  # replies between full garbage collections of the keeper (see Keeper._freeze_for_fork)
 _CRASH_FRAME = re.compile(r'File "<script>", line (\d+)')
 ABORTS_REMEMBERED = 64
+RETIRED_KEPT = 2  # finished script processes left for the next reply to reap (see Keeper.reap_retired)
 SPARE_WAIT_S = 300.0
 PARTIAL_READ_S = 0.05  # how long a readable script pipe is read before the keeper listens for aborts again
 CANCELLED_RUNNING = "cancelled while running: rolled back, the model is unchanged"
@@ -339,14 +340,19 @@ class Keeper:
         run.stop()
         self.retired.append(run)
 
-    def reap_retired(self) -> None:
-        while self.retired:
-            self.retired.pop().close()
+    def reap_retired(self, wait: bool = True) -> None:
+        """Close finished script processes. `wait=False` (after a reply): only those the kernel has torn down
+        already, and at most RETIRED_KEPT left for the next reply, so a call that follows at once does not
+        wait for the teardown of the last one (a process sharing a big model's pages takes tens of ms)."""
+        for run in list(self.retired):
+            if wait or run.ended() or len(self.retired) > RETIRED_KEPT:
+                self.retired.remove(run)
+                run.close()
 
     def after_reply(self) -> None:
         """Housekeeping the caller need not wait for: reap finished scripts, free the model a commit replaced,
         get the next spare ready."""
-        self.reap_retired()
+        self.reap_retired(wait=False)
         self.replaced_models.clear()
         if self.held is None:
             self._freeze_for_fork()

@@ -1,0 +1,43 @@
+"""Back-to-back reads (an MCP client calling again the moment it has the answer) find a script process that
+is already confined and waiting: the fork strategy keeps two spares, and the housekeeping after a reply does
+not wait for the last script's process to be torn down. Real keeper, real forked processes, real file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ifc_host import child
+from ifc_host.keeper import RETIRED_KEPT, Keeper
+from ifc_host.model_file import open_checked
+from ifc_host.sample import write_sample_model
+
+READ = "print(len(model.by_type('IfcDoor')))"
+
+
+def _collect(keeper: Keeper, n: int) -> dict:
+    reply = keeper.handle({"op": "execute", "request_id": f"r{n}", "mode": "collect", "code": READ,
+                           "timeout_s": 60.0, "hold": False, "epilogue_code": None, "validation": "warn"})
+    assert reply["ok"], reply
+    return reply
+
+
+def test_after_a_reply_two_confined_spares_wait_and_no_teardown_is_waited_for(tmp_path: Path):
+    path = tmp_path / "sample.ifc"
+    write_sample_model(str(path), storeys=1)
+    child.preimport()
+    keeper = Keeper(open_checked(path), path, 60.0, isolation="fork")
+    try:
+        doors = len(keeper.model.by_type("IfcDoor"))
+        for n in range(4):
+            assert _collect(keeper, n)["stdout"].strip() == str(doors)
+            keeper.after_reply()
+            assert len(keeper.retired) <= RETIRED_KEPT
+        keeper.handle({"op": "warm"})
+        assert len(keeper.strategy.spares) == 2, "the next two calls each find a spare"
+        assert all(run.sandbox for run, _path in keeper.strategy.spares), "both confined and waiting"
+        # The next read takes the oldest ready spare; the other is still there for the call after it.
+        taken, other = keeper.strategy.spares
+        _collect(keeper, 99)
+        assert keeper.strategy.spares[0] is other and taken not in keeper.strategy.spares
+    finally:
+        keeper.shutdown()
+    assert not keeper.retired, "shutdown reaps every finished script process"

@@ -388,6 +388,7 @@ class ExportScene(Message):
     global_ids: tuple[str, ...] | None = None
     changes: SceneChanges | None = None
     before_of: str | None = None
+    held_of: str | None = None
     max_bytes: int | None = None
     time_budget_s: float | None = None
 

@@ -186,8 +186,7 @@ def test_the_store_serves_each_part_and_its_flat_names(tmp_path):
 
 
 # Files still calling the store by its flat names (Store answers them for the part): moved when they are next edited.
-FLAT_CALLERS = {"cloud/mcp/apps.py", "cloud/mcp/calls.py", "cloud/mcp/delegation.py", "cloud/mcp/http.py",
-                "cloud/tools/scripts.py", "cloud/web/coordination_api.py"}
+FLAT_CALLERS = {"cloud/web/coordination_api.py"}
 
 
 def _flat_calls(path: Path) -> list[str]:

@@ -262,7 +262,7 @@ class ReviewCard:
         views = []
         for change in self.held.of(caller.user, caller.connection):
             image_id = (change.request.get("image") or {}).get("image_id")
-            png = await anyio.to_thread.run_sync(store.get_image, change.session_id, image_id) if image_id else None
+            png = await anyio.to_thread.run_sync(store.results.get_image, change.session_id, image_id) if image_id else None
             views.append(held_view(change, png))
         return structured({"held": views})
 
@@ -291,7 +291,7 @@ class ReviewCard:
                               True)
         caller = server.caller(ctx)
         backend = server.backend
-        row = await anyio.to_thread.run_sync(backend.store.get_session, session_id)
+        row = await anyio.to_thread.run_sync(backend.store.sessions.get_session, session_id)
         if row is None or row["user_name"] != caller.user:
             return structured({"ok": False, "error": f"no session {session_id}"}, True)
         try:

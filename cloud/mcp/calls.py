@@ -23,7 +23,7 @@ from cloud.config import Settings
 from cloud.contract import content_hash
 from cloud.hostlink import HostConnection, HostDirectory, session_link
 from cloud.mcp.wording import say
-from cloud.rendezvous import Delivery, ToolResultChannel
+from cloud.rendezvous import Delivery, ResultChannel
 from cloud.runs import Run, RunRegistry
 from cloud.session_refs import save_refs
 from cloud.store import Store
@@ -106,7 +106,7 @@ class Backend:
     store: Store
     settings: Settings
     hosts: HostDirectory
-    channel: ToolResultChannel
+    channel: ResultChannel
     runs: RunRegistry
     quotas: Quotas | None = None
     chat_url: str | None = None  # the chat page's address, for "decide at <link>"
@@ -176,9 +176,9 @@ class McpCalls:
                 return self._sessions[key]
         if self.backend.quotas is not None:
             self.backend.quotas.admit_session(caller.user)
-        session_id = self.backend.store.create_session(caller.user, host_id, f"mcp:{caller.client}", {})
+        session_id = self.backend.store.sessions.create_session(caller.user, host_id, f"mcp:{caller.client}", {})
         if self.policy:
-            self.backend.store.update_session(session_id, policy=self.policy)
+            self.backend.store.sessions.update_session(session_id, policy=self.policy)
         if self.refs:
             save_refs(self.backend.store, session_id, self.refs)
         with self._lock:
@@ -192,7 +192,7 @@ class McpCalls:
         with its sha256."""
         code = json.dumps({"tool": tool, "client": caller.client, "client_version": caller.client_version,
                            "arguments": arguments}, sort_keys=True)
-        self.backend.store.record_scripts([{
+        self.backend.store.ledger.record_scripts([{
             "session_id": session_id, "tool_call_id": call_id, "user_name": caller.user,
             "host_id": host.host_id if host else None, "host_app": host.host_app if host else None,
             "capability_version": None, "kind": AUDIT_KIND, "code": code, "sha256": content_hash(code)}])
@@ -248,21 +248,21 @@ class McpCalls:
             if call_id is not None:
                 return self._calls.get(call_id)
         needle = json.dumps({"idempotency_key": key})[1:-1]  # as the audit row's JSON writes it
-        for row in self.backend.store.audit(user_name=user, kind=AUDIT_KIND, text=needle, limit=20):
+        for row in self.backend.store.ledger.audit(user_name=user, kind=AUDIT_KIND, text=needle, limit=20):
             if row["session_id"] and json.loads(row["code"]).get("arguments", {}).get("idempotency_key") == key:
                 return str(row["session_id"]), str(row["tool_call_id"])
         return None
 
     def session_of(self, user: str, call_id: str) -> str | None:
         """The session a call of the user's ran in, from the audit log (a call of an earlier process)."""
-        for row in self.backend.store.audit(user_name=user, kind=AUDIT_KIND, limit=2000):
+        for row in self.backend.store.ledger.audit(user_name=user, kind=AUDIT_KIND, limit=2000):
             if row["tool_call_id"] == call_id and row["session_id"]:
                 return str(row["session_id"])
         return None
 
     def stored_outcome(self, session_id: str, call_id: str) -> CallOutcome | None:
         """A call finished by an earlier process: the person's result the store kept for it."""
-        person = self.backend.store.get_result(session_id, call_id)
+        person = self.backend.store.results.get_result(session_id, call_id)
         if person is None:
             return None
         part = {"content": [{"type": "text", "text": str(person.get("summary", ""))}], "is_error": not person.get("ok")}
@@ -301,7 +301,7 @@ class McpCalls:
         if worker.cancel.is_set():  # cancelled before its run started
             run.cancel.set()
         try:
-            row = store.get_session(session_id)
+            row = store.sessions.get_session(session_id)
             assert row is not None
             # The client's agent runs its own loop and budgets: each call is a run of its own here
             # (the fix/iteration caps bound one run of NexusAI's loop); the script stays for edits.
@@ -319,7 +319,7 @@ class McpCalls:
                 worker.items.put(chunk)
                 yield chunk
             # The chat page reads the call back from the transcript once its run has gone.
-            store.append_entries(session_id, [
+            store.sessions.append_entries(session_id, [
                 {"role": "assistant", "model": row["model"],
                  "content": [{"type": "tool_call", "id": call_id, "name": name, "input": arguments}]},
                 tool_results([called.part])])

@@ -54,12 +54,12 @@ class DelegatedRuns:
 
     def start(self, user: str, host_id: str, model: ModelAdapter, prompt: str) -> DelegatedRun:
         store = self.backend.store
-        session_id = store.create_session(user, host_id, model.spec, {})
+        session_id = store.sessions.create_session(user, host_id, model.spec, {})
         if self.policy:
-            store.update_session(session_id, policy=self.policy)
+            store.sessions.update_session(session_id, policy=self.policy)
         if self.refs:
             save_refs(store, session_id, self.refs)
-        row = store.get_session(session_id)
+        row = store.sessions.get_session(session_id)
         assert row is not None
         run = DelegatedRun(session_id, user)
         with self._lock:
@@ -134,7 +134,7 @@ class DelegatedRuns:
             run = self._runs.get(handle)
         if run is not None:
             return run if run.user == user else None
-        row = self.backend.store.get_session(handle)
+        row = self.backend.store.sessions.get_session(handle)
         if row is None or row["user_name"] != user or row["model"] is None or row["model"].startswith("mcp:"):
             return None
         return self._from_store(handle, row)
@@ -144,7 +144,7 @@ class DelegatedRuns:
         the model's texts of every turn since the task was given, a step per tool call and result, the
         person's results the store kept, and how the run ended."""
         store = self.backend.store
-        transcript = store.transcript(handle)
+        transcript = store.sessions.transcript(handle)
         start = max((i for i, e in enumerate(transcript) if e.get("role") == "user"
                      and any(p.get("type") == "text" and not p.get("kind") for p in e.get("content", []))), default=-1)
         texts: list[str] = []
@@ -162,7 +162,7 @@ class DelegatedRuns:
                 for part in entry.get("content", []):
                     if part.get("type") != "tool_result":
                         continue
-                    person = store.get_result(handle, part.get("tool_call_id", "")) or {
+                    person = store.results.get_result(handle, part.get("tool_call_id", "")) or {
                         "tool_call_id": part.get("tool_call_id"), "name": part.get("name"), "ok": not part.get("is_error")}
                     results.append(person)
                     steps.append(f"{person.get('name')}: {'ok' if person.get('ok') else 'failed'}"

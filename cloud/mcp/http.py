@@ -42,7 +42,7 @@ class StoreTokenVerifier:
         self.store = store
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        user = await anyio.to_thread.run_sync(self.store.user_for_token, token)
+        user = await anyio.to_thread.run_sync(self.store.auth.user_for_token, token)
         if user is None or user.scope != "user":
             return None
         return AccessToken(token=token, client_id=user.name, scopes=[], subject=user.name)

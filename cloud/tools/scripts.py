@@ -46,7 +46,7 @@ def _audit(ctx: ToolContext, call_id: str, epilogue: CapabilityScript | None, co
     scripts = [("model", code, content_hash(code))]
     if epilogue is not None:
         scripts.append(("epilogue", epilogue.code, epilogue.sha256))
-    ctx.store.record_scripts([
+    ctx.store.ledger.record_scripts([
         {"session_id": ctx.session.session_id, "tool_call_id": call_id, "user_name": ctx.session.user_name,
          "host_id": ctx.host.host_id, "host_app": ctx.host.host_app,
          "capability_version": epilogue.capability_version if epilogue else None,
@@ -116,7 +116,7 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         directives=directives, decision=decision, external_changes=result.get("external_changes"),
         blocked=result.get("blocked", []), dialogs=result.get("dialogs", []),
         change_details=result.get("change_details"), validation=result.get("validation")).to_json()
-    ctx.store.save_result(ctx.session.session_id, call["id"], person)
+    ctx.store.results.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)
     images = [image.part] if image and image.part and committed else []
     return tool_result_part(call["id"], call["name"], text, images, is_error=not result.get("ok"))

@@ -63,7 +63,7 @@ def bench_commit(path: Path) -> None:
     """The host's open, the corpus automation's commit, the change report, and the write floor."""
     from ifc_host.change_details import describe_changes
     from ifc_host.changes import ChangeRecorder
-    from ifc_host.executor import ExecuteJob, IsolatedExecutor
+    from ifc_host.executor import IsolatedExecutor, execute_command
     from tests.corpus.edit_script import EDIT_SCRIPT
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -74,7 +74,7 @@ def bench_commit(path: Path) -> None:
             print(f"    host open FAILED: {executor}")
             return
         try:
-            commit_s, result = timed(lambda: executor.execute(ExecuteJob("bench", "automate", EDIT_SCRIPT, 1800)))
+            commit_s, result = timed(lambda: executor.execute(execute_command("bench", "automate", EDIT_SCRIPT, 1800)))
         finally:
             executor.close()
         model = open_checked(work)

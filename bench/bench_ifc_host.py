@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cloud.hosts.registry import stamped_epilogue  # noqa: E402
 from ifc_host.changes import ChangeRecorder  # noqa: E402
-from ifc_host.executor import ExecuteJob, IsolatedExecutor  # noqa: E402
+from ifc_host.executor import IsolatedExecutor, execute_command  # noqa: E402
 from ifc_host.isolation import ISOLATIONS  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
@@ -100,10 +100,10 @@ def bench_rollback_and_commit(path: Path, rounds: int, isolation: str, commits: 
                 return (time.perf_counter() - started) * 1000, result
 
             for n in range(rounds + 2):
-                elapsed, result = timed(ExecuteJob(f"f{n}", "automate", failing, 30))
+                elapsed, result = timed(execute_command(f"f{n}", "automate", failing, 30))
                 assert result["ok"] is False and result["committed"] is False
-                bare_ms, _ = timed(ExecuteJob(f"b{n}", "automate", "raise RuntimeError('at once')", 30))
-                collect_ms, read = timed(ExecuteJob(f"r{n}", "collect", collect, 30))
+                bare_ms, _ = timed(execute_command(f"b{n}", "automate", "raise RuntimeError('at once')", 30))
+                collect_ms, read = timed(execute_command(f"r{n}", "collect", collect, 30))
                 assert read["ok"], read.get("error")
                 if n >= 2:  # the first runs warm the page cache
                     walls.append(elapsed)
@@ -114,7 +114,7 @@ def bench_rollback_and_commit(path: Path, rounds: int, isolation: str, commits: 
             rss_first = rss_mb(executor.keeper_pid)
             commit_times, spare_ready, reads = [], [], set()
             for n in range(commits):
-                elapsed, result = timed(ExecuteJob(f"c{n}", "automate", f"model.by_type('IfcWall')[0].Name = 'commit {n}'", 60))
+                elapsed, result = timed(execute_command(f"c{n}", "automate", f"model.by_type('IfcWall')[0].Name = 'commit {n}'", 60))
                 commit_times.append(elapsed)
                 assert result["committed"], result.get("error")
                 reads.add(result.get("model_read") or "?")
@@ -123,7 +123,7 @@ def bench_rollback_and_commit(path: Path, rounds: int, isolation: str, commits: 
             rss_last = rss_mb(executor.keeper_pid)
             after = []
             for n in range(rounds):
-                elapsed, result = timed(ExecuteJob(f"a{n}", "automate", failing, 30))
+                elapsed, result = timed(execute_command(f"a{n}", "automate", failing, 30))
                 assert result["ok"] is False and result["committed"] is False
                 after.append(elapsed)
         finally:
@@ -217,7 +217,7 @@ def bench_cpu(path: Path, rounds: int) -> dict[str, dict[str, float]]:
                         keeper.handle({"op": "warm"})
                         keeper.after_reply()
                         before, _ = usage()
-                        command = ExecuteJob(f"{label}{n}", "automate", code.format(n=n), 60.0, epilogue_code)
+                        command = execute_command(f"{label}{n}", "automate", code.format(n=n), 60.0, epilogue_code)
                         result = keeper.handle({"op": "execute", "command": command.to_dict()})
                         figures[label]["keeper"].append(usage()[0] - before)
                         assert result.get("committed") is (label == "commit"), result.get("error")

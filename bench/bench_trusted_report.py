@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ifcopenshell  # noqa: E402
 
 from ifc_host.changes import changes_between  # noqa: E402
-from ifc_host.executor import ExecuteJob, IsolatedExecutor  # noqa: E402
+from ifc_host.executor import IsolatedExecutor, execute_command  # noqa: E402
 from ifc_host.model_diff import check_against_model, data_section, diff_records  # noqa: E402
 from ifc_host.model_file import open_checked, write_beside  # noqa: E402
 
@@ -74,7 +74,7 @@ def end_to_end(path: Path, work: Path) -> list[tuple[str, dict[str, Any]]]:
         for n, (label, code) in enumerate((("first commit", "import time\n" + RENAME),
                                            ("second commit", "import time\n" + RENAME),
                                            ("written back unchanged", WRITE_BACK))):
-            result = runner.execute(ExecuteJob(f"bench{n}", "automate", code, 600))
+            result = runner.execute(execute_command(f"bench{n}", "automate", code, 600))
             assert result["committed"], result.get("error")
             rows.append((label, result))
     finally:

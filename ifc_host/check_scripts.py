@@ -21,7 +21,7 @@ ScriptRunner = Callable[[ifcopenshell.file, Check, str], list[Finding]]
 def sandboxed_check_scripts(work: str | Path, isolation: str | None = None) -> Iterator[ScriptRunner]:
     """A runner for `run_rule_set(..., run_script=...)`: one keeper on `work` (started at the first script check,
     closed afterwards) runs each check's code as a collection; its FINDING lines become findings."""
-    from ifc_host.executor import ExecuteJob, IsolatedExecutor
+    from ifc_host.executor import IsolatedExecutor, execute_command
 
     executor: IsolatedExecutor | None = None
     runs = 0
@@ -32,7 +32,7 @@ def sandboxed_check_scripts(work: str | Path, isolation: str | None = None) -> I
         if executor is None:
             executor = IsolatedExecutor(work, isolation=isolation)  # a collection saves nothing
         runs += 1
-        result = executor.execute(ExecuteJob(request_id=f"check-{runs}", mode="collect", code=code,
+        result = executor.execute(execute_command(request_id=f"check-{runs}", mode="collect", code=code,
                                              timeout_s=CHECK_TIMEOUT_S))
         found = parse_finding_lines(result.get("stdout") or "", model, model_name, check.rule)
         if not result.get("ok"):

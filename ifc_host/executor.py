@@ -107,7 +107,6 @@ def execute_command(request_id: str, mode: str, code: str, timeout_s: float, epi
     return ExecuteCommand(request_id, mode, code, timeout_s, epilogue, **options)  # type: ignore[arg-type]
 
 
-ExecuteJob = execute_command  # the name tests, benchmarks and the check-script runner know it by
 
 
 @dataclass(frozen=True)

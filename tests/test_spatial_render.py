@@ -12,7 +12,7 @@ from PIL import Image
 from cloud.hosts.base import split_epilogue_output
 from cloud.hosts.ifc import PROVIDER
 from cloud.hosts.registry import stamped_epilogue
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.protocol import execute_result
 from ifc_host.render import HIGHLIGHT, render_view
 from ifc_host.sample import write_sample_model
@@ -40,7 +40,7 @@ def test_the_view_of_a_door_change_is_the_doors_storey(tmp_path: Path):
     write_sample_model(path, storeys=3)
     executor = IsolatedExecutor(path)
     try:
-        result = executor.execute(ExecuteJob("door", "automate", UNHOUSE_AND_MOVE, 120,
+        result = executor.execute(execute_command("door", "automate", UNHOUSE_AND_MOVE, 120,
                                              epilogue_code=stamped_epilogue("ifc").code))
     finally:
         executor.close()

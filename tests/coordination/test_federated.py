@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from tests.coordination.suite import federated_pair
 from tests.support.client import Client, write_script
 from tests.support.spine import automate, collect, say
@@ -55,7 +55,7 @@ def test_scripts_read_references_and_every_change_to_one_fails_with_nothing_writ
     executor = IsolatedExecutor(work, isolation=isolation)
     try:
         def run(code: str, mode: str) -> dict:
-            return executor.execute(ExecuteJob(request_id=f"{mode}-{len(code)}-{hash(code)}", mode=mode, code=code,
+            return executor.execute(execute_command(request_id=f"{mode}-{len(code)}-{hash(code)}", mode=mode, code=code,
                                                timeout_s=120, refs=refs))
 
         read = run(READ, "collect")
@@ -69,7 +69,7 @@ def test_scripts_read_references_and_every_change_to_one_fails_with_nothing_writ
                 assert result["error"]["type"] == "ReferenceIsReadOnly", (how, mode, result["error"])
                 assert "refs['MEP.ifc']" in result["error"]["message"] and "read-only" in result["error"]["message"]
         assert _sha(mep) == mep_sha and _sha(work) == work_sha  # nothing written, the working model neither
-        missing = executor.execute(ExecuteJob(request_id="missing", mode="collect", code="print(1)", timeout_s=60,
+        missing = executor.execute(execute_command(request_id="missing", mode="collect", code="print(1)", timeout_s=60,
                                               refs=({"name": "STR.ifc", "path": str(work.parent / "STR.ifc")},)))
         assert missing["error"]["type"] == "BadReference" and "STR.ifc" in missing["error"]["message"]
         kept = run("model.by_type('IfcWall')[0].Name = 'renamed'\nprint(refs['MEP.ifc'].by_type('IfcWall'))",
@@ -86,7 +86,7 @@ def test_a_clash_between_the_model_and_its_references_inside_a_collection(pair):
     code = ("import json\nfrom ifcclash.ifcclash import Clasher  # the library itself is importable too\n"
             "for f in refs.clash(clearance=0.3):\n    print(json.dumps(f.as_json()))\n")
     try:
-        result = executor.execute(ExecuteJob(request_id="clash", mode="collect", code=code, timeout_s=300,
+        result = executor.execute(execute_command(request_id="clash", mode="collect", code=code, timeout_s=300,
                                              refs=({"name": "MEP.ifc", "path": str(mep)},)))
     finally:
         executor.close()

@@ -10,7 +10,7 @@ import ifcopenshell
 import pytest
 
 from ifc_host.check_scripts import sandboxed_check_scripts
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.rules import RuleSetProblem, parse_rule_set, read_rule_set_file, run_rule_set, script_findings
 from tests.conformance.ifc_models import write_small_building
 from tests.ifc_host.test_ids import FIRE_RATING_IDS, STOREY, hosted_door
@@ -60,7 +60,7 @@ _counter = iter(range(1_000_000))
 
 
 def _automate(executor: IsolatedExecutor, code: str, rules: dict, validation: str = "warn") -> dict:
-    return executor.execute(ExecuteJob(f"r{next(_counter)}", "automate", code, 120, validation=validation,
+    return executor.execute(execute_command(f"r{next(_counter)}", "automate", code, 120, validation=validation,
                                        rules=rules))
 
 

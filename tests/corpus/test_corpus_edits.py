@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import open_checked
 from tests.corpus.corpus_files import CorpusFile, corpus_dirs, manifest
@@ -36,7 +36,7 @@ def test_every_edit_is_reported_validated_and_checked(entry: CorpusFile, isolati
     saved = tmp_path / "saved.ifc"
     executor = IsolatedExecutor(work, save_path=saved, isolation=isolation)
     try:
-        result = executor.execute(ExecuteJob(f"corpus-{isolation}", "automate", EDIT_SCRIPT, 600,
+        result = executor.execute(execute_command(f"corpus-{isolation}", "automate", EDIT_SCRIPT, 600,
                                              validation="warn", ids=CORPUS_IDS))
     finally:
         executor.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.render import render_view
 from ifc_host.render_scene import open_model, view_names
 from tests.corpus.corpus_files import corpus_dirs, manifest
@@ -35,7 +35,7 @@ def test_the_largest_file_opens_draws_commits_and_reports(tmp_path: Path, record
         plan = render_view(str(executor.committed_path), first, [], 1568, timeout_s=FIRST_PLAN_S)
         plan_s = time.monotonic() - started
         started = time.monotonic()
-        result = executor.execute(ExecuteJob("largest", "automate", EDIT_SCRIPT, COMMIT_S))
+        result = executor.execute(execute_command("largest", "automate", EDIT_SCRIPT, COMMIT_S))
         commit_s = time.monotonic() - started
     finally:
         executor.close()

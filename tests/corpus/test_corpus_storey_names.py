@@ -19,7 +19,7 @@ from cloud.context import render_context_block
 from cloud.hosts.hello import Hello
 from cloud.hosts.ifc import IfcProvider
 from ifc_host import protocol
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.render import RenderError, render_view
 from ifc_host.render_scene import AXONOMETRIC_STOREY_PREFIX, ViewError, resolve_view, view_names
 from tests.corpus.corpus_files import corpus_dirs, manifest
@@ -64,7 +64,7 @@ def test_storeys_that_share_a_name_are_their_step_ids_everywhere_and_each_draws(
     try:
         before, _, _ = _everything_the_model_is_told(executor)
         assert before == ["0", "1", "2", "3"]
-        renamed = executor.execute(ExecuteJob("rename", "automate", RENAME, 60))
+        renamed = executor.execute(execute_command("rename", "automate", RENAME, 60))
         assert renamed["committed"], renamed.get("error")
         second = int(renamed["stdout"].split()[-1])
         storeys, block, prompt = _everything_the_model_is_told(executor)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host import sample
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from tests.conformance.ifc_models import write_small_building
 
 REPORT = "import json\nprint(json.dumps(nexus_change_details()))\n"
@@ -40,7 +40,7 @@ _counter = iter(range(1_000_000))
 def held(executor: IsolatedExecutor, code: str) -> tuple[dict, dict]:
     """Run an automation, return its result and what the epilogue was given, then discard it."""
     request_id = f"d{next(_counter)}"
-    result = executor.execute(ExecuteJob(request_id, "automate", code, 30, epilogue_code=REPORT, hold=True))
+    result = executor.execute(execute_command(request_id, "automate", code, 30, epilogue_code=REPORT, hold=True))
     assert result["ok"] and result.get("held"), result.get("error")
     assert executor.decide(request_id, "discard")["committed"] is False
     return result, json.loads(result["epilogue_stdout"])
@@ -72,7 +72,7 @@ pset = ifcopenshell.api.pset.add_pset(model, product=wall, name='Pset_WallCommon
 ifcopenshell.api.pset.edit_pset(model, pset=pset, properties={'FireRating': 'EI30', 'IsExternal': False})
 """
     request_id = f"d{next(_counter)}"
-    committed = executor.execute(ExecuteJob(request_id, "automate", prepare, 30))
+    committed = executor.execute(execute_command(request_id, "automate", prepare, 30))
     assert committed["committed"], committed.get("error")
     edit = """
 wall = [w for w in model.by_type('IfcWall') if w.Name == 'W102'][0]
@@ -138,7 +138,7 @@ def test_big_changes_are_counted_in_full_and_sampled_per_group(tmp_path: Path):
     try:
         code = MOVE + "for w in model.by_type('IfcWall'):\n    move(w.Name, 0.25)\n" \
                       "for d in model.by_type('IfcDoor'):\n    d.Tag = 'X' + d.Tag\n"
-        result = runner.execute(ExecuteJob("big", "automate", code, 60))
+        result = runner.execute(execute_command("big", "automate", code, 60))
         assert result["committed"], result.get("error")
         details = result["change_details"]
         counts = {tuple(g["kinds"]): g["count"] for g in details["groups"]}
@@ -161,7 +161,7 @@ def test_hosted_elements_kept_in_place_when_their_wall_moves_are_not_called_move
         code = ("import ifcopenshell.util.unit\n" + MOVE.replace("w.Name == name", "w.id() == name")
                 + "for wall in sorted(model.by_type('IfcWall'), key=lambda w: w.id())[:2]:\n"
                   "    move(wall.id(), 0.5)\n")
-        result = runner.execute(ExecuteJob("hosted", "automate", code, 60, epilogue_code=REPORT, hold=True))
+        result = runner.execute(execute_command("hosted", "automate", code, 60, epilogue_code=REPORT, hold=True))
         assert result["ok"], result.get("error")
         runner.decide("hosted", "discard")
         details = result["change_details"]

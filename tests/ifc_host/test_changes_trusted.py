@@ -20,7 +20,7 @@ from cloud.config import Settings
 from cloud.hosts.base import split_epilogue_output
 from cloud.tools.render import describe_run
 from ifc_host import sample
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.protocol import execute_result
 from tests.ifc_host.test_ids import FIRE_RATING_IDS
@@ -65,7 +65,7 @@ _counter = iter(range(1_000_000))
 
 
 def automate(executor: IsolatedExecutor, code: str, **options: object) -> dict:
-    result = executor.execute(ExecuteJob(f"t{next(_counter)}", "automate", code, 120, epilogue_code=EPILOGUE,
+    result = executor.execute(execute_command(f"t{next(_counter)}", "automate", code, 120, epilogue_code=EPILOGUE,
                                          **options))  # type: ignore[arg-type]
     return result
 
@@ -182,7 +182,7 @@ def test_a_held_forged_automation_is_reviewed_and_kept_as_it_really_is(model_pat
     doors_before = doors_in(model_path)
     with_hold = IsolatedExecutor(model_path, isolation=isolation)
     try:
-        held = with_hold.execute(ExecuteJob("held1", "automate", FORGERS["transaction_none"] + DELETE_THREE_DOORS
+        held = with_hold.execute(execute_command("held1", "automate", FORGERS["transaction_none"] + DELETE_THREE_DOORS
                                             + VISIBLE_EDIT, 120, epilogue_code=EPILOGUE, hold=True))
         assert held["ok"] and held.get("held"), held.get("error")
         assert len(held["changes"]["deleted"]) == 3 and "3 deleted" in report_of(held)

@@ -16,7 +16,7 @@ from pathlib import Path
 import ifcopenshell
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import open_checked
 from ifc_host.script import STDOUT_CAP_BYTES
@@ -50,13 +50,13 @@ _counter = iter(range(1_000_000))
 
 
 def run(executor: IsolatedExecutor, code: str, mode: str = "automate", timeout_s: float = 20, **kwargs) -> dict:
-    return executor.execute(ExecuteJob(f"r{next(_counter)}", mode, code, timeout_s, **kwargs))
+    return executor.execute(execute_command(f"r{next(_counter)}", mode, code, timeout_s, **kwargs))
 
 
 def tracked(executor: IsolatedExecutor, code: str) -> tuple[dict, dict]:
     """Run an automation, read what the epilogue saw, and discard it (the shared model stays as it was)."""
     request_id = f"r{next(_counter)}"
-    result = executor.execute(ExecuteJob(request_id, "automate", code, 20, epilogue_code=REPORT, hold=True))
+    result = executor.execute(execute_command(request_id, "automate", code, 20, epilogue_code=REPORT, hold=True))
     assert result["ok"] and result.get("held"), result.get("error")
     discarded = executor.decide(request_id, "discard")
     assert discarded["committed"] is False
@@ -276,7 +276,7 @@ def test_hold_keep_discard_snapshot_and_expiry(tmp_path: Path, isolation: str):
     runner = IsolatedExecutor(path, hold_timeout_s=1.5, isolation=isolation)
     try:
         before = path.read_bytes()
-        held = runner.execute(ExecuteJob("h1", "automate", "model.by_type('IfcWall')[0].Name = 'held'", 10, hold=True))
+        held = runner.execute(execute_command("h1", "automate", "model.by_type('IfcWall')[0].Name = 'held'", 10, hold=True))
         assert held["ok"] and held["held"] and not held["committed"] and runner.held_request_id == "h1"
         busy = run(runner, "print(1)", mode="collect")
         assert busy["error"]["type"] == "Busy"
@@ -287,11 +287,11 @@ def test_hold_keep_discard_snapshot_and_expiry(tmp_path: Path, isolation: str):
         discarded = runner.decide("h1", "discard")
         assert discarded["committed"] is False and discarded["held"] is False and path.read_bytes() == before
 
-        runner.execute(ExecuteJob("h2", "automate", "model.by_type('IfcWall')[0].Name = 'kept'", 10, hold=True))
+        runner.execute(execute_command("h2", "automate", "model.by_type('IfcWall')[0].Name = 'kept'", 10, hold=True))
         kept = runner.decide("h2", "keep")
         assert kept["committed"] is True and open_checked(path).by_type("IfcWall")[0].Name == "kept"
 
-        runner.execute(ExecuteJob("h3", "automate", "model.by_type('IfcWall')[0].Name = 'late'", 10, hold=True))
+        runner.execute(execute_command("h3", "automate", "model.by_type('IfcWall')[0].Name = 'late'", 10, hold=True))
         time.sleep(2.0)
         late = runner.decide("h3", "keep")
         assert late.get("unknown") and "1.5 s" in late["message"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem, parse_ids
 
 FIRE_RATING_IDS = """<?xml version="1.0" encoding="UTF-8"?>
@@ -60,7 +60,7 @@ _counter = iter(range(1_000_000))
 
 def automate(executor: IsolatedExecutor, code: str, validation: str = "warn", ids: str | None = FIRE_RATING_IDS
              ) -> dict:
-    return executor.execute(ExecuteJob(f"ids{next(_counter)}", "automate", code, 60, validation=validation, ids=ids))
+    return executor.execute(execute_command(f"ids{next(_counter)}", "automate", code, 60, validation=validation, ids=ids))
 
 
 def ids_findings(result: dict) -> list[dict]:
@@ -85,13 +85,13 @@ def test_a_new_door_without_the_fire_rating_is_reported_under_warn(executor: Iso
 def test_block_rolls_the_new_door_back_and_leaves_the_file_byte_identical(executor: IsolatedExecutor,
                                                                            model_path: Path):
     before = model_path.read_bytes()
-    doors_before = executor.execute(ExecuteJob("n0", "collect", "print(len(model.by_type('IfcDoor')))", 30))
+    doors_before = executor.execute(execute_command("n0", "collect", "print(len(model.by_type('IfcDoor')))", 30))
     result = automate(executor, HOSTED_DOOR, validation="block")
     assert not result["ok"] and not result["committed"]
     assert result["error"]["type"] == "ValidationFailed" and "IDS" in result["error"]["message"]
     assert [f["kind"] for f in result["validation"]["findings"]] == ["ids"]
     assert model_path.read_bytes() == before
-    doors_after = executor.execute(ExecuteJob("n1", "collect", "print(len(model.by_type('IfcDoor')))", 30))
+    doors_after = executor.execute(execute_command("n1", "collect", "print(len(model.by_type('IfcDoor')))", 30))
     assert doors_after["stdout"] == doors_before["stdout"]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from cloud.context import render_context_block
 from ifc_host import isolation as isolation_module
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.isolation import ISOLATIONS, default_isolation
 from ifc_host.model_file import BadModelError, open_checked, open_warnings
 from ifc_host.runtime import start_host_thread
@@ -30,7 +30,7 @@ def isolation(request: pytest.FixtureRequest) -> str:
 
 
 def run(executor: IsolatedExecutor, code: str, mode: str = "automate") -> dict:
-    return executor.execute(ExecuteJob(f"i{next(_counter)}", mode, code, 30))
+    return executor.execute(execute_command(f"i{next(_counter)}", mode, code, 30))
 
 
 def test_a_commit_keeps_permissions_and_writes_through_a_symlink(tmp_path: Path, isolation: str):
@@ -143,7 +143,7 @@ def test_a_keeper_started_without_exec_serves_scripts_with_the_same_guarantees(t
         before = path.read_bytes()
         crashed = run(runner, "model.by_type('IfcWall')[0].Name = 'x'\nimport os\nos.abort()")
         assert crashed["error"]["type"] == "HostCrash" and "SIGABRT" in crashed["error"]["message"]
-        hung = runner.execute(ExecuteJob("hang", "automate", "while True:\n    pass\n", 1.0))
+        hung = runner.execute(execute_command("hang", "automate", "while True:\n    pass\n", 1.0))
         assert hung["timed_out"] is True and path.read_bytes() == before
         assert run(runner, "model.by_type('IfcWall')[0].Name = 'kept'")["committed"]
         assert run(runner, "print(model.by_type('IfcWall')[0].Name)", mode="collect")["stdout"] == "kept\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor, KeeperUnavailable
+from ifc_host.executor import IsolatedExecutor, KeeperUnavailable, execute_command
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import file_signature
 from ifc_host.sample import write_sample_model
@@ -34,13 +34,13 @@ def sha(path: Path) -> str:
 
 
 def commit(executor: IsolatedExecutor, request_id: str, name: str) -> dict:
-    reply = executor.execute(ExecuteJob(request_id, "automate", RENAME_FIRST_DOOR.format(name=name), 60))
+    reply = executor.execute(execute_command(request_id, "automate", RENAME_FIRST_DOOR.format(name=name), 60))
     assert reply["committed"] is True and reply["ok"], reply.get("error")
     return reply
 
 
 def first_door(executor: IsolatedExecutor) -> str:
-    reply = executor.execute(ExecuteJob(f"read-{time.monotonic_ns()}", "collect", FIRST_DOOR_NAME, 60))
+    reply = executor.execute(execute_command(f"read-{time.monotonic_ns()}", "collect", FIRST_DOOR_NAME, 60))
     assert reply["ok"], reply.get("error")
     return reply["stdout"].strip()
 
@@ -77,7 +77,7 @@ def test_every_commit_hands_over_to_a_fresh_keeper_of_one_model(executor: Isolat
     assert first_door(executor) == "commit 5"
     # Rollback stays exact on the successor: the file is untouched and the model is the last commit's.
     before = sha(big_model)
-    failed = executor.execute(ExecuteJob("fail", "automate", HALF_DONE_THEN_FAIL, 60))
+    failed = executor.execute(execute_command("fail", "automate", HALF_DONE_THEN_FAIL, 60))
     assert failed["ok"] is False and failed["committed"] is False
     assert sha(big_model) == before
     assert first_door(executor) == "commit 5"
@@ -96,13 +96,13 @@ def test_a_held_automation_and_a_late_decision_survive_the_handover(tmp_path: Pa
     try:
         runner.wait_warm()
         # An automation that expires unanswered: the keeper remembers why a late decision is refused.
-        held = runner.execute(ExecuteJob("expires", "automate", RENAME_FIRST_DOOR.format(name="never"), 60, hold=True))
+        held = runner.execute(execute_command("expires", "automate", RENAME_FIRST_DOOR.format(name="never"), 60, hold=True))
         assert held["held"] is True, held.get("error")
         time.sleep(3.5)
         original = runner.keeper_pid
         commit(runner, "c0", "first")
         # Held right after the commit: the successor must wait for the decision, not take the held work away.
-        held = runner.execute(ExecuteJob("h1", "automate", RENAME_FIRST_DOOR.format(name="kept"), 60, hold=True))
+        held = runner.execute(execute_command("h1", "automate", RENAME_FIRST_DOOR.format(name="kept"), 60, hold=True))
         assert held["held"] is True, held.get("error")
         time.sleep(1.0)
         assert runner.keeper_pid == original, "the keeper was replaced while an automation was held"

@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.model_file import file_signature, open_checked
 from tests.conformance.ifc_models import write_small_building
 from tests.support.waiting import wait_until
@@ -33,7 +33,7 @@ def test_every_reply_carries_the_held_state_its_expiry_and_the_disk_signature(tm
         idle = _raw_reply(runner, {"op": "warm"})
         assert idle["keeper"] == {"held": None, "committed_path": str(model), "signature": list(file_signature(model))}
 
-        held = runner.execute(ExecuteJob("h1", "automate", RENAME.format(name="held"), 60, hold=True))
+        held = runner.execute(execute_command("h1", "automate", RENAME.format(name="held"), 60, hold=True))
         assert held["held"] and "keeper" not in held  # the executor took it out: it is not part of the result
         state = runner.keeper_state
         assert state.held_request_id == "h1" == runner.held_request_id
@@ -54,7 +54,7 @@ def test_a_hold_the_keeper_lets_expire_is_gone_from_its_next_reply(tmp_path: Pat
     model = write_small_building(tmp_path / "model.ifc")
     runner = IsolatedExecutor(model, hold_timeout_s=2.0)
     try:
-        runner.execute(ExecuteJob("h1", "automate", RENAME.format(name="never"), 60, hold=True))
+        runner.execute(execute_command("h1", "automate", RENAME.format(name="never"), 60, hold=True))
         assert runner.held_request_id == "h1"
         wait_until(lambda: runner.held_request_id is None, timeout=30)
         assert runner.context()  # any reply: the keeper itself says nothing is held any more
@@ -75,10 +75,10 @@ def test_the_signature_of_a_file_changed_on_disk_comes_from_the_keeper_that_relo
         other.by_type("IfcWall")[0].Name = "outside"
         other.write(str(edited))
         edited.replace(model)  # another program saves the model
-        read = runner.execute(ExecuteJob("r1", "collect", "print(model.by_type('IfcWall')[0].Name)", 60))
+        read = runner.execute(execute_command("r1", "collect", "print(model.by_type('IfcWall')[0].Name)", 60))
         assert read["stdout"] == "outside\n" and "changed on disk" in read["external_changes"]["summary"]
         assert runner.keeper_state.signature == file_signature(model)
-        again = runner.execute(ExecuteJob("r2", "collect", "print(1)", 60))
+        again = runner.execute(execute_command("r2", "collect", "print(1)", 60))
         assert "external_changes" not in again  # seen once, by the keeper: not reloaded again
     finally:
         runner.close()

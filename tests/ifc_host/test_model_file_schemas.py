@@ -14,7 +14,7 @@ import ifcopenshell.api.spatial
 import ifcopenshell.api.unit
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.model_file import BadModelError, open_checked, open_warnings
 
 
@@ -91,7 +91,7 @@ def test_the_host_serves_and_commits_an_ifc_4_3_draft_file(tmp_path: Path, isola
     executor = IsolatedExecutor(path, out, isolation=isolation)
     try:
         assert executor.document["schema"] == "IFC4X3_ADD2"
-        result = executor.execute(ExecuteJob("r1", "automate", "model.by_type('IfcWall')[0].Name = 'Kerb'", 120))
+        result = executor.execute(execute_command("r1", "automate", "model.by_type('IfcWall')[0].Name = 'Kerb'", 120))
         assert result["ok"] and result["committed"], result
     finally:
         executor.close()

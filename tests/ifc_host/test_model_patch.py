@@ -11,7 +11,7 @@ import ifcopenshell
 import ifcopenshell.api
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.model_diff import DATA_START, NotCanonical, data_section, diff_records
 from ifc_host.model_file import open_checked
 from ifc_host.model_patch import apply_records, check_header
@@ -94,15 +94,15 @@ def test_a_commit_rebuilds_its_model_from_the_changed_records_and_saves_what_was
     runner = IsolatedExecutor(sample, isolation="fork")
     try:
         code = "sorted(model.by_type('IfcDoor'), key=lambda d: d.id())[0].Name = 'rebuilt'"
-        reply = runner.execute(ExecuteJob("c1", "automate", code, 60))
+        reply = runner.execute(execute_command("c1", "automate", code, 60))
         assert reply["committed"] is True, reply.get("error")
         assert reply["model_read"] == "changed records"
         assert reply["changes"]["modified"], reply["changes"]
         saved = sample.read_bytes()
-        read = runner.execute(ExecuteJob("r1", "collect", "print(model.to_string())", 60))
+        read = runner.execute(execute_command("r1", "collect", "print(model.to_string())", 60))
         # The keeper's committed model (as the next script's process gets it) is the saved file's model.
         assert data_section(read["stdout"].encode("utf-8")) == data_section(saved)
-        reply = runner.execute(ExecuteJob("c2", "automate", code.replace("rebuilt", "again"), 60))
+        reply = runner.execute(execute_command("c2", "automate", code.replace("rebuilt", "again"), 60))
         assert reply["committed"] is True and reply["model_read"] == "changed records"
         assert hashlib.sha256(sample.read_bytes()).digest() != hashlib.sha256(saved).digest()
     finally:

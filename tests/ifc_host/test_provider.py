@@ -11,7 +11,7 @@ from cloud.hosts.base import ViewRequest, split_epilogue_output
 from cloud.hosts.hello import Hello
 from cloud.hosts.ifc import PROVIDER
 from cloud.hosts.registry import get_provider, stamped_epilogue
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from tests.conformance.hosts import sample_building
 
 HELLO = Hello.parse({"type": "hello", "host_app": "ifc", "host_version": "0.9.0.post1", "runtime_version": "1.0.0",
@@ -34,7 +34,7 @@ _ids = iter(range(1_000_000))
 def automate(executor: IsolatedExecutor, code: str) -> dict:
     """Run with the provider's epilogue, as the cloud sends it, then discard (the sample stays as it was)."""
     request_id = f"p{next(_ids)}"
-    result = executor.execute(ExecuteJob(request_id, "automate", code, 30, hold=True,
+    result = executor.execute(execute_command(request_id, "automate", code, 30, hold=True,
                                          epilogue_code=stamped_epilogue("ifc").code))
     assert result["ok"] and result["held"], result.get("error")
     assert not result["failures"], result["failures"]

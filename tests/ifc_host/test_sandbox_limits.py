@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host import limits
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.sample import write_sample_model
 
@@ -50,7 +50,7 @@ def runners() -> Iterator[list[IsolatedExecutor]]:
 
 
 def run(executor: IsolatedExecutor, code: str, mode: str = "automate", timeout_s: float = 60) -> dict:
-    return executor.execute(ExecuteJob(f"l{next(_counter)}", mode, code, timeout_s))
+    return executor.execute(execute_command(f"l{next(_counter)}", mode, code, timeout_s))
 
 
 def sha(path: Path) -> str:

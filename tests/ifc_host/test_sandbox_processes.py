@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.sample import write_sample_model
 
@@ -44,7 +44,7 @@ def executor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Isolate
 
 
 def run(executor: IsolatedExecutor, code: str, mode: str = "collect", timeout_s: float = 60) -> dict:
-    return executor.execute(ExecuteJob(f"p{next(_counter)}", mode, code, timeout_s))
+    return executor.execute(execute_command(f"p{next(_counter)}", mode, code, timeout_s))
 
 
 def processes_running(marker: str) -> list[int]:

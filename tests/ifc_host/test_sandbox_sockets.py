@@ -18,7 +18,7 @@ import anyio
 import ifcopenshell
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.sample import write_sample_model
 from tests.batch.support import json_lines, run_batch
@@ -129,7 +129,7 @@ def executor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Isolate
 
 
 def run(executor: IsolatedExecutor, code: str, mode: str) -> dict:
-    return executor.execute(ExecuteJob(f"s{next(_counter)}", mode, code, 60))
+    return executor.execute(execute_command(f"s{next(_counter)}", mode, code, 60))
 
 
 @pytest.mark.parametrize("mode", ["collect", "automate"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.executor import ExecuteJob, IsolatedExecutor
+from ifc_host.executor import IsolatedExecutor, execute_command
 from tests.ifc_host.test_ids import hosted_door
 
 NO_GUID_WALL = "wall = model.createIfcWall(Name='no id')\nprint(wall.id())"
@@ -19,7 +19,7 @@ _counter = iter(range(1_000_000))
 
 
 def automate(executor: IsolatedExecutor, code: str, validation: str = "warn") -> dict:
-    return executor.execute(ExecuteJob(f"v{next(_counter)}", "automate", code, 30, validation=validation))
+    return executor.execute(execute_command(f"v{next(_counter)}", "automate", code, 30, validation=validation))
 
 
 def findings(result: dict) -> list[dict]:
@@ -49,7 +49,7 @@ def test_block_rolls_back_and_leaves_the_file_byte_identical(executor: IsolatedE
     assert "unchanged" in result["error"]["message"]
     assert result["failures"][0]["severity"] == "error"
     assert model_path.read_bytes() == before
-    count = executor.execute(ExecuteJob("count", "collect", "print(len(model.by_type('IfcWall')))", 30))
+    count = executor.execute(execute_command("count", "collect", "print(len(model.by_type('IfcWall')))", 30))
     assert count["stdout"].strip() == "8"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ifc_host import child
+from ifc_host.executor import execute_command
 from ifc_host.keeper import RETIRED_KEPT, Keeper
 from ifc_host.model_file import open_checked
 from ifc_host.sample import write_sample_model
@@ -14,8 +15,8 @@ READ = "print(len(model.by_type('IfcDoor')))"
 
 
 def _collect(keeper: Keeper, n: int) -> dict:
-    reply = keeper.handle({"op": "execute", "request_id": f"r{n}", "mode": "collect", "code": READ,
-                           "timeout_s": 60.0, "hold": False, "epilogue_code": None, "validation": "warn"})
+    command = execute_command(f"r{n}", "collect", READ, 60.0).to_dict()
+    reply = keeper.handle({"op": "execute", "command": command, "model_name": None})
     assert reply["ok"], reply
     return reply
 

@@ -107,8 +107,6 @@ def execute_command(request_id: str, mode: str, code: str, timeout_s: float, epi
     return ExecuteCommand(request_id, mode, code, timeout_s, epilogue, **options)  # type: ignore[arg-type]
 
 
-
-
 @dataclass(frozen=True)
 class KeeperState:
     """What the keeper said of the state it alone owns, in its last reply (keeper.Keeper.state)."""

@@ -97,7 +97,8 @@ Table("team_members", metadata, _text("user_name", primary_key=True), _text("tea
 Table("skills", metadata, _text("id", primary_key=True), _text("team", nullable=False), _text("name", nullable=False),
       _text("description", nullable=False), _text("host_app", nullable=False),
       Column("portable", Integer, nullable=False, server_default="0"), _text("created_by", nullable=False),
-      _real("created", nullable=False), Index("skills_team_name", "team", "name", unique=True))
+      _real("created", nullable=False), Column("is_check", Integer, nullable=False, server_default="0"),
+      Index("skills_team_name", "team", "name", unique=True))
 Table("skill_versions", metadata, _text("skill_id", primary_key=True), Column("version", Integer, primary_key=True),
       _text("code", nullable=False), _text("sha256", nullable=False), _text("parameters", nullable=False),
       _text("capability_version"), _text("provenance", nullable=False), _text("example", nullable=False),

@@ -120,6 +120,12 @@ FOLDER_ACCESS = ("read", "read-write")
 # Rule sets saved per team (ifc_host/rules.py documents, as JSON): checks with a severity each.
 Table("rule_sets", metadata, _text("team", primary_key=True), _text("name", primary_key=True),
       _text("document", nullable=False), _text("saved_by", nullable=False), _real("saved", nullable=False))
+# Findings per model per check run, counted by severity (cloud/findings_history.py holds its queries).
+Table("finding_runs", metadata, Column("id", Integer, primary_key=True, autoincrement=True), _real("ts", nullable=False),
+      _text("day", nullable=False), _text("model", nullable=False), _text("source", nullable=False),
+      _text("check_name", nullable=False), _text("user_name"), _text("session_id"),
+      Column("errors", Integer, nullable=False), Column("warnings", Integer, nullable=False),
+      Column("infos", Integer, nullable=False), Index("finding_runs_day", "day"), sqlite_autoincrement=True)
 
 DELIVERY_KEEP_S = 86400.0  # how long a delivery row is kept (its request closed long before)
 MAX_IDLE_CONNECTIONS = 8

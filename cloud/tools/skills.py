@@ -14,6 +14,7 @@ from typing import Any
 
 from cloud import chunks
 from cloud.chunks import Chunk
+from cloud.findings_history import record_run
 from cloud.session import Outcome
 from cloud.skills.checks import findings_of, readable, wrapped_check
 from cloud.skills.library import SkillLibrary, SkillVersion, Tampered
@@ -148,6 +149,8 @@ def run_check_skill(ctx: ToolContext, call: dict[str, Any], skill: SkillVersion,
                 person = {**person, "summary": text, "stdout": readable(person["stdout"]),
                           "check_skill": skill.name, "findings": [f.as_json() for f in found], "counts": counts}
                 ctx.store.save_result(ctx.session.session_id, call["id"], person)
+                record_run(ctx.store, model=model_name, source="check skill", check_name=skill.name, findings=found,
+                           user_name=user, session_id=ctx.session.session_id)
                 chunk = chunks.metadata("tool_result", text, **person)
         yield chunk
     if found is not None:

@@ -10,11 +10,13 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 
 from cloud.contract import ContractError
+from cloud.findings_history import record_run
 from cloud.rule_sets import RuleSetError, RuleSets
 from cloud.session_findings import session_findings
 from cloud.web.api import own_session
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
+from ifc_host.findings import Finding
 from ifc_host.rules import MAX_DOCUMENT_BYTES, NAME, RuleSetProblem, parse_rule_set
 
 coordination_api = Blueprint("coordination_api", __name__)
@@ -260,4 +262,6 @@ def run_check(row: dict[str, Any]):
         error = (message.get("error") or {}).get("message") or reply.detail or "no answer"
         return api_error(502, f"the host could not run the rule set: {error}")
     state.store.save_result(row["id"], call_id, {"rule_set": document["name"], "findings": findings})
+    record_run(state.store, model=name, source="check", check_name=document["name"],
+               findings=[Finding.from_json(f) for f in findings], user_name=g.user.name, session_id=row["id"])
     return jsonify({"session_id": row["id"], "check_id": call_id, "rule_set": document["name"], "findings": findings})

@@ -77,3 +77,39 @@ def test_a_check_skill_prints_findings_the_session_lists_and_a_rule_set_runs(ser
     assert [(r["model"], r["source"], r["check_name"], r["warnings"], r["errors"]) for r in recorded] == [
         (model_path.name, "check", "inspect", 0, len(doors)),
         (model_path.name, "check skill", "Door check", len(doors), 0)]
+
+
+def test_nexus_skill_run_prints_a_check_skills_findings_and_exits_by_their_severity(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from cloud.store import Store
+    from ifc_host.sample import write_sample_model
+
+    model = tmp_path / "a.ifc"
+    write_sample_model(model, storeys=1)
+    db = tmp_path / "store.db"
+    library = SkillLibrary(Store(db))
+    for name, severity in (("Doors warn", "warning"), ("Doors fail", "error")):
+        library.save(user_name="cli", name=name, description="every door", host_app="ifc", parameters=[],
+                     code=DOOR_CHECK.replace("'warning'", repr(severity)), capability_version=None, provenance={},
+                     example={}, check=True)
+    before = model.read_bytes()
+
+    def run(name: str) -> tuple[int, dict]:
+        done = subprocess.run([sys.executable, "-m", "cloud.cli", "skill", "run", name, "--ifc", str(model),
+                               "--db", str(db), "--json"], capture_output=True, text=True, timeout=300)
+        assert done.returncode in (0, 1), done.stderr[-3000:]
+        return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
+
+    status, result = run("Doors warn")
+    doors = len(ifcopenshell.open(str(model)).by_type("IfcDoor"))
+    assert status == 0 and len(result["findings"]) == doors > 0, result
+    assert {f["severity"] for f in result["findings"]} == {"warning"} and result["counts"]["warning"] == doors
+    status, result = run("Doors fail")
+    assert status == 1 and {f["severity"] for f in result["findings"]} == {"error"}
+    assert model.read_bytes() == before
+    listed = subprocess.run([sys.executable, "-m", "cloud.cli", "skills", "list", "--db", str(db)],
+                            capture_output=True, text=True, timeout=120)
+    assert "Doors warn  v1  ifc (check)" in listed.stdout

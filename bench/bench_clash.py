@@ -102,7 +102,8 @@ def main() -> int:
             print(f"(the federated pair is not at {ifcs}: pass --bcf-suite or set NEXUS_BCF_SUITE)")
     models = [work / f"generated-{seed}.ifc" for seed in (0, 1)]
     for seed, path in enumerate(models):
-        if not path.is_file() and ("generated" not in args.skip or not args.export_model):
+        if not path.is_file() and ("generated" not in args.skip or ("export" not in args.skip
+                                                                     and not args.export_model)):
             write_sample_model(path, storeys=3, seed=seed, scale=args.scale)
     if "generated" not in args.skip:
         clash_rows(f"generated --scale {args.scale} (seeds 0, 1)", *models)

@@ -1,6 +1,7 @@
 """Rule sets saved per team: save (members who may edit their team's library), list, read, delete, and the rule
 set a session runs after every automation. A saved rule set always holds its IDS documents and check scripts
-itself; a `script` check naming a skill of the team (`"skill": NAME`) is given that skill's code when it is saved.
+itself; a `script` check naming a check skill of the team (`"skill": NAME`, a skill marked as a check) is given that
+skill's code when it is saved.
 The team is the skill library's (cloud/skills/library.py): a user only ever sees their own team's rule sets."""
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ class RuleSets:
                 skill = self.skills.get(user_name, check.skill)
                 if skill is None:
                     raise RuleSetError(f"check {number} (script): the team has no skill {check.skill!r}")
+                if not skill.check:
+                    raise RuleSetError(f"check {number} (script): the skill {check.skill!r} is not marked as a check "
+                                       f"(PUT /api/skills/{check.skill} {{\"check\": true}})")
                 if not skill.runs_on("ifc"):
                     raise RuleSetError(f"check {number} (script): the skill {check.skill!r} is not for IFC models")
                 check = replace(check, code=skill.verified_code(), name=check.name or check.skill)

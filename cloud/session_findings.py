@@ -1,7 +1,8 @@
 """A session's findings: everything the checks after its automations found that the scripts introduced
 (validation's schema, model-rule and IDS findings, and its rule set's), in the one finding type
 (ifc_host/findings.py), in the order of the runs, each with the tool call that introduced it, whether that
-automation is in the model (committed) and the image the product captured of it; then the findings of rule sets
+automation is in the model (committed) and the image the product captured of it, and the findings of the check
+skills the session ran (cloud/skills/checks.py) where they ran; then the findings of rule sets
 run on demand over the whole model (`check-...` ids)."""
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ def session_findings(store: Store, session_id: str) -> list[dict[str, Any]]:
         for finding in validation.get("unified") or []:
             out.append({**finding, "tool_call_id": call_id, "committed": bool(result.get("committed")),
                         "image_id": image.get("image_id")})
+        for finding in (result or {}).get("findings") or []:  # a check skill's run (cloud/skills/checks.py)
+            out.append({**finding, "tool_call_id": call_id, "committed": True, "image_id": None,
+                        "check_skill": result.get("check_skill")})
     for call_id, result in store.results.results_with_prefix(session_id, CHECK_PREFIX):
         for finding in result.get("findings") or []:
             out.append({**finding, "tool_call_id": call_id, "committed": True, "image_id": None,

@@ -10,7 +10,7 @@ part, openings and other feature elements excepted (ifcclash's own selection).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,12 @@ class ClashProblem(ValueError):
 
 def clash_findings(work: str | Path, refs: Sequence[str | Path] = (), *, clearance: float | None = None,
                    tolerance: float = DEFAULT_TOLERANCE, models: dict[str, ifcopenshell.file] | None = None,
-                   progress: Progress | None = None) -> list[Finding]:
+                   progress: Progress | None = None, only: Collection[str] | None = None) -> list[Finding]:
     """Clashes between `work` and each of `refs` (or within `work` when there are none), as findings.
 
-    `models` may hold files already open, keyed by the path given, so they are not read twice."""
+    `models` may hold files already open, keyed by the path given, so they are not read twice. `only` (GlobalIds
+    of `work`, with `refs`): only those elements of the working model take part (after an automation: the ones it
+    changed), so the rest of it is never meshed."""
     from ifcclash.ifcclash import Clasher, ClashSettings
 
     if tolerance < 0:
@@ -47,7 +49,13 @@ def clash_findings(work: str | Path, refs: Sequence[str | Path] = (), *, clearan
         key = str(path)
         opened[key] = (models or {}).get(key) or ifcopenshell.open(key)
         clasher.ifcs[key] = opened[key]
-    clash_set: dict[str, Any] = {"name": "clash", "a": [{"file": str(work)}], "check_all": True}
+    side: dict[str, Any] = {"file": str(work)}
+    if only is not None and refs:
+        present = sorted(g for g in only if _has_guid(opened[str(work)], g))
+        if not present:
+            return []
+        side.update(mode="i", selector=", ".join(present))  # ifcopenshell's selector: a list of GlobalIds
+    clash_set: dict[str, Any] = {"name": "clash", "a": [side], "check_all": True}
     if refs:
         clash_set["b"] = [{"file": str(r)} for r in refs]
     if clearance is None:
@@ -71,6 +79,13 @@ def clash_findings(work: str | Path, refs: Sequence[str | Path] = (), *, clearan
         findings.append(_finding(a, b, result, clearance))
     findings.sort(key=lambda f: (f.elements[0].model, f.elements[0].global_id, f.elements[1].global_id))
     return findings
+
+
+def _has_guid(model: ifcopenshell.file, global_id: str) -> bool:
+    try:
+        return model.by_guid(global_id).is_a("IfcElement")
+    except RuntimeError:
+        return False
 
 
 def _known(known: dict[tuple[str, str], ElementRef], side: str, global_id: str, paths: list[str],

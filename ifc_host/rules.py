@@ -336,7 +336,8 @@ def script_findings(model: ifcopenshell.file, check: Check, model_name: str) -> 
 
 
 def parse_finding_lines(stdout: str, model: ifcopenshell.file | None, model_name: str, rule: str) -> list[Finding]:
-    """The findings a check skill printed: lines `FINDING {"title", "elements": [GlobalId...], "description"}`.
+    """The findings a check skill printed: lines `FINDING {"title", "elements": [GlobalId...], "description",
+    "severity"}` (severity error unless given; a rule set's check gives its own to every finding).
     A line that is not valid JSON of that shape is itself reported (info), so a broken check is seen."""
     out: list[Finding] = []
     for number, line in enumerate(stdout.splitlines(), 1):
@@ -349,13 +350,16 @@ def parse_finding_lines(stdout: str, model: ifcopenshell.file | None, model_name
             data = json.loads(line[len(FINDING_PREFIX):])
             title = data["title"]
             guids = data.get("elements") or []
+            severity = data.get("severity", "error")
             if not isinstance(title, str) or not isinstance(guids, list):
                 raise ValueError("title must be text and elements a list of GlobalIds")
+            if severity not in SEVERITIES:
+                raise ValueError(f"severity must be one of {', '.join(SEVERITIES)}")
         except (ValueError, KeyError, TypeError) as exc:
             out.append(Finding(rule, "info", f"unreadable FINDING line {number}",
                                f"{exc}: {line[:200]}"))
             continue
-        out.append(Finding(rule, "error", title[:255], str(data.get("description") or ""),
+        out.append(Finding(rule, severity, title[:255], str(data.get("description") or ""),
                            tuple(_element(model, str(g), model_name) for g in guids[:100])))
     return out
 

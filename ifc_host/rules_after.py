@@ -3,7 +3,8 @@
 Run in the keeper (trusted_report.py) on the committed model before the run and the model the commit would write,
 like validation. Schema and model-rule checks are validation's own (what the run introduced, entity by entity);
 IDS checks compare the whole model before and after; clash and clearance checks run ifcclash on both and keep
-the clashes of changed elements that were not there before. Script checks (check skills) run the team's code,
+the clashes of changed elements that were not there before: against the session's reference models (the execute's
+`refs`) when it has any, else within the working model. Script checks (check skills) run the team's code,
 which the keeper never executes: they run over whole models (`nexus check`, `nexus batch`, on demand), not here.
 
 Under `block` an introduced error rolls the automation back (nothing committed), as validation does; warnings
@@ -20,10 +21,12 @@ import ifcopenshell
 
 from ifc_host.changes import ChangeSet
 from ifc_host.findings import ElementRef, Finding, from_validation
+from ifc_host.refs import ReferenceCache
 from ifc_host.rules import RuleSet, RuleSetProblem, ids_findings, parse_rule_set, with_check
 from ifc_host.validation import MAX_REPORTED, introduced_findings
 
 MAX_UNIFIED = 200
+_REFERENCES = ReferenceCache()  # the keeper's copy for the checks (the script's process opens its own)
 
 
 def apply_rules(before: ifcopenshell.file, after: ifcopenshell.file, changes: ChangeSet, job: dict[str, Any],
@@ -41,7 +44,8 @@ def apply_rules(before: ifcopenshell.file, after: ifcopenshell.file, changes: Ch
             result["failures"].append({"severity": "warning", "message": f"the rule set was not run: {exc}"})
             rules = None
         if rules is not None:
-            found = [] if same_model else _introduced(rules, before, after, changes, model_name)
+            found = [] if same_model else _introduced(rules, before, after, changes, model_name,
+                                                      _references(job) if rules.needs_clash() else {})
             _report(rules, found, job.get("validation"), result)
             validation["rules"] = {"name": rules.name, "introduced": len(found),
                                    "findings": [f.as_json() for f in found[:MAX_UNIFIED]]}
@@ -75,7 +79,7 @@ def _changed_elements(after: ifcopenshell.file, changes: ChangeSet, model_name: 
 
 
 def _introduced(rules: RuleSet, before: ifcopenshell.file, after: ifcopenshell.file, changes: ChangeSet,
-                model_name: str) -> list[Finding]:
+                model_name: str, refs: dict[str, ifcopenshell.file]) -> list[Finding]:
     out: list[Finding] = []
     validation: list[Any] | None = None
     for check in rules.checks:
@@ -88,7 +92,7 @@ def _introduced(rules: RuleSet, before: ifcopenshell.file, after: ifcopenshell.f
             found = _new(ids_findings(before, check.ids_xml or "", model_name),
                          ids_findings(after, check.ids_xml or "", model_name))
         elif check.kind in ("clash", "clearance"):
-            found = _new_clashes(check, before, after, changes, model_name)
+            found = _new_clashes(check, before, after, changes, model_name, refs)
         else:
             continue
         out += with_check(found, check)
@@ -104,8 +108,20 @@ def _new(before: list[Finding], after: list[Finding]) -> list[Finding]:
     return [f for f in after if _key(f) not in old]
 
 
+def _references(job: dict[str, Any]) -> dict[str, ifcopenshell.file]:
+    """The session's reference models (the execute's `refs`), opened once and kept while their files are
+    unchanged; {} when there are none. One that cannot be opened failed the script before it ran (BadReference)."""
+    from ifc_host.refs import specs_of
+
+    if not job.get("refs"):
+        return {}
+    return {loaded.spec.name: loaded.file for loaded in _REFERENCES.load(specs_of(job["refs"]))}
+
+
 def _new_clashes(check: Any, before: ifcopenshell.file, after: ifcopenshell.file, changes: ChangeSet,
-                 model_name: str) -> list[Finding]:
+                 model_name: str, refs: dict[str, ifcopenshell.file]) -> list[Finding]:
+    """Clashes of the changed elements that were not there before: against the session's references when it has
+    any (only the changed elements of the working model are meshed), else within the working model."""
     from ifc_host.clash import DEFAULT_TOLERANCE, clash_findings
 
     changed = set()
@@ -122,8 +138,9 @@ def _new_clashes(check: Any, before: ifcopenshell.file, after: ifcopenshell.file
 
     def clashes(model: ifcopenshell.file, folder: str) -> list[Finding]:
         key = str(Path(folder) / model_name)  # ifcclash names models by path; these are already open
-        found = clash_findings(key, models={key: model}, clearance=check.distance if check.kind == "clearance"
-                               else None, tolerance=DEFAULT_TOLERANCE if check.tolerance is None else check.tolerance)
+        found = clash_findings(key, list(refs), models={key: model, **refs}, only=changed if refs else None,
+                               clearance=check.distance if check.kind == "clearance" else None,
+                               tolerance=DEFAULT_TOLERANCE if check.tolerance is None else check.tolerance)
         return [f for f in found if any(e.global_id in changed for e in f.elements)]
 
     old = {frozenset(e.global_id for e in f.elements) for f in clashes(before, "before")}

@@ -326,9 +326,9 @@ def test_an_empty_database_is_brought_to_the_newest_revision_which_makes_the_dec
     from alembic.runtime.migration import MigrationContext
 
     opened = Store(_database(request, tmp_path))
-    assert opened.schema_revision() == migrations.head() == "0009"
+    assert opened.schema_revision() == migrations.head() == "0011"
     with opened.engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall() == [("0009",)]
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall() == [("0011",)]
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []
     assert Store(opened.path).migrate().before == migrations.head()  # the next start changes nothing
 

@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from cloud.batch.jobs import BatchSpec, state_path
+from cloud.store import Store
 
 BCF_FOLDER = "bcf"
 
 
-def check_file(spec: BatchSpec, path: str, result: dict[str, Any]) -> dict[str, Any]:
+def check_file(spec: BatchSpec, path: str, result: dict[str, Any], store: Store | None = None) -> dict[str, Any]:
+    """With a store, the run is also recorded in the findings per model over time (cloud/findings_history.py)."""
     if not spec.rules or result.get("cancelled"):
         return result
     from cloud.bcf.export import export_findings
+    from cloud.findings_history import record_run
     from ifc_host.check_scripts import sandboxed_check_scripts
     from ifc_host.model_file import BadModelError, open_checked
     from ifc_host.rules import count_by_severity, parse_rule_set, run_rule_set
@@ -29,6 +32,9 @@ def check_file(spec: BatchSpec, path: str, result: dict[str, Any]) -> dict[str, 
     rules = parse_rule_set(spec.rules)
     with sandboxed_check_scripts(checked) as run_script:  # the team's check scripts, sandboxed as any script
         findings = run_rule_set(rules, checked, models={str(checked): model}, run_script=run_script)
+    if store is not None:
+        record_run(store.finding_runs, model=spec.relative(path), source="batch", check_name=rules.name, findings=findings,
+                   user_name=spec.owner)
     archive = state_path(spec.state_dir, BCF_FOLDER, spec.relative(path) + ".bcf")
     archive.parent.mkdir(parents=True, exist_ok=True)
     export_findings(findings, archive, models={Path(checked).name: checked}, author="nexus batch",

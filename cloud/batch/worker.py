@@ -41,7 +41,7 @@ def process_file(spec: BatchSpec, path: str, store: Store, worker: str = "embedd
     if is_cancelled(spec.state_dir):  # cancelled before this file started: recorded, never run
         return _finish(spec, path, {**base, **_failed(path, "cancelled", cancelled=True)}, started, worker)
     try:
-        result = check_file(spec, path, _run(spec, path, store))
+        result = check_file(spec, path, _run(spec, path, store), store)
     except Exception as exc:  # one file's crash is that file's failure; the batch goes on
         result = _failed(path, f"{type(exc).__name__}: {exc}", detail=traceback.format_exc(limit=5))
     return _finish(spec, path, {**base, **result}, started, worker)

@@ -88,6 +88,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             result = done.value or {}
         if args.json:
             print(json.dumps(result), file=out, flush=True)
+        if "findings" in result:  # a check skill: as `nexus check`, 1 when a finding is an error
+            return 1 if any(f["severity"] == "error" for f in result["findings"]) else 0
         return 0 if result.get("committed") else 1
     finally:
         core.close()
@@ -99,7 +101,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for s in SkillLibrary(open_store(args)).listing(args.user, args.query):
         rate = "never run" if s["success_rate"] is None else f"{s['success_rate']:.0%} of {s['run_count']} runs"
         params = ", ".join(p["name"] for p in s["parameters"]) or "no parameters"
-        print(f"{s['name']}  v{s['version']}  {s['host_app']}{' (portable)' if s['portable'] else ''}  {rate}"
+        marks = (" (portable)" if s["portable"] else "") + (" (check)" if s["check"] else "")
+        print(f"{s['name']}  v{s['version']}  {s['host_app']}{marks}  {rate}"
               f"\n    {s['description']}\n    parameters: {params}")
     return 0
 

@@ -51,6 +51,7 @@ class SkillVersion:
     capability_version: str | None
     provenance: dict[str, Any]
     example: dict[str, Any]
+    check: bool = False  # a check skill: runs read-only, prints FINDING lines (cloud/skills/checks.py)
 
     def verified_code(self) -> str:
         """The stored script, only if it still has the sha256 recorded when it was saved."""
@@ -103,7 +104,7 @@ class SkillLibrary:
     # skills
     def save(self, *, user_name: str, name: str, description: str, host_app: str, code: str,
              parameters: list[dict[str, Any]], capability_version: str | None, provenance: dict[str, Any],
-             example: dict[str, Any], portable: bool = False) -> SkillVersion:
+             example: dict[str, Any], portable: bool = False, check: bool = False) -> SkillVersion:
         """A new skill in the user's team, or a new version of the team's skill of that name."""
         member = self.membership(user_name)
         if not member.can_edit:
@@ -121,15 +122,16 @@ class SkillLibrary:
                 skill_id = rows[0]["id"]
                 if rows[0]["host_app"] != host_app and not portable:
                     raise SkillError(f"skill {name!r} is for {rows[0]['host_app']}, not {host_app}")
-                db.execute("UPDATE skills SET description = ?, portable = ? WHERE id = ?",
-                           (description, int(portable), skill_id))
+                db.execute("UPDATE skills SET description = ?, portable = ?, is_check = ? WHERE id = ?",
+                           (description, int(portable), int(check), skill_id))
                 version = db.execute("SELECT MAX(version) FROM skill_versions WHERE skill_id = ?",
                                      (skill_id,)).scalar_one() + 1
             else:
                 skill_id, version = uuid.uuid4().hex[:16], 1
                 db.execute("INSERT INTO skills (id, team, name, description, host_app, portable, created_by, "
-                           "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (skill_id, member.team, name, description, host_app, int(portable), user_name, now))
+                           "created, is_check) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (skill_id, member.team, name, description, host_app, int(portable), user_name, now,
+                            int(check)))
             db.execute("INSERT INTO skill_versions (skill_id, version, code, sha256, parameters, capability_version, "
                        "provenance, example, created_by, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (skill_id, version, code, content_hash(code), json.dumps(parameters), capability_version,
@@ -146,10 +148,20 @@ class SkillLibrary:
             return db.execute("UPDATE skills SET portable = ? WHERE team = ? AND name = ?",
                               (int(portable), member.team, name)).rowcount > 0
 
+    def set_check(self, user_name: str, name: str, check: bool) -> bool:
+        """Mark the team's skill as a check (or not): a check runs read-only and its FINDING lines are findings."""
+        member = self.membership(user_name)
+        if not member.can_edit:
+            raise SkillError(f"{user_name} may not edit skills of team {member.team}")
+        with self.store._write() as db:
+            return db.execute("UPDATE skills SET is_check = ? WHERE team = ? AND name = ?",
+                              (int(check), member.team, name)).rowcount > 0
+
     def get(self, user_name: str, name: str, version: int | None = None) -> SkillVersion | None:
         """The skill of that name in the user's team (its latest version unless `version`)."""
         team = self.membership(user_name).team
-        sql = ("SELECT s.id, s.team, s.name, s.description, s.host_app, s.portable, v.version, v.code, v.sha256, "
+        sql = ("SELECT s.id, s.team, s.name, s.description, s.host_app, s.portable, s.is_check, v.version, v.code, "
+               "v.sha256, "
                "v.parameters, v.capability_version, v.provenance, v.example FROM skills s "
                "JOIN skill_versions v ON v.skill_id = s.id WHERE s.team = ? AND lower(s.name) = ?")
         args: list[Any] = [team, name.lower()]
@@ -162,12 +174,13 @@ class SkillLibrary:
         r = rows[0]
         return SkillVersion(r["id"], r["team"], r["name"], r["description"], r["host_app"], bool(r["portable"]),
                             r["version"], r["code"], r["sha256"], json.loads(r["parameters"]),
-                            r["capability_version"], json.loads(r["provenance"]), json.loads(r["example"]))
+                            r["capability_version"], json.loads(r["provenance"]), json.loads(r["example"]),
+                            bool(r["is_check"]))
 
     def listing(self, user_name: str, query: str | None = None) -> list[dict[str, Any]]:
         """The user's team's skills (latest version, stats, versions), matching every word of `query`."""
         member = self.membership(user_name)
-        sql = ("SELECT s.id, s.name, s.description, s.host_app, s.portable, s.created_by, s.created "
+        sql = ("SELECT s.id, s.name, s.description, s.host_app, s.portable, s.is_check, s.created_by, s.created "
                "FROM skills s WHERE s.team = ?")
         args: list[Any] = [member.team]
         for word in (query or "").lower().split()[:8]:
@@ -181,7 +194,8 @@ class SkillLibrary:
             latest = versions[0]
             out.append({
                 "name": s["name"], "description": s["description"], "host_app": s["host_app"],
-                "portable": bool(s["portable"]), "team": member.team, "created_by": s["created_by"],
+                "portable": bool(s["portable"]), "check": bool(s["is_check"]), "team": member.team,
+                "created_by": s["created_by"],
                 "created": s["created"], "version": latest["version"], "sha256": latest["sha256"],
                 "capability_version": latest["capability_version"],
                 "parameters": json.loads(latest["parameters"]), "can_edit": member.can_edit,

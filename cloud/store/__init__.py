@@ -13,6 +13,7 @@ that needs it (the host gate and the web's sign-in get `auth`, the run registry 
     ledger.py         the audit log of scripts and the usage of model turns             store.ledger
     folders.py        project folders shared with teams                                 store.folders
     rule_sets.py      rule sets saved per team                                          store.rule_sets
+    finding_runs.py   findings per model per check run, by severity                     store.finding_runs
 
 The team library's tables (skills, versions, runs, teams) are cloud/skills/library.py's, on `store.db`.
 `Store` still answers the flat names of the parts' methods (`store.get_session(...)` is
@@ -31,6 +32,7 @@ from cloud.migrations import Upgrade
 from cloud.store.auth import TOKEN_SCOPES, USER_NAME, Auth, User, hash_token
 from cloud.store.database import IN_BATCH, MAX_IDLE_CONNECTIONS, Database, Tx, is_database_url
 from cloud.store.deliveries import DELIVERY_KEEP_S, Deliveries
+from cloud.store.finding_runs import FindingRuns
 from cloud.store.folders import FOLDER_ACCESS, FolderGrants
 from cloud.store.leases import RunLeases
 from cloud.store.ledger import Ledger
@@ -41,13 +43,13 @@ from cloud.store.sessions import Sessions
 from cloud.store.user_settings import UserSettings
 
 __all__ = ["DELIVERY_KEEP_S", "FOLDER_ACCESS", "IN_BATCH", "MAX_IDLE_CONNECTIONS", "TOKEN_SCOPES", "USER_NAME",
-           "Auth", "Database", "Deliveries", "FolderGrants", "Ledger", "Results", "RuleSets", "RunLeases",
+           "Auth", "Database", "Deliveries", "FindingRuns", "FolderGrants", "Ledger", "Results", "RuleSets", "RunLeases",
            "Sessions", "Store", "User", "UserSettings", "hash_token", "is_database_url", "metadata"]
 
 # attribute -> part class, in the order of the table above
 PARTS: dict[str, type] = {"auth": Auth, "user_settings": UserSettings, "sessions": Sessions, "leases": RunLeases,
                           "deliveries": Deliveries, "results": Results, "ledger": Ledger, "folders": FolderGrants,
-                          "rule_sets": RuleSets}
+                          "rule_sets": RuleSets, "finding_runs": FindingRuns}
 
 
 def _flat_names() -> dict[str, str]:
@@ -77,6 +79,7 @@ class Store:
     ledger: Ledger
     folders: FolderGrants
     rule_sets: RuleSets
+    finding_runs: FindingRuns
 
     def __init__(self, target: str | Path, migrate: bool = True):
         """`target`: a SQLite file path (":memory:" for a throwaway database) or a postgresql:// URL.

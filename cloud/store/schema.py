@@ -61,7 +61,8 @@ Table("team_members", metadata, _text("user_name", primary_key=True), _text("tea
 Table("skills", metadata, _text("id", primary_key=True), _text("team", nullable=False), _text("name", nullable=False),
       _text("description", nullable=False), _text("host_app", nullable=False),
       Column("portable", Integer, nullable=False, server_default="0"), _text("created_by", nullable=False),
-      _real("created", nullable=False), Index("skills_team_name", "team", "name", unique=True))
+      _real("created", nullable=False), Column("is_check", Integer, nullable=False, server_default="0"),
+      Index("skills_team_name", "team", "name", unique=True))
 Table("skill_versions", metadata, _text("skill_id", primary_key=True), Column("version", Integer, primary_key=True),
       _text("code", nullable=False), _text("sha256", nullable=False), _text("parameters", nullable=False),
       _text("capability_version"), _text("provenance", nullable=False), _text("example", nullable=False),
@@ -82,3 +83,9 @@ Table("folder_grants", metadata, _text("folder", primary_key=True), _text("team"
 # Rule sets saved per team (ifc_host/rules.py documents, as JSON): checks with a severity each.
 Table("rule_sets", metadata, _text("team", primary_key=True), _text("name", primary_key=True),
       _text("document", nullable=False), _text("saved_by", nullable=False), _real("saved", nullable=False))
+# Findings per model per check run, counted by severity (cloud/store/finding_runs.py).
+Table("finding_runs", metadata, Column("id", Integer, primary_key=True, autoincrement=True), _real("ts", nullable=False),
+      _text("day", nullable=False), _text("model", nullable=False), _text("source", nullable=False),
+      _text("check_name", nullable=False), _text("user_name"), _text("session_id"),
+      Column("errors", Integer, nullable=False), Column("warnings", Integer, nullable=False),
+      Column("infos", Integer, nullable=False), Index("finding_runs_day", "day"), sqlite_autoincrement=True)

@@ -1,4 +1,5 @@
-"""Admin API (admin tokens only): sessions with transcripts and images, audit log, hosts, providers, usage,
+"""Admin API (admin tokens only): sessions with transcripts and images, audit log, hosts, providers, usage, findings
+per model over time,
 tokens, project folders shared with teams. Admin is a property of a token: creating an admin token never changes what a user's other tokens
 may do, and a token is demoted (PUT) or revoked (DELETE, which also closes hosts connected with it).
 """
@@ -163,6 +164,16 @@ def host_doctor(host_id: str):
     if reply.message.get("type") != "doctor_result":
         return api_error(409, f"host {host_id} could not run the doctor: {reply.message.get('message')}")
     return jsonify({"host_id": host_id, "doctor": reply.message})
+
+
+@admin_api.get("/findings")
+@require_user(admin=True)
+def findings_over_time():
+    """Findings per model over time (cloud/findings_history.py): per day and model, and the latest check runs."""
+    from cloud.findings_history import by_day, runs
+
+    store = nexus().store
+    return jsonify({"by_day": by_day(store.finding_runs), "runs": runs(store.finding_runs, _limit())})
 
 
 @admin_api.get("/usage")

@@ -10,11 +10,13 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 
 from cloud.contract import ContractError
+from cloud.findings_history import record_run
 from cloud.rule_sets import RuleSetError, RuleSets
 from cloud.session_findings import session_findings
 from cloud.web.api import own_session
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
+from ifc_host.findings import Finding
 from ifc_host.rules import MAX_DOCUMENT_BYTES, NAME, RuleSetProblem, parse_rule_set
 
 coordination_api = Blueprint("coordination_api", __name__)
@@ -103,7 +105,7 @@ def put_session_rules(row: dict[str, Any]):
             raise ContractError("rules: a script check naming a skill must be saved first (PUT /api/rule-sets/NAME)")
     elif value is not None:
         raise ContractError("rules: expected a rule set name, a rule set, or null")
-    nexus().store.update_session(row["id"], rules=json.dumps(document) if document else None)
+    nexus().store.sessions.update_session(row["id"], rules=json.dumps(document) if document else None)
     return jsonify({"session_id": row["id"], "rules": None if document is None else {
         "name": document["name"], "checks": len(document["checks"])}})
 
@@ -181,7 +183,7 @@ def post_bcf(row: dict[str, Any]):
         return api_error(409, "the session's IFC host is not connected: its topics are resolved to elements there")
     code = resolver_script(topics)
     call_id = f"bcf_{uuid.uuid4().hex[:12]}"
-    state.store.record_scripts([{"session_id": row["id"], "tool_call_id": call_id, "user_name": g.user.name,
+    state.store.ledger.record_scripts([{"session_id": row["id"], "tool_call_id": call_id, "user_name": g.user.name,
                                  "host_id": link.host_id, "host_app": link.host_app, "capability_version": None,
                                  "kind": "bcf_resolve", "code": code, "sha256": content_hash(code)}])
     reply = link.ask({"type": "execute", "mode": "collect", "code": code, "timeout_s": 120}, 150,
@@ -247,7 +249,7 @@ def run_check(row: dict[str, Any]):
     name = Path(path).name if path else "model.ifc"
     code = CHECK_SCRIPT.format(document=json.dumps(document), name=name)
     call_id = f"{CHECK_PREFIX}{time.time_ns()}-{uuid.uuid4().hex[:8]}"
-    state.store.record_scripts([{"session_id": row["id"], "tool_call_id": call_id, "user_name": g.user.name,
+    state.store.ledger.record_scripts([{"session_id": row["id"], "tool_call_id": call_id, "user_name": g.user.name,
                                  "host_id": link.host_id, "host_app": link.host_app, "capability_version": None,
                                  "kind": "rule_set", "code": code, "sha256": content_hash(code)}])
     timeout = state.settings.script_timeout_s
@@ -259,5 +261,7 @@ def run_check(row: dict[str, Any]):
     except (IndexError, ValueError):
         error = (message.get("error") or {}).get("message") or reply.detail or "no answer"
         return api_error(502, f"the host could not run the rule set: {error}")
-    state.store.save_result(row["id"], call_id, {"rule_set": document["name"], "findings": findings})
+    state.store.results.save_result(row["id"], call_id, {"rule_set": document["name"], "findings": findings})
+    record_run(state.store.finding_runs, model=name, source="check", check_name=document["name"],
+               findings=[Finding.from_json(f) for f in findings], user_name=g.user.name, session_id=row["id"])
     return jsonify({"session_id": row["id"], "check_id": call_id, "rule_set": document["name"], "findings": findings})

@@ -71,7 +71,7 @@ def propose():
 def save():
     skill = save_skill(nexus().store, g.user.name, _body())
     return jsonify({"name": skill.name, "version": skill.version, "sha256": skill.sha256, "team": skill.team,
-                    "host_app": skill.host_app, "parameters": skill.parameters,
+                    "host_app": skill.host_app, "parameters": skill.parameters, "check": skill.check,
                     "provenance": skill.provenance}), 201
 
 
@@ -85,7 +85,7 @@ def detail(name: str):
     if skill is None:
         return api_error(404, f"no skill {name!r} in your team's library")
     return jsonify({"name": skill.name, "description": skill.description, "version": skill.version,
-                    "host_app": skill.host_app, "portable": skill.portable, "code": skill.code,
+                    "host_app": skill.host_app, "portable": skill.portable, "check": skill.check, "code": skill.code,
                     "sha256": skill.sha256, "parameters": skill.parameters,
                     "capability_version": skill.capability_version, "provenance": skill.provenance,
                     "example": skill.example})
@@ -94,12 +94,18 @@ def detail(name: str):
 @skills_api.put("/api/skills/<name>")
 @require_user()
 def update(name: str):
+    """{"portable": true|false} and/or {"check": true|false} (a check skill: read-only, prints FINDING lines)."""
     body = _body()
-    if set(body) != {"portable"} or not isinstance(body["portable"], bool):
-        raise SkillError("expected {\"portable\": true|false}")
-    if not _library().set_portable(g.user.name, name, body["portable"]):
+    if not body or set(body) - {"portable", "check"} or not all(isinstance(v, bool) for v in body.values()):
+        raise SkillError("expected {\"portable\": true|false} and/or {\"check\": true|false}")
+    library = _library()
+    if library.get(g.user.name, name) is None:
         return api_error(404, f"no skill {name!r} in your team's library")
-    return jsonify({"name": name, "portable": body["portable"]})
+    if "portable" in body:
+        library.set_portable(g.user.name, name, body["portable"])
+    if "check" in body:
+        library.set_check(g.user.name, name, body["check"])
+    return jsonify({"name": name, **body})
 
 
 @skills_api.get("/api/admin/teams")

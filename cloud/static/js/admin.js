@@ -11,7 +11,7 @@ import { skillsTab } from "./skills.js";
 import { activityPill, activityText, releaseButton } from "./host_activity.js";
 
 const $ = (id) => document.getElementById(id);
-const TABS = ["sessions", "audit", "hosts", "usage", "tokens", "evaluations", "skills", "batches", "folders"];
+const TABS = ["sessions", "audit", "hosts", "usage", "findings", "tokens", "evaluations", "skills", "batches", "folders"];
 const POLICIES = ["auto", "ask", "readonly"];
 const STATUS_KIND = { running: "info", error: "bad", cancelled: "warn", idle: "muted" };
 
@@ -64,6 +64,7 @@ class AdminConsole {
       this.loadSessions().catch((error) => this.notice(error.message));
     });
     $("usage-metric").addEventListener("change", () => this.drawCharts());
+    $("findings-metric").addEventListener("change", () => this.drawFindings());
     $("token-form").addEventListener("submit", (event) => {
       event.preventDefault();
       this.createToken();
@@ -81,7 +82,7 @@ class AdminConsole {
     this.loaded.add(tab);
     try {
       await { sessions: () => this.loadSessions(), audit: () => this.loadAudit(), hosts: () => this.loadHosts(),
-        usage: () => this.loadUsage(), tokens: () => this.loadTokens(), evaluations: () => this.loadEvaluations(),
+        usage: () => this.loadUsage(), findings: () => this.loadFindings(), tokens: () => this.loadTokens(), evaluations: () => this.loadEvaluations(),
         skills: () => skillsTab($("skills-panel")), batches: () => batchesTab($("batches-panel")),
         folders: () => foldersTab($("folders-panel")) }[tab]();
       $("admin-notice").hidden = true;
@@ -320,6 +321,40 @@ class AdminConsole {
       { title: "Runs", num: true, value: (r) => formatNumber(r.turns) },
       { title: "Cost", num: true, value: (r) => formatCost(r.cost) },
     ], usage, { empty: "No usage yet." });
+  }
+
+  // ---- findings per model over time ----
+  async loadFindings() {
+    const { by_day: byDay, runs } = await api("GET", "/api/admin/findings");
+    this.findingsByDay = byDay;
+    this.drawFindings();
+    const models = new Set(byDay.map((r) => r.model));
+    const latest = new Map();
+    for (const r of byDay) latest.set(r.model, r); // oldest day first: the last one kept is the newest
+    const open = [...latest.values()].reduce((sum, r) => sum + r.errors, 0);
+    const stat = (value, label) => h("div", { class: "stat" }, h("div", { class: "value", text: value }), h("div", { class: "label", text: label }));
+    clear($("findings-stats")).append(
+      stat(formatNumber(models.size), "models checked"),
+      stat(formatNumber(runs.length), "check runs listed"),
+      stat(formatNumber(open), "errors at each model's latest day"));
+    table($("finding-runs"), [
+      { title: "When", value: (r) => formatTime(r.ts) },
+      { title: "Model", value: (r) => r.model },
+      { title: "Check", value: (r) => r.check_name },
+      { title: "Run by", value: (r) => `${r.source}${r.user_name ? " · " + r.user_name : ""}` },
+      { title: "Errors", num: true, value: (r) => formatNumber(r.errors) },
+      { title: "Warnings", num: true, value: (r) => formatNumber(r.warnings) },
+      { title: "Infos", num: true, value: (r) => formatNumber(r.infos) },
+    ], runs, { empty: "No check has run yet." });
+  }
+
+  drawFindings() {
+    const metric = $("findings-metric").value;
+    const value = (r) => (metric === "all" ? r.errors + r.warnings + r.infos : r[metric]);
+    const rows = (this.findingsByDay || []).map((r) => ({ day: r.day, key: r.model, value: value(r) }));
+    const label = metric === "all" ? "findings" : metric;
+    clear($("chart-findings")).append(stackedBars(rows, { label: `${label} by model`, format: (v) => (Number.isInteger(v) ? formatNumber(v) : v.toFixed(2).replace(/0$/, "")),
+      empty: "No check has run yet." }));
   }
 
   // ---- tokens and users ----

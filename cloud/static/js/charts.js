@@ -53,13 +53,13 @@ function niceMax(value) {
 }
 
 // A stacked bar chart of rows [{day, key, value}], with a legend; format(value) labels the axis and tooltips.
-export function stackedBars(rows, { label, format = String, width = 640, height = 220 } = {}) {
+export function stackedBars(rows, { label, format = String, width = 640, height = 220, empty = "No usage yet." } = {}) {
   const { days, series } = stack(rows);
   const figure = document.createElement("figure");
   figure.className = "chart";
   figure.setAttribute("aria-label", label || "chart");
   if (!days.length) {
-    figure.append(Object.assign(document.createElement("div"), { className: "muted", textContent: "No usage yet." }));
+    figure.append(Object.assign(document.createElement("div"), { className: "muted", textContent: empty }));
     return figure;
   }
   const pad = { left: 64, right: 12, top: 10, bottom: 28 };

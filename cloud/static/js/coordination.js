@@ -26,7 +26,9 @@ function findingItem(finding, sessionId, preview) {
   const show = () => {
     clear(preview);
     if (!finding.image_id) {
-      preview.append(h("p", { class: "muted", text: "No image was captured after this automation." }));
+      preview.append(h("p", { class: "muted", text: finding.check_skill
+        ? `Found by the check skill ${finding.check_skill}, which captures no image.`
+        : "No image was captured after this automation." }));
       return;
     }
     preview.append(h("img", { class: "finding-image", alt: finding.title,

@@ -21,8 +21,10 @@ Highlighting
 Size
     The image's long edge is exactly ``max_px``; a title bar (view name, legend) takes the top.
 Isolation
-    IfcOpenShell geometry can abort the whole process, so each render runs in a fresh interpreter
-    (``python -m ifc_host.render_child``, never a fork: callers are multi-threaded). A native crash on one
+    IfcOpenShell geometry can abort the whole process, so renders run in render servers, interpreters of their
+    own (``python -m ifc_host.render_child --serve``, never a fork: callers are multi-threaded; render_pool.py).
+    A server keeps the models it opened and their meshes between views (render_models.py): the next view of an
+    unchanged file skips the open, a committed (replaced or rewritten) file is opened anew. A native crash on one
     element costs that element, not the view: the child journals each element it builds, and a crashed
     render is run again with the offender sent to the OpenCascade kernel, or left out if that crashes too
     (render_bodies.py). What was learnt is remembered per model content, so the next render of the same
@@ -47,7 +49,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,10 +58,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ifc_host import render_pool
 from ifc_host.render_canvas import HIGHLIGHT
 
 MIN_PX, MAX_PX = 16, 8000
-CHILD_COMMAND: Sequence[str] = (sys.executable, "-m", "ifc_host.render_child")
+CHILD_COMMAND: Sequence[str] = (sys.executable, "-m", "ifc_host.render_child")  # one request, then exits
+SERVER_COMMAND: Sequence[str] = (*CHILD_COMMAND, "--serve")  # what renders run in (render_pool.py)
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 600
 MAX_RECOVERIES = 16  # crashed attempts of one render before giving up
@@ -169,7 +172,8 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
         request = {"model_path": model_path, "view": view, "element_ids": [int(i) for i in element_ids],
                    "max_px": max_px, "png_path": str(work / "view.png"), "result_path": str(work / "result.json"),
                    "careful": recipe.careful, "exact": sorted(recipe.exact), "skip": sorted(recipe.skip),
-                   "journal_path": str(journal), "cache_dir": str(meshes), "ref_paths": refs or []}
+                   "journal_path": str(journal), "cache_dir": str(meshes), "ref_paths": refs or [],
+                   "content_key": key}
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
@@ -194,23 +198,21 @@ def _drawing_reserve_s(timeout_s: float) -> float:
 
 
 def _attempt(request: dict[str, object], what: str, remaining_s: float, timeout_s: float) -> str | None:
-    """Run the child once: None when it finished (rendered or reported an error), else why it crashed."""
+    """Run the request once in a render server (render_pool.py): None when it finished (rendered or reported an
+    error), else why it crashed."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     try:
-        completed = subprocess.run(list(CHILD_COMMAND), input=json.dumps(request).encode("utf-8"),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                   timeout=remaining_s, check=False)
-    except subprocess.TimeoutExpired as exc:
+        outcome, _ = render_pool.pool.run(SERVER_COMMAND, env, request, remaining_s)
+    except render_pool.ServerTimeout as exc:
         raise RenderError(f"rendering {what} timed out after {timeout_s:g} s (the renderer was stopped)") from exc
     except OSError as exc:
         raise RenderError(f"could not start the renderer: {exc}") from exc
-    stderr = completed.stderr.decode("utf-8", "replace").strip()
-    tail = f": {stderr[-_STDERR_TAIL:]}" if stderr else ""
-    if completed.returncode < 0:
-        return f"the renderer crashed while rendering {what} ({_signal_name(-completed.returncode)}){tail}"
+    tail = f": {outcome.stderr_tail[-_STDERR_TAIL:]}" if outcome.stderr_tail else ""
+    if not outcome.answered and outcome.returncode is not None and outcome.returncode < 0:
+        return f"the renderer crashed while rendering {what} ({_signal_name(-outcome.returncode)}){tail}"
     if not Path(str(request["result_path"])).is_file():
-        raise RenderError(f"the renderer exited with code {completed.returncode} without a result{tail}")
+        raise RenderError(f"the renderer exited with code {outcome.returncode} without a result{tail}")
     return None
 
 

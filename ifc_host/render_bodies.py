@@ -52,6 +52,8 @@ class BodyOptions:
     journal_path: str | None = None
     cache_dir: str | None = None  # meshes kept for this model content (render_mesh_cache.py)
     deadline: float | None = None  # time.time() by which tessellation stops (the rest is out of time)
+    # Meshes of this model kept in memory by a render server (render_models.py): read first, added to.
+    memory: dict[int, Mesh] | None = field(default=None, compare=False, repr=False)
 
 
 FIRST_ATTEMPT = BodyOptions()
@@ -105,9 +107,16 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     candidates = [e for e in elements if e.id() not in options.skip and has_body(e)]
     bodies.undrawn.extend(e.id() for e in elements if e.id() in options.skip and has_body(e))
     bodies.candidates = len(candidates) + len(bodies.undrawn)
+    memory = options.memory
+    if memory is not None:
+        bodies.meshes.update((e.id(), memory[e.id()]) for e in candidates if e.id() in memory)
+        candidates = [e for e in candidates if e.id() not in bodies.meshes]
     cache = MeshCache(options.cache_dir) if options.cache_dir else None
-    if cache is not None:
-        bodies.meshes.update(cache.load({e.id() for e in candidates}))
+    if cache is not None and candidates:
+        loaded = cache.load({e.id() for e in candidates})
+        bodies.meshes.update(loaded)
+        if memory is not None:
+            memory.update(loaded)
         candidates = [e for e in candidates if e.id() not in bodies.meshes]
     if not candidates:
         return bodies
@@ -148,8 +157,11 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     if _out_of_time(options):
         bodies.out_of_time.extend(e.id() for e in candidates if e.id() not in bodies.meshes and e.id() not in tried)
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
+    built = [bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes]
+    if memory is not None:
+        memory.update((mesh.element_id, mesh) for mesh in built)
     if cache is not None:
-        cache.store([bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes])
+        cache.store(built)
     return bodies
 
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -72,7 +73,13 @@ DRAWING_RESERVE_SHARE = 0.3  # of the view's timeout, kept for drawing once tess
 MAX_DRAWING_RESERVE_S = 60.0
 _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most render_mesh_cache.MAX_FOLDER_BYTES)
 
-__all__ = ["HIGHLIGHT", "RenderError", "RenderedView", "render_view", "render_view_from_bytes"]
+PREPARE_ENV = "NEXUS_RENDER_PREPARE_MB"  # models at least this big are prepared (render.prepare); "off": never
+DEFAULT_PREPARE_MB = 8.0  # smaller models open in about a second: nothing to win
+PREPARE_TIMEOUT_S = 120.0
+
+log = logging.getLogger("nexus.render")
+
+__all__ = ["HIGHLIGHT", "RenderError", "RenderedView", "prepare", "render_view", "render_view_from_bytes"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,52 @@ def render_view_from_bytes(model_text: str | bytes, view: str | None, element_id
         model_path = Path(work) / "model.ifc"
         model_path.write_bytes(data)
         return _run_child(str(model_path), view, element_ids, int(max_px), timeout_s, Path(work))
+
+
+def prepare(model_path: str | os.PathLike[str], timeout_s: float = PREPARE_TIMEOUT_S) -> threading.Thread | None:
+    """Open a big model in a render server and tessellate its default view, in the background, so that the first
+    view after a host opened (or committed) it is drawn from an open model with its meshes built. Only models of
+    at least ``NEXUS_RENDER_PREPARE_MB`` (8) MB, which take seconds to open; ``off`` turns it off. A view asked
+    meanwhile waits for that server rather than opening the file a second time (render_pool.py)."""
+    setting = (os.environ.get(PREPARE_ENV) or "").strip().lower()
+    if setting == "off":
+        return None
+    try:
+        threshold_mb = float(setting) if setting else DEFAULT_PREPARE_MB
+    except ValueError:
+        log.warning("%s=%r is not a size in MB; models are not prepared", PREPARE_ENV, setting)
+        return None
+    path = Path(model_path)
+    try:
+        if path.stat().st_size < threshold_mb * 1024 * 1024:
+            return None
+    except OSError:
+        return None
+    thread = threading.Thread(target=_prepare, args=(str(path.resolve()), timeout_s), daemon=True,
+                              name="render-prepare")
+    thread.start()
+    return thread
+
+
+def _prepare(model_path: str, timeout_s: float) -> None:
+    what = "the default view (prepared in the background)"
+    try:
+        key = _content_key(model_path)
+        with _recipes_lock:
+            known = _recipes.get(key)
+            recipe = _Recipe(known.careful, set(known.exact), set(known.skip)) if known is not None else _Recipe()
+        with tempfile.TemporaryDirectory(prefix="nexus-prepare-") as work:
+            journal = Path(work) / "journal.txt"
+            request = {"kind": "prepare", "model_path": model_path, "view": None, "element_ids": [],
+                       "result_path": str(Path(work) / "result.json"), "careful": recipe.careful,
+                       "exact": sorted(recipe.exact), "skip": sorted(recipe.skip), "journal_path": str(journal),
+                       "cache_dir": str(_mesh_folders.folder(key)), "content_key": key,
+                       "deadline": time.time() + timeout_s * (1 - DRAWING_RESERVE_SHARE)}
+            crash = _attempt(request, what, timeout_s, timeout_s)
+            if crash is not None and _learn(recipe, journal):
+                _remember(key, recipe)  # the view itself goes straight to what works
+    except (RenderError, OSError) as exc:
+        log.info("preparing %s failed: %s", model_path, exc)
 
 
 def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px: int, timeout_s: float,

@@ -7,7 +7,8 @@ skip, journal_path} (see render_bodies.py); deadline, the time.time() by which t
 parent's digest of the model file (a server keeps an open model only for that content). The PNG goes to png_path
 and {ok, width, height, view, undrawn, out_of_time} or {ok: false, error} to result_path (not stdout:
 IfcOpenShell's native logging may write there). Exit code 0 when rendered, 1 on a reported error. With kind
-"scene" the request builds a glTF scene instead (scene_gltf.py).
+"scene" the request builds a glTF scene instead (scene_gltf.py); with kind "prepare" it only tessellates the
+view's elements into the mesh caches, for the views to come (render.prepare), and answers {ok, view, meshes}.
 
 A server reads one request per line on stdin and, once the result file is written, answers one line on its
 original stdout, {"done": request_id, "code": 0|1, "opens": n, "exit": bool}: "opens" counts the models it
@@ -28,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ifc_host.render_axonometric import draw_axonometric
-from ifc_host.render_bodies import BodyOptions
+from ifc_host.render_bodies import BodyOptions, tessellate_bodies
 from ifc_host.render_models import OpenModels
 from ifc_host.render_plan import draw_plan
-from ifc_host.render_scene import ViewError, open_model, resolve_view
+from ifc_host.render_scene import Mesh, ViewError, all_elements, elements_of_storey, open_model, resolve_view
 from ifc_host.scene_gltf import scene_request
 
 IDLE_EXIT_S = float(os.environ.get("NEXUS_RENDER_IDLE_S") or 300)
@@ -48,11 +49,13 @@ def render_request(request: dict[str, Any], models: OpenModels | None = None) ->
         model, memory = open_model(request["model_path"]), None
     element_ids = [int(i) for i in request.get("element_ids") or []]
     spec = resolve_view(model, request.get("view"), element_ids)
-    options = BodyOptions(careful=bool(request.get("careful")),
-                          exact=frozenset(int(i) for i in request.get("exact") or ()),
-                          skip=frozenset(int(i) for i in request.get("skip") or ()),
-                          journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
-                          deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory)
+    options = _options(request, memory)
+    if request.get("kind") == "prepare":  # tessellate the view's elements for the views to come, draw nothing
+        elements = elements_of_storey(spec.storey) if spec.storey is not None else [
+            e for e in all_elements(model) if not e.is_a("IfcSpace")]
+        bodies = tessellate_bodies(model, elements, options)
+        return {"ok": True, "view": spec.name, "meshes": len(bodies.meshes), "undrawn": sorted(bodies.undrawn),
+                "out_of_time": sorted(bodies.out_of_time)}
     if spec.kind == "plan":
         drawing = draw_plan(model, spec, element_ids, int(request["max_px"]), options)
     else:  # reference models (a federated session's) greyed behind the working model
@@ -62,6 +65,14 @@ def render_request(request: dict[str, Any], models: OpenModels | None = None) ->
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
             "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time)}
+
+
+def _options(request: dict[str, Any], memory: dict[int, Mesh] | None) -> BodyOptions:
+    return BodyOptions(careful=bool(request.get("careful")),
+                       exact=frozenset(int(i) for i in request.get("exact") or ()),
+                       skip=frozenset(int(i) for i in request.get("skip") or ()),
+                       journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
+                       deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory)
 
 
 def answer(request: dict[str, Any], handle: Handler) -> int:

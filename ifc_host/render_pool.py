@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 KEEP_IDLE = 2
+WAIT_SHARE = 0.6  # of a request's time, spent at most waiting for the busy server that holds its model
 _STDERR_KEPT = 4096
 
 
@@ -139,27 +140,36 @@ class RenderPool:
     def __init__(self, keep_idle: int = KEEP_IDLE) -> None:
         self._keep_idle = keep_idle
         self._idle: list[RenderServer] = []  # least recently used first
+        self._busy: list[RenderServer] = []
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._owner = os.getpid()
         atexit.register(self.close_all)
 
     def run(self, command: Sequence[str], env: dict[str, str], request: dict[str, object],
-            timeout_s: float) -> tuple[Outcome, RenderServer]:
-        """Send the request to a server running ``command`` (raises ServerTimeout, OSError)."""
+            timeout_s: float, wait_share: float = WAIT_SHARE) -> tuple[Outcome, RenderServer]:
+        """Send the request to a server running ``command`` (raises ServerTimeout, OSError). When the only
+        server holding the model is busy (opening it for an earlier view, or preparing it), wait for it up to
+        ``wait_share`` of the time: a second open of the same file would cost as much and share the cores."""
         path = str(request.get("model_path"))
-        server = self._take(server_key(command, env), path) or RenderServer(command, env)
+        started = time.monotonic()
+        server = self._take(server_key(command, env), path, started + wait_share * timeout_s)
+        if server is None:
+            server = RenderServer(command, env)
+            with self._lock:
+                self._busy.append(server)
+        server.paths.add(path)
         try:
-            outcome = server.run(request, timeout_s)
+            outcome = server.run(request, timeout_s - (time.monotonic() - started))
         except BaseException:
-            server.kill()
+            self._drop(server)
             raise
         if outcome.answered:
-            server.paths.add(path)
             server.opens = int(outcome.reply.get("opens") or 0)
             if not outcome.reply.get("exit"):
                 self._give_back(server)
                 return outcome, server
-        server.kill()
+        self._drop(server)
         return outcome, server
 
     def servers(self) -> list[RenderServer]:
@@ -167,33 +177,56 @@ class RenderPool:
         with self._lock:
             return list(self._idle) if self._owner == os.getpid() else []
 
+    def busy(self) -> int:
+        """How many servers are answering a request now."""
+        with self._lock:
+            return len(self._busy) if self._owner == os.getpid() else 0
+
     def close_all(self) -> None:
         with self._lock:
             servers, self._idle = (self._idle if self._owner == os.getpid() else []), []
         for server in servers:
             server.close()
 
-    def _take(self, key: str, path: str) -> RenderServer | None:
+    def _take(self, key: str, path: str, wait_until: float) -> RenderServer | None:
         with self._lock:
             if self._owner != os.getpid():  # a forked child: its parent's servers are not its own
-                self._idle, self._owner = [], os.getpid()
-            self._idle = [s for s in self._idle if s.alive()]
-            usable = [s for s in self._idle if s.key == key]
-            chosen = next((s for s in reversed(usable) if path in s.paths), usable[-1] if usable else None)
-            if chosen is not None:
-                self._idle.remove(chosen)
-            return chosen
+                self._idle, self._busy, self._owner = [], [], os.getpid()
+            while True:
+                self._idle = [s for s in self._idle if s.alive()]
+                usable = [s for s in self._idle if s.key == key]
+                chosen = next((s for s in reversed(usable) if path in s.paths), None)
+                holding = [s for s in self._busy if s.key == key and path in s.paths and s.alive()]
+                left = wait_until - time.monotonic()
+                if chosen is None and holding and left > 0:
+                    self._changed.wait(left)
+                    continue
+                chosen = chosen or (usable[-1] if usable else None)
+                if chosen is not None:
+                    self._idle.remove(chosen)
+                    self._busy.append(chosen)
+                return chosen
 
     def _give_back(self, server: RenderServer) -> None:
         with self._lock:
+            if server in self._busy:
+                self._busy.remove(server)
             if self._owner != os.getpid():
                 surplus = [server]
             else:
                 self._idle.append(server)
                 surplus = self._idle[:-self._keep_idle] if len(self._idle) > self._keep_idle else []
                 self._idle = self._idle[len(surplus):]
+            self._changed.notify_all()
         for extra in surplus:
             extra.close()
+
+    def _drop(self, server: RenderServer) -> None:
+        server.kill()
+        with self._lock:
+            if server in self._busy:
+                self._busy.remove(server)
+            self._changed.notify_all()
 
 
 def server_key(command: Sequence[str], env: dict[str, str]) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host import render_pool
+from ifc_host import render, render_pool
 from ifc_host.executor import ExecuteJob, IsolatedExecutor
 from ifc_host.render import render_view
 from ifc_host.sample import write_sample_model
@@ -91,3 +91,35 @@ def test_an_idle_server_leaves_by_itself_and_the_next_view_starts_another(model_
     assert render_view(str(model_path), "Level 1", [], 300).png == first.png
     [other] = pool.servers()
     assert other.pid != server.pid
+
+
+def test_a_prepared_model_is_open_with_its_meshes_before_its_first_view(model_path, pool, monkeypatch):
+    monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "0")
+    preparing = render.prepare(model_path)
+    assert preparing is not None
+    preparing.join(timeout=180)
+    [server] = pool.servers()
+    assert server.opens == 1
+    assert list(render._mesh_folders.folder(render._content_key(str(model_path))).glob("*.npz"))
+    assert render_view(str(model_path), None, [], 300).view == "Level 1"
+    [same] = pool.servers()
+    assert same.pid == server.pid and same.opens == 1 and same.served == 2
+
+
+def test_a_view_asked_while_the_model_is_prepared_waits_for_that_server(model_path, pool, monkeypatch):
+    monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "0")
+    preparing = render.prepare(model_path)
+    assert preparing is not None
+    wait_until(lambda: pool.busy() == 1, timeout=30, what="the model is being prepared")
+    view = render_view(str(model_path), "Level 2", [], 300, timeout_s=300)
+    preparing.join(timeout=180)
+    assert view.view == "Level 2"
+    [server] = pool.servers()
+    assert server.opens == 1 and server.served == 2  # not a second server opening the same file
+
+
+def test_small_models_are_not_prepared_and_preparing_can_be_turned_off(model_path, pool, monkeypatch):
+    assert render.prepare(model_path) is None  # under 8 MB: it opens in about a second anyway
+    monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "off")
+    assert render.prepare(model_path) is None
+    assert pool.servers() == [] and pool.busy() == 0

@@ -12,7 +12,8 @@ Views
     for facade changes. A storey is named by its Name or by ``#<step id>`` (the only way for an unnamed
     storey or one whose Name another shares); ``render_scene.view_names`` lists every view.
     ``view=None`` picks the lowest storey holding any of ``element_ids``, else the lowest storey (a model
-    without storeys gets "3D").
+    without storeys gets "3D", or "Site plan" when it has an alignment). The site plan draws each
+    ``IfcAlignment``'s horizontal axis over the bodies (render_alignment.py).
 Highlighting
     Elements listed in ``element_ids`` are drawn in ``HIGHLIGHT`` (filled when cut; a thick outline
     when only their footprint shows; spaces get a tint and a HIGHLIGHT outline). In the axonometric,

@@ -13,7 +13,9 @@ Runs inside the render child only. Geometry kernels fail in three ways on real f
 - neither kernel places an element on an ``IfcGridPlacement`` (columns on a structural grid): their body is
   built in object coordinates and placed here, at the intersection of the two grid axes.
 
-The fast path tessellates everything in one iterator; a *careful* run (after a crash in the fast path)
+The fast path tessellates everything in one iterator, in object coordinates: elements that share a
+representation (instances of one IfcMappedItem source) get one geometry from the kernel, built once and placed
+per element (their meshes share the triangle arrays); a *careful* run (after a crash in the fast path)
 builds each element on its own, journalled, so the next crash names its element exactly.
 
 Every view has a budget: with a ``deadline`` (the wall clock, set by the parent from the view's timeout)
@@ -180,17 +182,40 @@ def has_body(element: ifcopenshell.entity_instance) -> bool:
 
 def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
              deadline: float | None = None) -> dict[int, Mesh]:
-    iterator = ifcopenshell.geom.iterator(_settings(), model, 1, include=elements, geometry_library=FAST_LIBRARY)
+    """One pass of the fast kernel in object coordinates: elements sharing a representation (instances of one
+    IfcMappedItem source, a type's body) get one geometry, built once and placed per element here."""
+    iterator = ifcopenshell.geom.iterator(_settings(world=False), model, 1, include=elements,
+                                          geometry_library=FAST_LIBRARY)
     meshes: dict[int, Mesh] = {}
     if not iterator.initialize():
         return meshes
+    shared: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
     while True:
-        mesh = _mesh(iterator.get())
-        if mesh is not None:
-            meshes[mesh.element_id] = mesh
+        shape = iterator.get()
+        geometry = shape.geometry
+        if geometry.id not in shared:
+            shared[geometry.id] = _arrays(geometry)
+        arrays = shared[geometry.id]
+        if arrays is not None:
+            matrix = np.array(shape.transformation.matrix, dtype=np.float64).reshape(4, 4).T
+            verts = arrays[0] @ matrix[:3, :3].T + matrix[:3, 3]
+            if np.isfinite(verts).all():
+                meshes[int(shape.id)] = Mesh(int(shape.id), str(shape.type), verts, arrays[1], arrays[2])
         if (deadline is not None and time.time() >= deadline) or not iterator.next():
             break
     return meshes
+
+
+def _arrays(geometry: object) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Vertices, triangles and each triangle's item of a kernel geometry (None when it has no triangle)."""
+    verts = np.frombuffer(geometry.verts_buffer, dtype=np.float64).reshape(-1, 3)  # type: ignore[attr-defined]
+    faces = np.frombuffer(geometry.faces_buffer, dtype=np.int32).reshape(-1, 3)  # type: ignore[attr-defined]
+    if not len(faces):
+        return None
+    items = np.frombuffer(geometry.item_ids_buffer, dtype=np.int32)  # type: ignore[attr-defined]
+    if len(items) != len(faces):
+        items = np.zeros(len(faces), dtype=np.int32)
+    return verts, faces.astype(np.int64), items
 
 
 def _out_of_time(options: BodyOptions) -> bool:

@@ -1,0 +1,30 @@
+"""Bodies from the one-pass kernel: instances of one representation are built once and placed per element."""
+from __future__ import annotations
+
+import ifcopenshell
+import ifcopenshell.geom
+import numpy as np
+
+from ifc_host.render_bodies import BodyOptions, tessellate_bodies
+from ifc_host.sample import write_sample_model
+
+
+def test_doors_of_one_type_share_one_built_geometry_placed_where_each_door_is(tmp_path):
+    path = tmp_path / "one.ifc"
+    write_sample_model(path, storeys=1)
+    model = ifcopenshell.open(str(path))
+    def source(door: ifcopenshell.entity_instance) -> int:
+        [item] = door.Representation.Representations[0].Items
+        return item.MappingSource.id()
+
+    doors = [d for d in model.by_type("IfcDoor") if source(d) == source(model.by_type("IfcDoor")[0])]
+    assert len(doors) >= 3
+    meshes = tessellate_bodies(model, doors, BodyOptions()).meshes
+    first, *others = (meshes[d.id()] for d in doors)
+    assert all(np.shares_memory(first.faces, other.faces) for other in others)  # built once
+    settings = ifcopenshell.geom.settings()
+    settings.set("use-world-coords", True)
+    for door in doors:  # and each placed exactly where the kernel puts it in world coordinates
+        shape = ifcopenshell.geom.create_shape(settings, door)
+        world = np.frombuffer(shape.geometry.verts_buffer, dtype=np.float64).reshape(-1, 3)
+        assert np.allclose(np.sort(meshes[door.id()].verts, axis=0), np.sort(world, axis=0), atol=1e-9)

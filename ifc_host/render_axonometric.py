@@ -14,6 +14,7 @@ import ifcopenshell
 import numpy as np
 
 from ifc_host import render_canvas as style
+from ifc_host.render_alignment import alignment_lines
 from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, NothingDrawn, tessellate_bodies
 from ifc_host.render_canvas import Canvas, LegendEntry
 from ifc_host.render_scene import Drawing, Mesh, ViewSpec, all_elements, elements_of_storey
@@ -50,6 +51,7 @@ _CLASS_COLOURS: list[tuple[str, style.RGB]] = [
 ]
 _OTHER_COLOUR: style.RGB = (215, 205, 185)
 _REFERENCE_COLOUR: style.RGB = (150, 150, 150)
+ALIGNMENT_COLOUR: style.RGB = (200, 30, 140)
 
 
 def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], max_px: int,
@@ -76,15 +78,20 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
                 colours.append(np.tile(np.array(_REFERENCE_COLOUR, dtype=float), (len(mesh.faces), 1)))
                 lit.append(np.zeros(len(mesh.faces), dtype=bool))
                 behind.append(np.ones(len(mesh.faces), dtype=bool))
-    if bodies.nothing_drawn:
+    axes = alignment_lines(model) if spec.facing == "above" else []  # the site plan draws alignments on top
+    if bodies.nothing_drawn and not axes:
         raise NothingDrawn(spec.name, bodies)
     title = _title(spec, len(highlighted), len(set(element_ids) - highlighted), len(bodies.undrawn),
                    len(bodies.out_of_time))
     legend = [LegendEntry("Highlighted", style.HIGHLIGHT)] if highlighted else []
     if references:
         legend.append(LegendEntry("Reference models", _REFERENCE_COLOUR))
+    if axes:
+        legend.append(LegendEntry("Alignment", ALIGNMENT_COLOUR))
     if not triangles:
-        return Drawing(*Canvas((0.0, 0.0, 10.0, 10.0), max_px, title, legend).finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
+        canvas = Canvas(_extent(axes) if axes else (0.0, 0.0, 10.0, 10.0), max_px, title, legend)
+        _draw_axes(canvas, axes)
+        return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
 
     tris = np.concatenate(triangles)
     rgb = np.concatenate(colours)
@@ -109,12 +116,22 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
     order = np.lexsort((-depth, is_lit, ~is_reference))
 
     flat = screen.reshape(-1, 2)
-    canvas = Canvas((float(flat[:, 0].min()), float(flat[:, 1].min()), float(flat[:, 0].max()),
-                     float(flat[:, 1].max())), max_px, title, legend)
+    canvas = Canvas(_extent([flat, *axes]), max_px, title, legend)
     pixels = canvas.to_px_array(flat).reshape(-1, 6)[order].tolist()
     for points, ink in zip(pixels, _inks(rgb[order]), strict=True):
         canvas.fill_triangle(points, ink)
+    _draw_axes(canvas, axes)
     return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
+
+
+def _extent(point_sets: list[np.ndarray]) -> tuple[float, float, float, float]:
+    points = np.concatenate(point_sets)
+    return float(points[:, 0].min()), float(points[:, 1].min()), float(points[:, 0].max()), float(points[:, 1].max())
+
+
+def _draw_axes(canvas: Canvas, axes: list[np.ndarray]) -> None:
+    for axis in axes:  # seen from above, north up: the screen's x and y are the world's
+        canvas.line(axis, ALIGNMENT_COLOUR, 3.0)
 
 
 def _outward(tris: np.ndarray) -> np.ndarray:

@@ -13,7 +13,9 @@ Runs inside the render child only. Geometry kernels fail in three ways on real f
 - neither kernel places an element on an ``IfcGridPlacement`` (columns on a structural grid): their body is
   built in object coordinates and placed here, at the intersection of the two grid axes.
 
-The fast path tessellates everything in one iterator; a *careful* run (after a crash in the fast path)
+The fast path tessellates everything in one iterator, in object coordinates: elements that share a
+representation (instances of one IfcMappedItem source) get one geometry from the kernel, built once and placed
+per element (their meshes share the triangle arrays); a *careful* run (after a crash in the fast path)
 builds each element on its own, journalled, so the next crash names its element exactly.
 
 Every view has a budget: with a ``deadline`` (the wall clock, set by the parent from the view's timeout)
@@ -52,6 +54,8 @@ class BodyOptions:
     journal_path: str | None = None
     cache_dir: str | None = None  # meshes kept for this model content (render_mesh_cache.py)
     deadline: float | None = None  # time.time() by which tessellation stops (the rest is out of time)
+    # Meshes of this model kept in memory by a render server (render_models.py): read first, added to.
+    memory: dict[int, Mesh] | None = field(default=None, compare=False, repr=False)
 
 
 FIRST_ATTEMPT = BodyOptions()
@@ -105,9 +109,16 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     candidates = [e for e in elements if e.id() not in options.skip and has_body(e)]
     bodies.undrawn.extend(e.id() for e in elements if e.id() in options.skip and has_body(e))
     bodies.candidates = len(candidates) + len(bodies.undrawn)
+    memory = options.memory
+    if memory is not None:
+        bodies.meshes.update((e.id(), memory[e.id()]) for e in candidates if e.id() in memory)
+        candidates = [e for e in candidates if e.id() not in bodies.meshes]
     cache = MeshCache(options.cache_dir) if options.cache_dir else None
-    if cache is not None:
-        bodies.meshes.update(cache.load({e.id() for e in candidates}))
+    if cache is not None and candidates:
+        loaded = cache.load({e.id() for e in candidates})
+        bodies.meshes.update(loaded)
+        if memory is not None:
+            memory.update(loaded)
         candidates = [e for e in candidates if e.id() not in bodies.meshes]
     if not candidates:
         return bodies
@@ -146,10 +157,16 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     finally:
         journal.close()
     if _out_of_time(options):
+        # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
+        known = {**(memory or {}), **bodies.meshes}
+        bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
         bodies.out_of_time.extend(e.id() for e in candidates if e.id() not in bodies.meshes and e.id() not in tried)
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
+    built = [bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes]
+    if memory is not None:
+        memory.update((mesh.element_id, mesh) for mesh in built)
     if cache is not None:
-        cache.store([bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes])
+        cache.store(built)
     return bodies
 
 
@@ -168,17 +185,100 @@ def has_body(element: ifcopenshell.entity_instance) -> bool:
 
 def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
              deadline: float | None = None) -> dict[int, Mesh]:
-    iterator = ifcopenshell.geom.iterator(_settings(), model, 1, include=elements, geometry_library=FAST_LIBRARY)
+    """One pass of the fast kernel in object coordinates: elements sharing a representation (instances of one
+    IfcMappedItem source, a type's body) get one geometry, built once and placed per element here."""
+    iterator = ifcopenshell.geom.iterator(_settings(world=False), model, 1, include=elements,
+                                          geometry_library=FAST_LIBRARY)
     meshes: dict[int, Mesh] = {}
     if not iterator.initialize():
         return meshes
+    shared: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
     while True:
-        mesh = _mesh(iterator.get())
-        if mesh is not None:
-            meshes[mesh.element_id] = mesh
+        shape = iterator.get()
+        geometry = shape.geometry
+        if geometry.id not in shared:
+            shared[geometry.id] = _arrays(geometry)
+        arrays = shared[geometry.id]
+        if arrays is not None:
+            matrix = np.array(shape.transformation.matrix, dtype=np.float64).reshape(4, 4).T
+            verts = arrays[0] @ matrix[:3, :3].T + matrix[:3, 3]
+            if np.isfinite(verts).all():
+                meshes[int(shape.id)] = Mesh(int(shape.id), str(shape.type), verts, arrays[1], arrays[2])
         if (deadline is not None and time.time() >= deadline) or not iterator.next():
             break
     return meshes
+
+
+def _arrays(geometry: object) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Vertices, triangles and each triangle's item of a kernel geometry (None when it has no triangle)."""
+    verts = np.frombuffer(geometry.verts_buffer, dtype=np.float64).reshape(-1, 3)  # type: ignore[attr-defined]
+    faces = np.frombuffer(geometry.faces_buffer, dtype=np.int32).reshape(-1, 3)  # type: ignore[attr-defined]
+    if not len(faces):
+        return None
+    items = np.frombuffer(geometry.item_ids_buffer, dtype=np.int32)  # type: ignore[attr-defined]
+    if len(items) != len(faces):
+        items = np.zeros(len(faces), dtype=np.int32)
+    return verts, faces.astype(np.int64), items
+
+
+def place_instances(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
+                    known: dict[int, Mesh]) -> dict[int, Mesh]:
+    """Meshes of the elements whose body is one IfcMappedItem of a source that a known mesh was built from: that
+    mesh moved from its element's placement and mapping to this one's (exact, no kernel)."""
+    frames = PlacementFrames(model)
+    built_from: dict[int, tuple[Mesh, np.ndarray]] = {}
+    wanted = {item.MappingSource.id() for e in elements if (item := _mapped_source(e)) is not None}
+    for element_id, mesh in known.items():
+        if not wanted - built_from.keys():
+            break
+        try:
+            element = model.by_id(element_id)
+        except RuntimeError:
+            continue
+        item = _mapped_source(element)
+        source = item.MappingSource.id() if item is not None else None
+        if source in wanted and source not in built_from:
+            matrix = _instance_matrix(element, frames)
+            if matrix is not None:
+                built_from[source] = (mesh, np.linalg.inv(matrix))
+    placed: dict[int, Mesh] = {}
+    for element in elements:
+        item = _mapped_source(element)
+        if item is None or item.MappingSource.id() not in built_from:
+            continue
+        matrix = _instance_matrix(element, frames)
+        if matrix is None:
+            continue
+        mesh, to_source = built_from[item.MappingSource.id()]
+        move = matrix @ to_source
+        placed[element.id()] = Mesh(element.id(), element.is_a(), mesh.verts @ move[:3, :3].T + move[:3, 3],
+                                    mesh.faces, mesh.items)
+    return placed
+
+
+def _mapped_source(element: ifcopenshell.entity_instance) -> ifcopenshell.entity_instance | None:
+    """The item of a body that is one IfcMappedItem, uncut by openings (a cut body is the element's own)."""
+    if getattr(element, "HasOpenings", None):
+        return None
+    shape = getattr(element, "Representation", None)
+    bodies = [r for r in (shape.Representations or ()) if r.RepresentationIdentifier in BODY_IDENTIFIERS and r.Items] \
+        if shape is not None else []
+    if len(bodies) != 1 or len(bodies[0].Items) != 1 or not bodies[0].Items[0].is_a("IfcMappedItem"):
+        return None
+    return bodies[0].Items[0]
+
+
+def _instance_matrix(element: ifcopenshell.entity_instance, frames: PlacementFrames) -> np.ndarray | None:
+    """World matrix (metres) of the element's mapped item: its placement times the item's mapping."""
+    import ifcopenshell.util.placement
+
+    placement = frames.of(element)
+    item = _mapped_source(element)
+    if placement is None or item is None or not item.MappingTarget.is_a("IfcCartesianTransformationOperator3D"):
+        return None
+    mapping = np.array(ifcopenshell.util.placement.get_mappeditem_transformation(item), dtype=float)
+    mapping[:3, 3] *= frames.unit_scale
+    return placement @ mapping
 
 
 def _out_of_time(options: BodyOptions) -> bool:

@@ -97,7 +97,11 @@ def resolve_view(model: ifcopenshell.file, view: str | None, element_ids: Iterab
         for storey in storeys:
             if storey.id() in holding:
                 return _plan(model, storey, storeys)
-        return _plan(model, storeys[0], storeys) if storeys else ViewSpec(AXONOMETRIC_VIEW, "axonometric", None)
+        if storeys:
+            return _plan(model, storeys[0], storeys)
+        if _has_alignment(model):  # a road or railway: its plan along the alignment
+            return ViewSpec(SITE_PLAN_VIEW, "elevation", None, facing="above")
+        return ViewSpec(AXONOMETRIC_VIEW, "axonometric", None)
 
     requested = view.strip()
     if requested.casefold() in (AXONOMETRIC_VIEW.casefold(), "axonometric"):
@@ -133,6 +137,10 @@ def has_site_plan(model: ifcopenshell.file, storeys: list[ifcopenshell.entity_in
     """Whether storeys leave the model undescribed: none at all, or an alignment (infrastructure) beside them."""
     if not (storeys if storeys is not None else model.by_type("IfcBuildingStorey")):
         return True
+    return _has_alignment(model)
+
+
+def _has_alignment(model: ifcopenshell.file) -> bool:
     try:
         return bool(model.by_type("IfcAlignment"))
     except RuntimeError:  # IFC2X3 has no IfcAlignment

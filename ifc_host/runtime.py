@@ -140,6 +140,7 @@ class HostRuntime:
         refused (HTTP 401/403, close code 4401) and HostReplaced on close code 4409 (see the module's doc)."""
         watcher = threading.Thread(target=self._close_on_stop, args=(stop,), name="ifc-host-stop", daemon=True)
         watcher.start()
+        self._prepare_views()
         delays = self.reconnect.delays()
         while not stop.is_set():
             try:
@@ -396,7 +397,14 @@ class HostRuntime:
             return protocol.error(result["message"], decide.request_id)
         return self._result_message(decide.request_id, result)
 
+    def _prepare_views(self) -> None:
+        from ifc_host.render import prepare
+
+        prepare(self.executor.committed_path)  # a big model is opened for its views in the background
+
     def _result_message(self, request_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        if result.get("committed"):
+            self._prepare_views()
         log.info("request %s: ok=%s committed=%s held=%s (%.0f ms)", request_id, result.get("ok"),
                  result.get("committed"), bool(result.get("held")), result.get("duration_ms") or 0)
         try:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ifc_host import render
+from ifc_host import render, render_pool
 from ifc_host.render import HIGHLIGHT, RenderError, render_view, render_view_from_bytes
 from ifc_host.render_canvas import WALL
 from ifc_host.sample import write_sample_model
@@ -139,14 +139,14 @@ def test_a_model_held_in_memory_renders_the_same_image(sample):
 
 def test_a_crashing_renderer_raises_render_error_and_the_caller_survives(sample, monkeypatch):
     path, _ = sample
-    monkeypatch.setattr(render, "CHILD_COMMAND", (sys.executable, "-c", "import os; os.abort()"))
+    monkeypatch.setattr(render, "SERVER_COMMAND", (sys.executable, "-c", "import os; os.abort()"))
     with pytest.raises(RenderError, match=r"crashed .*SIGABRT"):
         render_view(path, "Level 1", [], 300)
 
 
 def test_a_hanging_renderer_is_stopped_at_the_timeout(sample, monkeypatch):
     path, _ = sample
-    monkeypatch.setattr(render, "CHILD_COMMAND", (sys.executable, "-c", "import time; time.sleep(60)"))
+    monkeypatch.setattr(render, "SERVER_COMMAND", (sys.executable, "-c", "import time; time.sleep(60)"))
     started = time.monotonic()
     with pytest.raises(RenderError, match="timed out after 1 s"):
         render_view(path, "Level 1", [], 300, timeout_s=1)
@@ -357,22 +357,22 @@ def fresh_recipes(monkeypatch):
 
 
 # A stand-in for a native crash on one element: the real child, except that it journals "start <library> <id>"
-# and aborts while the request would build element TARGET with that library; the count of starts goes to COUNT.
+# and aborts while the request would build element TARGET with that library; the count of requests goes to COUNT.
 _CRASHING_CHILD = """
 import json, os, sys
-request = json.loads(sys.stdin.buffer.read())
+from ifc_host.render_child import render_request, serve
 target, library, count = int(os.environ["TARGET"]), os.environ["LIBRARY"], os.environ["COUNT"]
-with open(count, "a") as handle:
-    handle.write("x")
-building_with = "skip" if target in request["skip"] else "opencascade" if target in request["exact"] else (
-    "manifold")
-if building_with == library or (library == "batch" and not request["careful"]):
-    with open(request["journal_path"], "a") as journal:
-        journal.write("batch\\n" if library == "batch" else f"start {library} {target}\\n")
-    os.abort()
-from ifc_host.render_child import render_request
-with open(request["result_path"], "w") as result:
-    json.dump(render_request(request), result)
+def handle(request):
+    with open(count, "a") as handle:
+        handle.write("x")
+    building_with = "skip" if target in request["skip"] else "opencascade" if target in request["exact"] else (
+        "manifold")
+    if building_with == library or (library == "batch" and not request["careful"]):
+        with open(request["journal_path"], "a") as journal:
+            journal.write("batch\\n" if library == "batch" else f"start {library} {target}\\n")
+        os.abort()
+    return render_request(request)
+sys.exit(serve(handle))
 """
 
 
@@ -381,7 +381,7 @@ def _crashing_child(monkeypatch, tmp_path, target: int, library: str) -> Path:
     monkeypatch.setenv("TARGET", str(target))
     monkeypatch.setenv("LIBRARY", library)
     monkeypatch.setenv("COUNT", str(count))
-    monkeypatch.setattr(render, "CHILD_COMMAND", (sys.executable, "-c", _CRASHING_CHILD))
+    monkeypatch.setattr(render, "SERVER_COMMAND", (sys.executable, "-c", _CRASHING_CHILD))
     return count
 
 
@@ -432,15 +432,19 @@ def refuse(*args, **kwargs):
     raise RuntimeError("the geometry kernel was called")
 ifcopenshell.geom.iterator = refuse
 ifcopenshell.geom.create_shape = refuse
-from ifc_host.render_child import main
-sys.exit(main())
+from ifc_host.render_child import serve
+sys.exit(serve())
 """
 
 
 @pytest.fixture
 def fresh_meshes(monkeypatch):
-    """No meshes kept from other tests' renders."""
+    """No meshes kept from other tests' renders (on disk, or in a render server's memory)."""
     monkeypatch.setattr(render, "_mesh_folders", render._MeshFolders(keep=4))
+    pool = render_pool.RenderPool()
+    monkeypatch.setattr(render_pool, "pool", pool)
+    yield
+    pool.close_all()
 
 
 def test_a_second_view_of_the_same_model_is_drawn_from_its_kept_meshes(tmp_path, monkeypatch, fresh_meshes):
@@ -450,7 +454,7 @@ def test_a_second_view_of_the_same_model_is_drawn_from_its_kept_meshes(tmp_path,
     first = render_view(str(path), "Level 1", [wall], 500)
     assert list(render._mesh_folders.folder(render._content_key(str(path))).glob("*.npz"))
 
-    monkeypatch.setattr(render, "CHILD_COMMAND", (sys.executable, "-c", _NO_KERNEL_CHILD))
+    monkeypatch.setattr(render, "SERVER_COMMAND", (sys.executable, "-c", _NO_KERNEL_CHILD))
     again = render_view(str(path), "Level 1", [wall], 500)
     assert again.png == first.png and again.undrawn == ()
     axonometric = render_view(str(path), "3D: Level 1", [wall], 500)  # the plan's elements serve the 3D view
@@ -471,10 +475,11 @@ def test_a_changed_model_is_not_drawn_from_the_meshes_of_its_earlier_content(tmp
 
     after = render_view(str(path), "Level 1", [], 500)
     monkeypatch.setattr(render, "_mesh_folders", render._MeshFolders(keep=4))
+    render_pool.pool.close_all()
     assert after.png == render_view(str(path), "Level 1", [], 500).png  # what a render with nothing kept draws
     assert after.png != before.png
 
-    monkeypatch.setattr(render, "CHILD_COMMAND", (sys.executable, "-c", _NO_KERNEL_CHILD))
+    monkeypatch.setattr(render, "SERVER_COMMAND", (sys.executable, "-c", _NO_KERNEL_CHILD))
     model.by_type("IfcDoor")[0].Tag = "CHANGED"  # no geometry changed, but the content did: nothing is kept for it
     model.write(str(path))
     with pytest.raises(RenderError, match="the geometry kernel was called"):

@@ -1,0 +1,125 @@
+"""Render servers: several views of one model from one open model, the committed model after a commit, and a
+bounded memory (ifc_host/render_pool.py, render_models.py). Real render servers on real IFC files."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ifc_host import render, render_pool
+from ifc_host.executor import IsolatedExecutor, execute_command
+from ifc_host.render import render_view
+from ifc_host.sample import write_sample_model
+from tests.support.waiting import wait_until
+
+MOVE_A_WALL = """
+import ifcopenshell.api, ifcopenshell.util.placement, ifcopenshell.util.unit
+scale = ifcopenshell.util.unit.calculate_unit_scale(model)
+wall = sorted(model.by_type('IfcWall'), key=lambda w: w.id())[0]
+matrix = ifcopenshell.util.placement.get_local_placement(wall.ObjectPlacement)
+matrix[0, 3] += 3.0 / scale
+ifcopenshell.api.geometry.edit_object_placement(model, product=wall, matrix=matrix, is_si=False)
+"""
+
+
+@pytest.fixture
+def pool(monkeypatch) -> Iterator[render_pool.RenderPool]:
+    """A pool of this test's own (no server kept from other tests' renders)."""
+    fresh = render_pool.RenderPool()
+    monkeypatch.setattr(render_pool, "pool", fresh)
+    yield fresh
+    fresh.close_all()
+
+
+@pytest.fixture
+def model_path(tmp_path: Path) -> Path:
+    path = tmp_path / "one.ifc"
+    write_sample_model(path, storeys=2)
+    return path
+
+
+def test_several_views_of_one_model_are_drawn_from_one_open_model(model_path, pool):
+    views = [render_view(str(model_path), name, [], 400) for name in ("Level 1", "3D", "Level 2", "Level 1")]
+    assert [v.view for v in views] == ["Level 1", "3D", "Level 2", "Level 1"]
+    assert views[3].png == views[0].png
+    [server] = pool.servers()
+    assert server.served == 4 and server.opens == 1  # the old child opened the file for every view
+
+
+def test_a_view_after_a_commit_draws_the_committed_model(model_path, pool):
+    executor = IsolatedExecutor(model_path)
+    try:
+        committed = str(executor.committed_path)
+        before = render_view(committed, "Level 1", [], 500)
+        [server] = pool.servers()
+        result = executor.execute(execute_command("move", "automate", MOVE_A_WALL, 120))
+        assert result["committed"], result.get("error")
+        after = render_view(committed, "Level 1", [], 500)
+    finally:
+        executor.close()
+    [same] = pool.servers()
+    assert same.pid == server.pid and same.opens == 2  # the same server, the committed file opened anew
+    assert after.png != before.png
+    pool.close_all()
+    assert render_view(committed, "Level 1", [], 500).png == after.png  # what a new server draws of that file
+
+
+def test_a_model_rewritten_in_place_is_opened_again(model_path, pool):
+    import ifcopenshell
+
+    first = render_view(str(model_path), "Level 1", [], 400)
+    model = ifcopenshell.open(str(model_path))
+    model.remove(sorted(model.by_type("IfcWall"), key=lambda w: w.id())[0].Representation)
+    model.write(str(model_path))
+    again = render_view(str(model_path), "Level 1", [], 400)
+    assert again.png != first.png and pool.servers()[0].opens == 2
+
+
+def test_a_server_over_its_memory_limit_leaves_after_answering(model_path, pool, monkeypatch):
+    monkeypatch.setenv("NEXUS_RENDER_MEMORY_MB", "1")
+    first = render_view(str(model_path), "Level 1", [], 300)
+    assert pool.servers() == []  # it said it leaves: not kept
+    assert render_view(str(model_path), "Level 1", [], 300).png == first.png  # a new one draws the same
+
+
+def test_an_idle_server_leaves_by_itself_and_the_next_view_starts_another(model_path, pool, monkeypatch):
+    monkeypatch.setenv("NEXUS_RENDER_IDLE_S", "1")
+    first = render_view(str(model_path), "Level 1", [], 300)
+    [server] = pool.servers()
+    wait_until(lambda: not server.alive(), timeout=30, what="the idle server left")
+    assert render_view(str(model_path), "Level 1", [], 300).png == first.png
+    [other] = pool.servers()
+    assert other.pid != server.pid
+
+
+def test_a_prepared_model_is_open_with_its_meshes_before_its_first_view(model_path, pool, monkeypatch):
+    monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "0")
+    preparing = render.prepare(model_path)
+    assert preparing is not None
+    preparing.join(timeout=180)
+    [server] = pool.servers()
+    assert server.opens == 1
+    assert list(render._mesh_folders.folder(render._content_key(str(model_path))).glob("*.npz"))
+    assert render_view(str(model_path), None, [], 300).view == "Level 1"
+    [same] = pool.servers()
+    assert same.pid == server.pid and same.opens == 1 and same.served == 2
+
+
+def test_a_view_asked_while_the_model_is_prepared_waits_for_that_server(model_path, pool, monkeypatch):
+    monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "0")
+    preparing = render.prepare(model_path)
+    assert preparing is not None
+    wait_until(lambda: pool.busy() == 1, timeout=30, what="the model is being prepared")
+    view = render_view(str(model_path), "Level 2", [], 300, timeout_s=300)
+    preparing.join(timeout=180)
+    assert view.view == "Level 2"
+    [server] = pool.servers()
+    assert server.opens == 1 and server.served == 2  # not a second server opening the same file
+
+
+def test_small_models_are_not_prepared_and_preparing_can_be_turned_off(model_path, pool, monkeypatch):
+    assert render.prepare(model_path) is None  # under 8 MB: it opens in about a second anyway
+    monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "off")
+    assert render.prepare(model_path) is None
+    assert pool.servers() == [] and pool.busy() == 0

@@ -128,3 +128,13 @@ def recording_vendor(monkeypatch):
     monkeypatch.setitem(registry.VENDOR_MODULES, "recording", "tests.support.recording_model")
     recording_model.REQUESTS.clear()
     return recording_model.REQUESTS
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent with -p no:xdist
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile hands the longest file to the next free worker (tests/support/longest_first.py)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.support.longest_first import LongestFileFirst
+
+    return LongestFileFirst(config, log)

@@ -11,9 +11,9 @@ from typing import Any
 
 from cloud.config import Settings
 from cloud.server import ServerHandle, start_server
-from cloud.store import Store
 from cloud.web.app import create_app
 from cloud.web.state import NexusState
+from tests.support.stores import fresh_store
 
 
 @dataclass
@@ -64,7 +64,7 @@ class RunningServer:
 def running_server(tmp_path: Path, db_path: Path | None = None, default_model: str | None = None,
                    **settings: Any) -> Iterator[RunningServer]:
     db_path = db_path or Path(tmp_path) / "nexus.db"
-    store = Store(db_path)
+    store = fresh_store(db_path)
     app = create_app(store, Settings(**settings), default_model=default_model)
     handle = start_server(app)
     try:

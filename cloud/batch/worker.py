@@ -150,15 +150,12 @@ def _drive(spec: BatchSpec, path: str, core: Any) -> dict[str, Any]:
 def _script_chunks(spec: BatchSpec, core: Any, row: dict[str, Any]) -> Any:
     """The reviewed script through the same tool path as the agent's own automations (audit, epilogue,
     change report, validation), with no model in the loop."""
-    from cloud.assembly import image_fit
     from cloud.tools.dispatch import execute_tool
     from cloud.tools.opening import open_tool_context
-
-    class _NoVision:
-        vendor, spec = "scripted", "scripted:batch"
+    from cloud.vendors.images import vision_limits
 
     ctx = open_tool_context(core.store, core.settings, core.store.sessions.get_session(row["id"]) or row, core.link(row),
-                            image_max_px=800, image_fit=image_fit(_NoVision()))  # type: ignore[arg-type]
+                            image_max_px=800, image_fit=vision_limits("scripted", "batch").fit)
     call_id = f"batch_{spec.batch_id}"
     if spec.skill is not None:  # the skill's run: run_skill's tool path, counted in its statistics
         from cloud.skills.batch import verified_for_run

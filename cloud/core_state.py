@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from cloud.assembly import recover_interrupted_runs
 from cloud.config import Settings
 from cloud.distributed import build_parts, start_recovery_sweep
-from cloud.gate.sockets import HostSockets
+from cloud.host_sockets import HostSockets
 from cloud.hostlink import HostDirectory
 from cloud.rendezvous import ResultChannel
 from cloud.runs import RunRegistry

@@ -3,7 +3,7 @@
 A session keeps them as `[{"name", "path"}]` (the file's name, how scripts and findings name it; the real path on
 the host's machine) and sends them with every script to an IFC host (ifc_host/refs.py). The command line takes
 plain local paths (`--ref`); over HTTP a path is relative to the person's folders under the batch root and is
-resolved, links and all, by cloud/batch/folders.py: nobody can name another user's file.
+resolved, links and all, by cloud/folders/access.py: nobody can name another user's file.
 """
 from __future__ import annotations
 
@@ -51,9 +51,8 @@ def local_refs(paths: list[str], working: str | None = None) -> list[dict[str, s
 
 def http_refs(store: Any, user: str, raw: Any) -> list[dict[str, str]]:
     """`refs` of `POST /api/sessions`: paths relative to the person's folders (or projects/<name>/...)."""
-    from cloud.batch.folders import FolderError, access_for
-    from cloud.batch.jobs import BatchError
-    from cloud.batch.roots import Roots
+    from cloud.folders.access import FolderError, access_for
+    from cloud.folders.roots import NotConfigured, Roots
 
     if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
         raise RefsProblem("refs: expected a list of model paths relative to your folder (or projects/<name>/...)")
@@ -64,7 +63,7 @@ def http_refs(store: Any, user: str, raw: Any) -> list[dict[str, str]]:
         real = [access.resolve(path, "read", field=f"refs[{i}]") for i, path in enumerate(raw)]
     except FolderError as exc:
         raise RefsProblem(str(exc), exc.status) from None
-    except BatchError as exc:  # no batch root on this server
+    except NotConfigured as exc:  # no folder root on this server
         raise RefsProblem(f"refs: {exc}", 409) from None
     for path, where in zip(raw, real, strict=True):
         if not os.path.isfile(where):
@@ -91,8 +90,8 @@ def shown_refs(refs: list[dict[str, str]], user: str | None = None) -> list[dict
     namer = None
     if user is not None:
         try:
-            from cloud.batch.folders import Namer
-            from cloud.batch.roots import Roots
+            from cloud.folders.access import Namer
+            from cloud.folders.roots import Roots
 
             namer = Namer(Roots.from_env().root, user)
         except Exception:  # noqa: BLE001 - no batch root: the references came from a command line

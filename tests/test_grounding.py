@@ -155,7 +155,7 @@ def test_a_run_that_looks_up_inspects_and_acts_completes_on_the_ifc_host(tmp_pat
 
 
 def test_the_runtime_helpers_are_indexed_beside_the_host_api():
-    from cloud.grounding.registry import api_index
+    from cloud.hosts.api_indexes import api_index
 
     answer = api_index("ifc", _hello("ifc", document={"title": "T", "schema": "IFC4"})).answer("nexus_deleted_info")
     assert answer.splitlines()[1].startswith("function nexus_deleted_info() -> dict[int, dict]")

@@ -83,3 +83,26 @@ def test_no_module_of_cloud_imports_itself_round_a_circle():
 def test_the_check_finds_a_circle_when_there_is_one():
     edges = defaultdict(set, {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
     assert _circles(edges, ["a", "b", "c", "d"]) == [["a", "b", "c"]]
+
+
+def _package(module: str) -> str:
+    """The room a module stands in when cloud/ is drawn a folder at a time: its package below cloud (cloud.tools,
+    cloud.batch, ...), or itself for a module directly in cloud/."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_package_of_cloud_imports_one_that_imports_it_back():
+    """A package both below and above another (a low module beside a high one in one folder) makes an arrow run
+    back up when cloud/ is drawn a folder at a time: the low module belongs in a package of its own."""
+    modules = _modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    why: dict[tuple[str, str], str] = {}
+    for a, targets in _imports(modules).items():
+        for b in targets:
+            if _package(a) != _package(b):
+                edges[_package(a)].add(_package(b))
+                why.setdefault((_package(a), _package(b)), f"{a} -> {b}")
+    packages = sorted({_package(m) for m in modules})
+    circles = _circles(edges, packages)
+    described = ["; ".join(why[(a, b)] for a in c for b in sorted(edges[a] & set(c))) for c in circles]
+    assert not circles, "packages of cloud/ that import each other: " + " | ".join(described)

@@ -1,6 +1,6 @@
 """Batches started through the product (the API, the chat page): files chosen in the person's folders under
 the batch root an admin configures (NEXUS_BATCH_ROOT: their own `<root>/<user>/` and the project folders
-shared with their team, checked by cloud.batch.folders), never an arbitrary server path; one state folder
+shared with their team, checked by cloud.folders.access), never an arbitrary server path; one state folder
 per batch under the state
 root (NEXUS_BATCH_STATE, default `<root>/.nexus-batches`); run on the Dramatiq queue when NEXUS_REDIS_URL is
 set (by `nexus batch-worker`s), else on an embedded pool of this process. The same jobs, results and reports
@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cloud.batch.folders import Access, FolderError
 from cloud.batch.jobs import (
     CANCELLED,
     MANIFEST,
@@ -39,7 +38,8 @@ from cloud.batch.jobs import (
     state_path,
 )
 from cloud.batch.report import outcome
-from cloud.batch.roots import Roots
+from cloud.folders.access import Access, FolderError
+from cloud.folders.roots import Roots
 from cloud.store import Store
 
 WORKERS_ENV = "NEXUS_BATCH_WORKERS"
@@ -56,7 +56,7 @@ def _under(path: str, folder: str) -> bool:
 
 def resolve_files(roots: Roots, access: Access, files: Any, out: str | None) -> list[str]:
     """The input files a request names (a glob or a list of globs/names, relative to the person's folder or
-    `projects/<name>/...`), each one the person may read (cloud.batch.folders)."""
+    `projects/<name>/...`), each one the person may read (cloud.folders.access)."""
     patterns = [files] if isinstance(files, str) else files
     if not isinstance(patterns, list) or not patterns or len(patterns) > MAX_FILES:
         raise BatchError(f"files: expected a glob or a list of 1 to {MAX_FILES} paths relative to your folder")

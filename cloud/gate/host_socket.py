@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from simple_websocket import ConnectionClosed
 
 from cloud.contract import ContractError, validate_host_message
-from cloud.gate.sockets import CLOSE_REPLACED, CLOSE_REVOKED, close
-from cloud.grounding.registry import warm as warm_api_index
+from cloud.host_sockets import CLOSE_REPLACED, CLOSE_REVOKED, close
 from cloud.hostlink import HostConnection
+from cloud.hosts.api_indexes import warm as warm_api_index
 from cloud.rendezvous import Delivery
 
 if TYPE_CHECKING:

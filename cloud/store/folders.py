@@ -1,4 +1,4 @@
-"""Project folders under the batch root shared with teams: read or read-write (cloud/batch/folders.py
+"""Project folders under the batch root shared with teams: read or read-write (cloud/folders/access.py
 enforces them, an admin grants them)."""
 from __future__ import annotations
 

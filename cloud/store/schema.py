@@ -77,7 +77,7 @@ Table("skill_runs", metadata, Column("id", Integer, primary_key=True, autoincrem
 Table("deliveries", metadata, _text("session_id", primary_key=True), _text("pending_id", primary_key=True),
       _text("tool_call_id", nullable=False), _text("kind", nullable=False), _text("result", nullable=False),
       _real("created", nullable=False), Index("deliveries_created", "created"))
-# Project folders under the batch root shared with teams (cloud/batch/folders.py): one row per folder and team.
+# Project folders under the batch root shared with teams (cloud/folders/access.py): one row per folder and team.
 Table("folder_grants", metadata, _text("folder", primary_key=True), _text("team", primary_key=True),
       _text("access", nullable=False), _text("granted_by", nullable=False), _real("granted", nullable=False))
 # Rule sets saved per team (ifc_host/rules.py documents, as JSON): checks with a severity each.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloud.grounding.registry import NoApiIndex, api_index
+from cloud.hosts.api_indexes import NoApiIndex, api_index
 from cloud.tools.base import ToolContext, ToolOutput, plain
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from cloud.batch.folders import (
+from cloud.contract import ContractError
+from cloud.folders.access import (
     ACCESS_LEVELS,
     FOLDER_MODE,
     PROJECT_NAME,
@@ -22,8 +23,7 @@ from cloud.batch.folders import (
     check_project_name,
     project_folder,
 )
-from cloud.batch.roots import ROOT_ENV
-from cloud.contract import ContractError
+from cloud.folders.roots import ROOT_ENV
 from cloud.hostlink import WebSocketHostLink
 from cloud.hosts.registry import known_providers
 from cloud.policy import POLICY_STRICTNESS
@@ -283,14 +283,14 @@ def _put_user_choice(user_name: str, name: str, allowed: Iterable[str], setter: 
     return jsonify({"user": user_name, name: value})
 
 
-# project folders under the batch root, shared with teams (cloud/batch/folders.py enforces them)
+# project folders under the batch root, shared with teams (cloud/folders/access.py enforces them)
 @admin_api.errorhandler(FolderError)
 def _bad_folder(exc: FolderError):
     return api_error(exc.status, str(exc))
 
 
 def _batch_root() -> str | None:
-    from cloud.batch.roots import NotConfigured, Roots
+    from cloud.folders.roots import NotConfigured, Roots
 
     try:
         return Roots.from_env().root

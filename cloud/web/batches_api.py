@@ -16,9 +16,9 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, make_response, render_template, request
 
 from cloud.batch import service
-from cloud.batch.folders import FolderError, Namer, access_for, check_relative
 from cloud.batch.jobs import BatchError, BatchSpec, read_result, sha256_text
-from cloud.batch.roots import NotConfigured, Roots
+from cloud.folders.access import FolderError, Namer, access_for, check_relative
+from cloud.folders.roots import NotConfigured, Roots
 from cloud.ids_document import ids_summary
 from cloud.policy import stricter
 from cloud.skills.library import SkillError

@@ -25,7 +25,7 @@ WAIT_S = 600
 
 @pytest.fixture
 def batch_root(tmp_path, monkeypatch) -> Iterator[Path]:
-    root = tmp_path / "root"  # alice's models in her own folder, bob's in his (cloud/batch/folders.py)
+    root = tmp_path / "root"  # alice's models in her own folder, bob's in his (cloud/folders/access.py)
     make_models(root / "alice" / "models", generated=2, corpus=False)
     shutil.copytree(root / "alice" / "models", root / "bob" / "models")
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root))

@@ -26,7 +26,7 @@ def _worker(tmp_path: Path, url: str, db: Path) -> subprocess.Popen[bytes]:
 
 
 def test_the_api_on_the_real_queue_with_a_batch_worker(tmp_path, monkeypatch, redis_server, scripts_dir):
-    root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/batch/folders.py)
+    root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/folders/access.py)
     make_models(root / "models", generated=2, corpus=False)
     inputs = {p.name: sha(p) for p in (root / "models").iterdir()}
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root.parent))

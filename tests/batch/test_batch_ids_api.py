@@ -27,7 +27,7 @@ SUMMARY = {"title": IDS_TITLE, "specifications": 1, "bytes": len(FIRE_RATING_IDS
 
 @pytest.fixture
 def ids_root(tmp_path, monkeypatch) -> Iterator[Path]:
-    root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/batch/folders.py)
+    root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/folders/access.py)
     make_ids_models(root / "models")
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root.parent))
     monkeypatch.delenv("NEXUS_BATCH_STATE", raising=False)

@@ -24,7 +24,7 @@ playwright_driver, browser_factory, server, _quiet_env = (e2e.playwright_driver,
 
 @pytest.fixture
 def batch_root(tmp_path, monkeypatch):
-    root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/batch/folders.py)
+    root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/folders/access.py)
     make_models(root / "models", generated=2, corpus=False)
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root.parent))
     monkeypatch.delenv("NEXUS_BATCH_STATE", raising=False)

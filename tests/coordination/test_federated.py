@@ -202,7 +202,7 @@ def test_http_sessions_take_references_from_the_persons_own_folders_only(server,
 
 
 def test_lookup_api_finds_the_clash_api_and_the_reference_helpers():
-    from cloud.grounding.registry import api_index
+    from cloud.hosts.api_indexes import api_index
     from cloud.hosts.hello import Hello
 
     index = api_index("ifc", Hello.parse({"type": "hello", "host_app": "ifc", "host_version": "1",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import websocket
 
-from cloud.gate.sockets import close
+from cloud.host_sockets import close
 from ifc_host.launcher import EXIT_HOST_ID_TAKEN, EXIT_TOKEN_REFUSED, HostProcess, start_host_process
 from ifc_host.runtime import HostRejected, HostReplaced, ReconnectPolicy, start_host_thread
 from tests.conformance.hosts import sample_building

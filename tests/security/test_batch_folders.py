@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from cloud.batch.folders import user_folder_name
 from cloud.batch.worker import wait_for_hosts
+from cloud.folders.access import user_folder_name
 from ifc_host.sample import write_sample_model
 from tests.batch.support import SCRIPT, assert_exactly_the_change, sha
 from tests.support.client import Client

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cloud.batch.folders import FolderError, access_for
+from cloud.folders.access import FolderError, access_for
 from cloud.skills.library import SkillLibrary
 from cloud.store import Store
 from tests.scale.servers import fresh_database, postgres_server

@@ -23,8 +23,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cloud.batch.jobs import BatchError
-
 PROJECTS = "projects"
 READ, READ_WRITE = "read", "read-write"
 ACCESS_LEVELS = (READ, READ_WRITE)
@@ -37,7 +35,7 @@ MAX_PATH = 1_000
 GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-class FolderError(BatchError):
+class FolderError(ValueError):
     """A path the person may not use as asked; `status` is the HTTP answer (400 malformed, 403 refused)."""
 
     def __init__(self, message: str, status: int = 403) -> None:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cloud.batch.jobs import BatchError
-
 ROOT_ENV = "NEXUS_BATCH_ROOT"
 STATE_ENV = "NEXUS_BATCH_STATE"
 DEFAULT_STATE = ".nexus-batches"
 
 
-class NotConfigured(BatchError):
+class NotConfigured(ValueError):
     """The server has no batch root."""
 
 

@@ -10,7 +10,7 @@ from cloud.grounding.index import ApiEntry, ApiIndex
 from cloud.hosts.hello import Hello
 from cloud.hosts.registry import UnknownHostApp, get_provider
 
-RUNTIME_HELPERS = Path(__file__).with_name("runtime_helpers.json")
+RUNTIME_HELPERS = Path(__file__).parents[1] / "grounding" / "runtime_helpers.json"
 
 
 class NoApiIndex(LookupError):

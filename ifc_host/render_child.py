@@ -114,7 +114,6 @@ def serve(handle: Handler | None = None, idle_exit_s: float = IDLE_EXIT_S) -> in
     _leave_with_parent(os.getppid())
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)
-    sys.stdout = sys.stderr
     models = OpenModels()
     handler = handle or (lambda request: render_request(request, models))
     for line in _lines(sys.stdin.fileno(), idle_exit_s):

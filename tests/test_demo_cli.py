@@ -67,8 +67,8 @@ def test_two_demos_keep_their_own_files_serve_a_batch_root_and_revoke_their_toke
         assert [r["ok"] for r in rows] == [True] * len(per_user), rows  # the script ran on every sample model
         store.revoke_token(store.token_id(token) or "")
 
-        stop(first, signal.SIGTERM)
-        stop(second, signal.SIGINT)
+        stop(first, signal.SIGTERM, timeout_s=90)
+        stop(second, signal.SIGINT, timeout_s=90)
         assert first.returncode == 0 and second.returncode == 0
         revoked = {t["id"]: t["revoked"] for t in store.list_tokens()}
         assert all(revoked[i] is not None for i in demo_tokens), revoked

@@ -33,11 +33,6 @@ def record_run(history: FindingRuns, *, model: str, source: str, check_name: str
                                warnings=counts["warning"], infos=counts["info"])
 
 
-def runs(history: FindingRuns, limit: int = 500) -> list[dict[str, Any]]:
-    """The latest check runs, newest first."""
-    return history.latest_finding_runs(limit)
-
-
 def by_day(history: FindingRuns) -> list[dict[str, Any]]:
     """[{day, model, errors, warnings, infos, runs}] oldest day first: per day and model, the last run that day of
     each check, summed over the checks."""

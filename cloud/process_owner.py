@@ -17,10 +17,14 @@ _issued: dict[int, list[str]] = {}  # pid → the identities this process gave o
 _own_claimed: set[int] = set()  # pids whose own identity an instance took
 
 
+def _fresh() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 def _issued_here() -> list[str]:
     mine = _issued.setdefault(os.getpid(), [])
     if not mine:
-        mine.append(f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+        mine.append(_fresh())
     return mine
 
 
@@ -38,7 +42,7 @@ def instance_identity() -> str:
         if os.getpid() not in _own_claimed:
             _own_claimed.add(os.getpid())
             return mine[0]
-        mine.append(f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+        mine.append(_fresh())
         return mine[-1]
 
 

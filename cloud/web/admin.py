@@ -170,10 +170,10 @@ def host_doctor(host_id: str):
 @require_user(admin=True)
 def findings_over_time():
     """Findings per model over time (cloud/findings_history.py): per day and model, and the latest check runs."""
-    from cloud.findings_history import by_day, runs
+    from cloud.findings_history import by_day
 
     store = nexus().store
-    return jsonify({"by_day": by_day(store.finding_runs), "runs": runs(store.finding_runs, _limit())})
+    return jsonify({"by_day": by_day(store.finding_runs), "runs": store.finding_runs.latest_finding_runs(_limit())})
 
 
 @admin_api.get("/usage")

@@ -86,10 +86,9 @@ def test_batch_rules_write_one_bcf_archive_per_file_named_in_the_reports(tmp_pat
         topics = read_bcf(archive).topics.values()
         assert sorted(t.topic.priority for t in topics) == ["Minor"] * 2 + ["Normal"] * 4
         assert str(archive) in (out / "report.md").read_text()
-    from cloud.findings_history import runs
     from cloud.store import Store
 
-    recorded = runs(Store(tmp_path / "db").finding_runs)  # each file's check run, for the admin console's chart
+    recorded = Store(tmp_path / "db").finding_runs.latest_finding_runs()  # each file's check run, for the admin console's chart
     assert sorted((r["model"], r["source"], r["warnings"], r["infos"]) for r in recorded) == [
         ("a.ifc", "batch", 4, 2), ("b.ifc", "batch", 4, 2)]
     refused = run_batch("--ifc", str(tmp_path / "in" / "*.ifc"), "--script", str(script), "--rules", "nope",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ifcopenshell
 
-from cloud.findings_history import runs
 from cloud.skills.library import SkillLibrary
 from tests.support.client import write_script
 from tests.support.spine import collect, say
@@ -73,7 +72,7 @@ def test_a_check_skill_prints_findings_the_session_lists_and_a_rule_set_runs(ser
     found = done.json()["findings"]
     assert len(found) == len(doors) and {(f["rule"], f["severity"]) for f in found} == {("Plain", "error")}
     assert model_path.read_bytes() == before
-    recorded = runs(server.state.store.finding_runs)  # each check run, for the admin console's chart of findings over time
+    recorded = server.state.store.finding_runs.latest_finding_runs()  # each check run, for the admin console's chart of findings over time
     assert [(r["model"], r["source"], r["check_name"], r["warnings"], r["errors"]) for r in recorded] == [
         (model_path.name, "check", "inspect", 0, len(doors)),
         (model_path.name, "check skill", "Door check", len(doors), 0)]

@@ -111,3 +111,81 @@ def test_the_3d_toggle_opens_a_viewer_of_the_change_with_highlights_clicks_ghost
         assert layout["scroll"] <= 400 and 200 <= layout["canvas"] <= 400, layout
         assert layout["left"] >= 0 and layout["right"] <= 400, layout
         browser.screenshot("scene-viewer-400.png")
+
+
+def test_a_change_held_under_ask_has_the_3d_toggle_in_its_approval_card_in_the_400_px_pane(
+        server, alice, scripts_dir, tmp_path, browser_factory):
+    """The approval card (a change held under `ask`) opens the held model's scene at the pane's width, with the
+    change report's count highlighted; Keep replaces it by the committed card, whose toggle opens the kept scene."""
+    with sample_host(tmp_path / "building.ifc", server.url, alice.token, storeys=2) as (_, host_id):
+        spec = write_script(scripts_dir / "held-scene.json", [
+            [{"tool_call": {"name": "execute_task_automation", "input": {"code": CHANGE}}}],
+            [{"text": "Kept."}],
+        ])
+        browser = open_chat(browser_factory, server.url, alice, host_id, 400, 900)  # Revit's dockable pane
+        page = browser.page
+        page.fill("#model", spec)
+        page.select_option("#policy", "ask")
+        browser.ask("Change three elements, asking me first")
+        card = page.locator(".tool-card").first
+        approval = card.locator(".approval")
+        approval.wait_for(timeout=180_000)
+        assert card.get_attribute("data-state") == "awaiting"
+
+        toggle = approval.locator(".scene-toggle")
+        toggle.click()
+        viewer = approval.locator(".scene-viewer")
+        page.wait_for_function("() => { const v = document.querySelector('.approval .scene-viewer');"
+                               " return v && (v.dataset.state === 'ready' || v.dataset.state === 'error'); }",
+                               timeout=180_000)
+        assert viewer.get_attribute("data-state") == "ready", viewer.text_content()
+        highlighted = int(viewer.get_attribute("data-highlighted"))
+        pills = approval.locator(".changes .pill").all_text_contents()
+        assert highlighted == sum(int(p.split()[0]) for p in pills) >= 3, pills
+        line = approval.locator("pre.change-report .scene-link").first
+        line.click()
+        assert viewer.get_attribute("data-selected")
+
+        layout = page.evaluate("""() => { const v = document.querySelector('.approval .scene-viewer');
+            const boxes = [...v.querySelectorAll('.scene-toolbar > *, canvas')].map((e) => e.getBoundingClientRect());
+            return {scroll: document.documentElement.scrollWidth, canvas: v.querySelector('canvas').clientWidth,
+                    right: Math.max(...boxes.map((b) => b.right)), left: Math.min(...boxes.map((b) => b.left))}; }""")
+        assert layout["scroll"] <= 400 and 200 <= layout["canvas"] <= 400, layout
+        assert layout["left"] >= 0 and layout["right"] <= 400, layout
+        browser.screenshot("scene-viewer-held-400.png")
+
+        approval.locator("button", has_text="Keep").click()
+        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=180_000)
+        assert card.get_attribute("data-state") == "committed"
+        assert card.locator(".approval").count() == 0 and card.locator(".scene-viewer").count() == 0
+        session_id = re.match(r"/api/sessions/([^/]+)/images/",
+                              card.locator(".view-image img").get_attribute("src")).group(1)
+        result = alice.call("GET", f"/api/sessions/{session_id}/results/{card.get_attribute('data-tool-call-id')}").json()
+        assert highlighted == sum(len(result["changes"][k]) for k in ("added", "modified", "deleted"))
+        card.locator(".scene-toggle").click()
+        page.wait_for_function("() => { const v = document.querySelector('.tool-card .scene-viewer');"
+                               " return v && (v.dataset.state === 'ready' || v.dataset.state === 'error'); }",
+                               timeout=180_000)
+        assert int(card.locator(".scene-viewer").get_attribute("data-highlighted")) == highlighted
+
+
+def test_a_discarded_change_keeps_its_3d_toggle_which_says_why_there_is_no_scene(
+        server, alice, scripts_dir, tmp_path, browser_factory):
+    with sample_host(tmp_path / "building.ifc", server.url, alice.token, storeys=1) as (_, host_id):
+        spec = write_script(scripts_dir / "discarded-scene.json", [
+            [{"tool_call": {"name": "execute_task_automation", "input": {"code": CHANGE}}}],
+            [{"text": "Discarded."}],
+        ])
+        browser = open_chat(browser_factory, server.url, alice, host_id, 1000, 900)
+        page = browser.page
+        page.fill("#model", spec)
+        page.select_option("#policy", "ask")
+        browser.ask("Change three elements, asking me first")
+        card = page.locator(".tool-card").first
+        card.locator(".approval .scene-toggle").wait_for(timeout=180_000)
+        card.locator(".approval button", has_text="Discard").click()
+        page.wait_for_selector(".turn.assistant[data-state='complete']", timeout=180_000)
+        assert card.get_attribute("data-state") == "discarded"
+        assert card.locator(".view-image img").count() == 1
+        card.locator(".scene-toggle").click()
+        assert "was discarded" in card.locator(".scene-box .scene-error").text_content()

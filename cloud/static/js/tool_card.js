@@ -7,7 +7,7 @@ import { outputView } from "./output.js";
 import { parsePartialJson } from "./partial_json.js";
 import { applyToModels } from "./batches.js";
 import { saveAsSkill } from "./skills.js";
-import { sceneToggle } from "./scene_toggle.js";
+import { closeViewers, sceneToggle } from "./scene_toggle.js";
 import { changedElementsRow, showElementsButton } from "./show_in_host.js";
 
 const TOOL_LABELS = {
@@ -118,6 +118,7 @@ export class ToolCard {
   // The person's full copy of the result (a `tool_result` Metadata chunk, or GET .../results/<id>).
   showResult(meta) {
     this.stopWait();
+    closeViewers(this.result); // the approval card's viewer, when the decision replaces it
     clear(this.result);
     const ok = meta.ok !== false;
     const discarded = meta.decision && meta.decision.decision === "discard";
@@ -188,7 +189,7 @@ export class ToolCard {
   showApproval(meta, onDecided) {
     this.stopWait();
     this.setState("awaiting", "awaiting approval", "warn");
-    this.result.append(approvalView(this.sessionId, meta, onDecided));
+    this.result.append(approvalView(this.sessionId, meta, onDecided, this.toolCallId));
   }
 
   cancelled() {
@@ -335,7 +336,7 @@ function imageView(sessionId, image) {
                                text: `${image.undrawn} element(s) of this view could not be drawn.` }) : null);
 }
 
-export function approvalView(sessionId, meta, onDecided) {
+export function approvalView(sessionId, meta, onDecided, toolCallId = null) {
   const status = h("span", { class: "muted" });
   const comment = h("input", { class: "approval-comment", type: "text", placeholder: "Comment for the model (optional)", "aria-label": "Comment" });
   const decide = async (decision) => {
@@ -370,5 +371,7 @@ export function approvalView(sessionId, meta, onDecided) {
     comment,
     h("div", { class: "actions" }, buttons, status,
       minutes ? h("span", { class: "muted", text: `Undecided after ${minutes} min counts as discard.` }) : null));
+  const scene = sceneToggle(sessionId, meta.tool_call_id || toolCallId, meta, box, { held: true });
+  if (scene) box.insertBefore(scene, box.querySelector(":scope > details, :scope > .approval-comment"));
   return box;
 }

@@ -45,7 +45,7 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 def render_request(request: dict[str, Any], models: OpenModels | None = None) -> dict[str, Any]:
     if request.get("kind") == "scene":  # a glTF scene instead of a PNG (ifc_host/scene_gltf.py)
-        return scene_request(request)
+        return scene_request(request, models)
     started, cpu = time.perf_counter(), time.process_time()
     if models is not None:
         kept = models.get(request["model_path"], request.get("content_key"))

@@ -66,7 +66,7 @@ def build_scene_file(model_path: str, view: str | None, element_ids: list[int],
                 "max_bytes": int(max_bytes), "time_budget_s": min(float(time_budget_s), remaining * 0.8),
                 "glb_path": str(work / "scene.glb"), "result_path": str(work / "result.json"),
                 "careful": recipe.careful, "exact": sorted(recipe.exact), "skip": sorted(recipe.skip),
-                "journal_path": str(journal), "cache_dir": str(render._mesh_folders.folder(key)),
+                "journal_path": str(journal), "cache_dir": str(render._mesh_folders.folder(key)), "content_key": key,
                 "before_cache_dir": str(render._mesh_folders.folder(before_key)) if before_key else None}
             crash = render._attempt(request, what, remaining, timeout_s)
             if crash is None:

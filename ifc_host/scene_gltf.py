@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ifcopenshell
 import ifcopenshell.util.element
@@ -51,6 +52,9 @@ from ifc_host.render_scene import (
 from ifc_host.scene import CHANGE_KINDS, DEFAULT_MAX_BYTES, DEFAULT_TIME_BUDGET_S
 from ifc_host.scene_glb import NODE_JSON_BYTES, RGBA, GlbBuilder, SceneMesh, SceneNode
 from ifc_host.spatial import storey_labels, storey_of
+
+if TYPE_CHECKING:
+    from ifc_host.render_models import OpenModels
 
 BATCH = 200  # unchanged elements tessellated per step of the time budget
 MAX_PROPERTIES = 24
@@ -146,7 +150,7 @@ def _scope(model: ifcopenshell.file, request: SceneRequest) -> tuple[str, list[i
         return "selected elements", listed
     changed = [i for kind in ("added", "modified") for i in request.changes.get(kind, ())]
     spec = resolve_view(model, request.view, changed or list(request.element_ids))
-    elements = elements_of_storey(spec.storey) if spec.storey is not None else all_elements(model)
+    elements = facts_of(model).contents(spec.storey) if spec.storey is not None else all_elements(model)
     seen = {e.id() for e in elements}
     return spec.name, elements + [e for e in listed if e.id() not in seen]
 
@@ -156,16 +160,15 @@ class _Writer:
 
     def __init__(self, model: ifcopenshell.file, max_bytes: int, share: _Writer | None = None) -> None:
         self.model = model
-        self.frames = PlacementFrames(model)
+        self.facts = facts_of(model)
+        self.frames = self.facts.frames
         self.max_bytes = max_bytes
         self.builder = share.builder if share is not None else GlbBuilder()
         self._shared: dict[bytes, int] = share._shared if share is not None else {}
         self._state = share._state if share is not None else {"bytes": 0, "omitted": 0, "full": False,
                                                               "low": None, "high": None}
-        self._storeys = storeys_by_elevation(model)
-        self._storey_of = share._storey_of if share is not None and share.model is model else _storey_map(self._storeys)
-        self._colours = _StyleColours(model)
-        self._type_psets: dict[int, dict[str, Any]] = {}
+        self._storeys = self.facts.storeys
+        self._colours = self.facts.colours
 
     @property
     def full(self) -> bool:
@@ -185,13 +188,10 @@ class _Writer:
 
     def add(self, element: ifcopenshell.entity_instance, mesh: Mesh | None, change: str | None,
             before_matrix: np.ndarray | None, force: bool = False) -> None:
-        placement = self.frames.of(element) if element.is_a("IfcProduct") else None
-        matrix = placement if placement is not None and _rigid(placement) else np.eye(4)
+        placement, matrix, prepared = self.facts.prepared(element, mesh)
         mesh_index, cost = None, NODE_JSON_BYTES
-        if mesh is not None:
-            local = _to_local(mesh.verts, matrix)
-            parts = self._colours.parts(element, mesh)
-            key = _geometry_key(local, parts)
+        if mesh is not None and prepared is not None:
+            local, parts, key, low, high = prepared
             mesh_index = self._shared.get(key)
             if mesh_index is None:
                 scene_mesh = SceneMesh(local, parts)
@@ -203,20 +203,17 @@ class _Writer:
             if mesh_index is None:
                 mesh_index = self.builder.add_mesh(scene_mesh)
                 self._shared[key] = mesh_index
-            low, high = mesh.verts.min(axis=0), mesh.verts.max(axis=0)
             self._state["low"] = low if self._state["low"] is None else np.minimum(self._state["low"], low)
             self._state["high"] = high if self._state["high"] is None else np.maximum(self._state["high"], high)
         self._state["bytes"] += cost
-        extras: dict[str, Any] = {"step_id": element.id(), "ifc_class": element.is_a(),
-                                  "name": getattr(element, "Name", None), "storey": self._storey(element),
-                                  "model": "working", "change": change, "properties": _properties(element, self._type_psets)}
+        extras: dict[str, Any] = {**self.facts.extras(element, self._storey), "change": change}
         if before_matrix is not None:
             extras["before_matrix"] = before_matrix @ np.linalg.inv(placement) @ matrix if placement is not None \
                 else before_matrix
         self.builder.add_node(SceneNode(_global_id(element), extras, mesh_index, matrix))
 
     def _storey(self, element: ifcopenshell.entity_instance) -> str | None:
-        known = self._storey_of.get(element.id())
+        known = self.facts.storey_of().get(element.id())
         if known is not None:
             return known
         storey = storey_of(element)
@@ -225,14 +222,76 @@ class _Writer:
         return storey_label(storey, self._storeys) if storey in self._storeys else storey.Name
 
 
-def _storey_map(storeys: list[ifcopenshell.entity_instance]) -> dict[int, str]:
-    """Each element's storey label, from one pass over the storeys' contents (not a walk up per element)."""
-    labels = storey_labels(storeys[0].file) if storeys else {}
-    found: dict[int, str] = {}
-    for storey in storeys:
-        for element in elements_of_storey(storey):
-            found.setdefault(element.id(), labels[storey.id()])
-    return found
+class ModelFacts:
+    """What a scene reads of a model apart from its meshes: placements, storeys and their contents, colours,
+    properties. Kept with the model (``facts_of``) for as long as it lives: a render server keeps the models it
+    opened (render_models.py) and never changes them, so the next scene of the same content reads none of it again,
+    and the first scene after a commit reads only what its elements need."""
+
+    def __init__(self, model: ifcopenshell.file) -> None:
+        self.model = model
+        self.frames = PlacementFrames(model)
+        self.storeys = storeys_by_elevation(model)
+        self.colours = _StyleColours(model)
+        self._contents: dict[int, list[ifcopenshell.entity_instance]] = {}
+        self._storey_of: dict[int, str] | None = None
+        self._type_psets: dict[int, dict[str, Any]] = {}
+        self._extras: dict[int, dict[str, Any]] = {}
+        self._prepared: dict[int, tuple[Mesh | None, np.ndarray | None, np.ndarray, Any]] = {}
+
+    def contents(self, storey: ifcopenshell.entity_instance) -> list[ifcopenshell.entity_instance]:
+        if storey.id() not in self._contents:
+            self._contents[storey.id()] = elements_of_storey(storey)
+        return self._contents[storey.id()]
+
+    def storey_of(self) -> dict[int, str]:
+        """Each element's storey label, from one pass over the storeys' contents (not a walk up per element)."""
+        if self._storey_of is None:
+            labels = storey_labels(self.model) if self.storeys else {}
+            found: dict[int, str] = {}
+            for storey in self.storeys:
+                for element in self.contents(storey):
+                    found.setdefault(element.id(), labels[storey.id()])
+            self._storey_of = found
+        return self._storey_of
+
+    def extras(self, element: ifcopenshell.entity_instance,
+               storey: Callable[[ifcopenshell.entity_instance], str | None]) -> dict[str, Any]:
+        """A node's extras but its ``change`` (and ``before_matrix``): step_id, ifc_class, name, storey, model,
+        properties."""
+        known = self._extras.get(element.id())
+        if known is None:
+            known = self._extras[element.id()] = {
+                "step_id": element.id(), "ifc_class": element.is_a(), "name": getattr(element, "Name", None),
+                "storey": storey(element), "model": "working", "properties": _properties(element, self._type_psets)}
+        return known
+
+    def prepared(self, element: ifcopenshell.entity_instance, mesh: Mesh | None) -> tuple[
+            np.ndarray | None, np.ndarray, tuple[np.ndarray, Any, bytes, np.ndarray, np.ndarray] | None]:
+        """The element's world placement, its node matrix and, for this mesh, its triangles in the element's own
+        coordinates with their colours, geometry key and world bounds (once per element and mesh)."""
+        known = self._prepared.get(element.id())
+        if known is not None and known[0] is mesh:
+            return known[1], known[2], known[3]
+        placement = self.frames.of(element) if element.is_a("IfcProduct") else None
+        matrix = placement if placement is not None and _rigid(placement) else np.eye(4)
+        prepared = None
+        if mesh is not None:
+            local = _to_local(mesh.verts, matrix)
+            parts = self.colours.parts(element, mesh)
+            prepared = (local, parts, _geometry_key(local, parts), mesh.verts.min(axis=0), mesh.verts.max(axis=0))
+        self._prepared[element.id()] = (mesh, placement, matrix, prepared)
+        return placement, matrix, prepared
+
+
+_facts: weakref.WeakKeyDictionary[ifcopenshell.file, ModelFacts] = weakref.WeakKeyDictionary()
+
+
+def facts_of(model: ifcopenshell.file) -> ModelFacts:
+    facts = _facts.get(model)
+    if facts is None:
+        facts = _facts[model] = ModelFacts(model)
+    return facts
 
 
 class _StyleColours:
@@ -394,19 +453,30 @@ def _geometry_key(local: np.ndarray, parts: tuple[tuple[RGBA, np.ndarray], ...])
     return digest.digest()
 
 
-def scene_request(request: dict[str, Any]) -> dict[str, Any]:
-    """The render child's scene job: {model_path, before_path?, view, element_ids, changes, max_bytes,
-    time_budget_s, glb_path, ...the renderer's recovery fields}; writes the GLB, returns the result."""
+def scene_request(request: dict[str, Any], models: OpenModels | None = None) -> dict[str, Any]:
+    """The render child's scene job: {model_path, content_key?, before_path?, view, element_ids, changes,
+    max_bytes, time_budget_s, glb_path, ...the renderer's recovery fields}; writes the GLB, returns the result.
+    A render server passes the models it keeps (``models``): the model the PNG of the same view opened, with the
+    meshes it built, is the one the scene reads (and the model as it was before a change is kept there too)."""
     from ifc_host.render_scene import open_model
 
-    model = open_model(request["model_path"])
-    before = open_model(request["before_path"]) if request.get("before_path") else None
+    memory = before_memory = None
+    before_path = request.get("before_path")
+    if models is not None:
+        kept = models.get(request["model_path"], request.get("content_key"))
+        model, memory = kept.model, kept.meshes
+        kept_before = models.get(before_path) if before_path else None
+        before, before_memory = (kept_before.model, kept_before.meshes) if kept_before is not None else (None, None)
+    else:
+        model = open_model(request["model_path"])
+        before = open_model(before_path) if before_path else None
     options = BodyOptions(careful=bool(request.get("careful")),
                           exact=frozenset(int(i) for i in request.get("exact") or ()),
                           skip=frozenset(int(i) for i in request.get("skip") or ()),
-                          journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"))
+                          journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"), memory=memory)
     before_options = BodyOptions(careful=options.careful, exact=options.exact, skip=options.skip,
-                                 journal_path=options.journal_path, cache_dir=request.get("before_cache_dir"))
+                                 journal_path=options.journal_path, cache_dir=request.get("before_cache_dir"),
+                                 memory=before_memory)
     changes = request.get("changes") or {}
     element_ids = [int(i) for i in request.get("element_ids") or ()]
     for global_id in request.get("global_ids") or ():

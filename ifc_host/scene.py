@@ -1,8 +1,9 @@
 """The 3D scene of a view or of a change as a GLB, built in the render child (see scene_gltf.py for what it holds).
 
-The same isolation as a PNG render (render.py): a fresh interpreter per scene, a native crash on one element
-costing that element (journal, then OpenCascade, then left out), the recipe and the meshes remembered per
-model content, a hard timeout. The model as it was before a change (``before_path``) gets its own mesh folder.
+The same isolation as a PNG render (render.py): a render server (render_pool.py), which keeps the models it
+opened with their meshes (the PNG of the same view and the scene read one open model; scene_gltf.ModelFacts
+keeps what a scene read of it), a native crash on one element costing that element (journal, then
+OpenCascade, then left out), the recipe and the meshes remembered per model content, a hard timeout. The model as it was before a change (``before_path``) gets its own mesh folder.
 """
 from __future__ import annotations
 

@@ -17,12 +17,19 @@ from tests.support.processes import free_port, read_until, stop
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def _start(tmp_path: Path, db: Path) -> subprocess.Popen[str]:
+def _start(tmp_path: Path, db: Path, ignoring_sigint: bool = False) -> subprocess.Popen[str]:
+    """`ignoring_sigint`: started as a non-interactive shell starts a background job, with SIGINT ignored (which a
+    process inherits); Ctrl-C / SIGINT must stop the demo all the same."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "NEXUS_BATCH_ROOT")}
     env.update(PYTHONPATH=str(REPO_ROOT), XDG_DATA_HOME=str(tmp_path / "data"))
     return subprocess.Popen([sys.executable, "-m", "cloud.cli", "demo", "--port", str(free_port()), "--db", str(db)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
+                            preexec_fn=_ignore_sigint if ignoring_sigint else None)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _ready(demo: subprocess.Popen[str]) -> dict[str, str]:
@@ -34,7 +41,7 @@ def _ready(demo: subprocess.Popen[str]) -> dict[str, str]:
 
 def test_two_demos_keep_their_own_files_serve_a_batch_root_and_revoke_their_tokens_on_stop(tmp_path):
     db = tmp_path / "demo.db"
-    first, second = _start(tmp_path, db), _start(tmp_path, db)
+    first, second = _start(tmp_path, db), _start(tmp_path, db, ignoring_sigint=True)
     try:
         one, two = _ready(first), _ready(second)
         assert one["model"] != two["model"] and one["root"] != two["root"]  # no fight over one file
@@ -67,8 +74,8 @@ def test_two_demos_keep_their_own_files_serve_a_batch_root_and_revoke_their_toke
         assert [r["ok"] for r in rows] == [True] * len(per_user), rows  # the script ran on every sample model
         store.revoke_token(store.token_id(token) or "")
 
-        stop(first, signal.SIGTERM, timeout_s=90)
-        stop(second, signal.SIGINT, timeout_s=90)
+        stop(first, signal.SIGTERM, timeout_s=20)  # a demo stops in a few seconds, a busy machine included
+        stop(second, signal.SIGINT, timeout_s=20)
         assert first.returncode == 0 and second.returncode == 0
         revoked = {t["id"]: t["revoked"] for t in store.list_tokens()}
         assert all(revoked[i] is not None for i in demo_tokens), revoked

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         # A service manager (or a script) stops a command with SIGTERM: shut down as on Ctrl-C, children included.
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        # And SIGINT always interrupts: a process started with SIGINT ignored (a background job of a
+        # non-interactive shell, some CI runners) keeps it ignored, and `nexus demo` would never stop on it.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args)
     except KeyboardInterrupt:

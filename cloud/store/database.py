@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,7 +81,8 @@ class Database:
         self.engine = self._engine()
         self._stop_checkpoints = threading.Event()
         if not self.postgres and self.path != ":memory:":
-            threading.Thread(target=self._checkpoint_periodically, name="sqlite-checkpoint", daemon=True).start()
+            threading.Thread(target=_checkpoint_periodically, args=(weakref.ref(self), self._stop_checkpoints),
+                             name="sqlite-checkpoint", daemon=True).start()
         if migrate:
             self.migrate()
 
@@ -156,17 +158,22 @@ class Database:
         with self.engine.connect() as conn:
             return list(conn.exec_driver_sql(self.sql(sql), tuple(args)).mappings().all())
 
-    def _checkpoint_periodically(self) -> None:
-        """Copy the WAL back into the database file every CHECKPOINT_EVERY_S (PASSIVE: never waits for, or
-        blocks, a reader or writer), so that no commit pays for it."""
-        while not self._stop_checkpoints.wait(CHECKPOINT_EVERY_S):
-            try:
-                with self.engine.connect() as conn:
-                    conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    conn.rollback()
-            except Exception:  # a busy or closed database: the next turn (or the backstop) catches up
-                continue
-
     def close(self) -> None:
         self._stop_checkpoints.set()
         self.engine.dispose()
+
+
+def _checkpoint_periodically(database: weakref.ref[Database], stop: threading.Event) -> None:
+    """Copy the WAL back into the database file every CHECKPOINT_EVERY_S (PASSIVE: never waits for, or blocks,
+    a reader or writer), so that no commit pays for it; ends with the Database (closed, or collected)."""
+    while not stop.wait(CHECKPOINT_EVERY_S):
+        db = database()
+        if db is None:
+            return
+        try:
+            with db.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                conn.rollback()
+        except Exception:  # a busy or closed database: the next turn (or the backstop) catches up
+            pass
+        del db

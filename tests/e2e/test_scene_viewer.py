@@ -189,3 +189,43 @@ def test_a_discarded_change_keeps_its_3d_toggle_which_says_why_there_is_no_scene
         assert card.locator(".view-image img").count() == 1
         card.locator(".scene-toggle").click()
         assert "was discarded" in card.locator(".scene-box .scene-error").text_content()
+
+
+UNFILL_A_DOOR = '''door = sorted((d for d in model.by_type("IfcDoor") if d.FillsVoids), key=lambda d: d.id())[0]
+for rel in list(door.FillsVoids):
+    model.remove(rel)
+door.Description = "taken out of its opening"
+print("unfilled", door.id())
+'''
+
+
+def test_a_validation_finding_opens_the_3d_view_and_selects_its_element(
+        server, alice, scripts_dir, tmp_path, browser_factory):
+    """A finding naming an element (validation's, under `warn`) is a link: clicking it with the viewer closed
+    opens it and selects that element."""
+    with sample_host(tmp_path / "building.ifc", server.url, alice.token, storeys=1) as (_, host_id):
+        spec = write_script(scripts_dir / "finding-scene.json", [
+            [{"tool_call": {"name": "execute_task_automation", "input": {"code": UNFILL_A_DOOR}}}],
+            [{"text": "The door fills no opening now."}],
+        ])
+        browser = open_chat(browser_factory, server.url, alice, host_id, 1200, 1400)
+        browser.send("Take the first door out of its opening", model=spec)
+        page = browser.page
+        card = page.locator(".tool-card").first
+        assert card.get_attribute("data-state") == "committed", card.text_content()
+        door_id = int(re.search(r"unfilled (\d+)", card.text_content()).group(1))
+        finding = card.locator(f".failures .finding-link[data-element-ids='{door_id}']")
+        assert "filling without an opening" in finding.text_content()
+        assert card.locator(".scene-viewer").count() == 0  # closed until the finding is clicked
+
+        finding.click()
+        page.wait_for_function("() => { const v = document.querySelector('.scene-viewer');"
+                               " return v && (v.dataset.state === 'ready' || v.dataset.state === 'error'); }",
+                               timeout=180_000)
+        viewer = card.locator(".scene-viewer")
+        assert viewer.get_attribute("data-state") == "ready", viewer.text_content()
+        assert card.locator(".scene-toggle").get_attribute("aria-expanded") == "true"
+        door_global_id = page.evaluate(
+            "(id) => document.querySelector('.scene-viewer').sceneViewer.byStepId.get(id).name", door_id)
+        assert viewer.get_attribute("data-selected") == door_global_id
+        assert viewer.locator(".scene-info .scene-global-id").text_content() == door_global_id

@@ -1,6 +1,7 @@
 // The "3D" toggle of a tool card: opens the interactive viewer (scene_viewer.js, loaded on first use) on the
 // result's scene (GET /api/sessions/<id>/results/<call>/scene), below the image; the card's change-report
-// lines and before → after rows then select their element in it. Every card with an image has one: a
+// lines and before → after rows then select their element in it, and its findings naming elements open it
+// and select those. Every card with an image has one: a
 // committed automation (with or without an image), a captured view, and a change held under `ask` (its approval
 // card: the route answers the held model's scene); a discarded change says in the toggle's box why there is
 // nothing to show.
@@ -21,22 +22,33 @@ export function sceneToggle(sessionId, toolCallId, meta, card, { held = false } 
   const button = h("button", { type: "button", class: "scene-toggle", "aria-expanded": "false",
     title: held ? "Orbit, section and click the held change in 3D, before you keep or discard it"
       : "Orbit, section and click the elements of this view in 3D", text: "3D view" });
-  button.addEventListener("click", async () => {
-    const open = box.hidden;
+  // Opens or hides the box; resolves to the viewer (null when there is none to show).
+  const setOpen = (open) => {
     box.hidden = !open;
     button.setAttribute("aria-expanded", String(open));
     button.textContent = open ? "Hide 3D view" : "3D view";
-    if (!open || opened) return;
+    if (!open || opened) return opened;
     if (discarded) {
       box.dataset.state = "error";
       box.replaceChildren(h("div", { class: "note warn scene-error", text: DISCARDED }));
       opened = Promise.resolve(null);
-      return;
+      return opened;
     }
     opened = import("./scene_viewer.js").then(({ openViewer }) =>
       openViewer(box, url, { details: meta.change_details || null, card }));
-    await opened;
-  });
+    return opened;
+  };
+  button.addEventListener("click", () => setOpen(box.hidden));
+  // A finding naming elements (validation's) selects them in the viewer, opening it first when it is closed.
+  for (const finding of card.querySelectorAll(".finding-link[data-element-ids]")) {
+    finding.classList.add("scene-link");
+    finding.style.cursor = "pointer";
+    finding.title = "Select in the 3D view";
+    finding.addEventListener("click", async () => {
+      const viewer = await setOpen(true);
+      if (viewer && viewer.select) viewer.select(finding.dataset.elementIds.split(" ").map(Number));
+    });
+  }
   return h("div", { class: "scene-row", dataset: held ? { held: "1" } : {} }, button, box);
 }
 

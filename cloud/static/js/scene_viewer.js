@@ -7,7 +7,7 @@
 // function resolving to { bytes: ArrayBuffer, summary } (the review card, which gets the scene by a tool call);
 // `details` is the result's change_details (before → after values shown for a clicked element);
 // `card`, when given, is the tool card whose change-report lines and before → after rows select their element.
-// The handle: select(stepIdOrGlobalId), fitChanged(), setBefore(bool), isolateStorey(name|""), section(bool),
+// The handle: select(stepIdOrGlobalId or a list of them), fitChanged(), setBefore(bool), isolateStorey(name|""), section(bool),
 // visiblePointOf(globalId) (a canvas pixel where that element is the first thing hit), close().
 // The container's data-state is loading|ready|error, data-highlighted the changed elements' count, and
 // data-ghosts the GlobalIds shown as ghosts (deleted and moved, in "before").
@@ -364,13 +364,15 @@ class SceneViewer {
     if (record) this.show(record);
   }
 
-  select(idOrGlobalId) {
-    const record = this.byGlobalId.get(String(idOrGlobalId)) || this.byStepId.get(Number(idOrGlobalId));
-    if (!record) return false;
-    if (record.extras.change === "deleted" && !this.before) this.setBefore(true);
-    if (this.storey && !this.inStorey(record)) this.isolateStorey("");
-    this.fit([record]);
-    this.show(record);
+  // One element, or several (a finding's): fit to all those in the scene, show the first.
+  select(idsOrGlobalIds) {
+    const records = [idsOrGlobalIds].flat()
+      .map((id) => this.byGlobalId.get(String(id)) || this.byStepId.get(Number(id))).filter(Boolean);
+    if (!records.length) return false;
+    if (records.some((r) => r.extras.change === "deleted") && !this.before) this.setBefore(true);
+    if (this.storey && records.some((r) => !this.inStorey(r))) this.isolateStorey("");
+    this.fit(records);
+    this.show(records[0]);
     return true;
   }
 

@@ -238,7 +238,10 @@ function failuresView(failures, sessionId = null) {
   return h("div", { class: "failures" },
     h("div", { class: "section-title", text: `Host reported ${failures.length} warning${failures.length === 1 ? "" : "s"} or error${failures.length === 1 ? "" : "s"}` }),
     h("ul", {}, failures.map((f) => h("li", {},
-      pill(f.severity || "warning", f.severity === "error" ? "bad" : "warn"), " ", f.message || JSON.stringify(f),
+      pill(f.severity || "warning", f.severity === "error" ? "bad" : "warn"), " ",
+      f.element_ids && f.element_ids.length  // scene_toggle.js makes it select its elements in the 3D view
+        ? h("span", { class: "finding-link", dataset: { elementIds: f.element_ids.join(" ") }, text: f.message || "" })
+        : f.message || JSON.stringify(f),
       f.element_ids && f.element_ids.length ? [" ", showElementsButton(sessionId, f.element_ids)] : null))));
 }
 

@@ -93,6 +93,7 @@ class RenderedView:
     view: str
     undrawn: tuple[int, ...] = ()  # elements of the view whose body no geometry kernel could build (or no time)
     out_of_time: tuple[int, ...] = ()  # the undrawn ones tessellation did not reach within the budget
+    boxed: tuple[int, ...] = ()  # not reached in time, drawn as their own Box representation instead
 
 
 @dataclass
@@ -282,7 +283,8 @@ def _read_result(work: Path) -> RenderedView:
     return RenderedView(png=(work / "view.png").read_bytes(), width=int(result["width"]),
                         height=int(result["height"]), view=str(result["view"]),
                         undrawn=tuple(int(i) for i in result.get("undrawn") or ()),
-                        out_of_time=tuple(int(i) for i in result.get("out_of_time") or ()))
+                        out_of_time=tuple(int(i) for i in result.get("out_of_time") or ()),
+                        boxed=tuple(int(i) for i in result.get("boxed") or ()))
 
 
 def _learn(recipe: _Recipe, journal: Path) -> bool:

@@ -36,6 +36,7 @@ import numpy as np
 
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
+from ifc_host.render_stand_ins import box_stand_ins
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
@@ -78,6 +79,7 @@ class Bodies:
     meshes: dict[int, Mesh] = field(default_factory=dict)
     undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it (or no time)
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
+    boxed: list[int] = field(default_factory=list)  # out of time, drawn as their own Box representation instead
     candidates: int = 0  # elements of the view with a body
 
     @property
@@ -160,9 +162,14 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
         known = {**(memory or {}), **bodies.meshes}
         bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
+        # The rest, where the element carries a Box representation, is drawn as that box (counted apart).
+        boxes = box_stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
+        bodies.meshes.update(boxes)
+        bodies.boxed.extend(sorted(boxes))
         bodies.out_of_time.extend(e.id() for e in candidates if e.id() not in bodies.meshes and e.id() not in tried)
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
-    built = [bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes]
+    boxed = set(bodies.boxed)  # a stand-in is never kept as the element's body
+    built = [bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes and e.id() not in boxed]
     if memory is not None:
         memory.update((mesh.element_id, mesh) for mesh in built)
     if cache is not None:

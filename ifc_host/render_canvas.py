@@ -346,9 +346,11 @@ def _polygons(geometry: BaseGeometry | None) -> list[Polygon]:
     return []
 
 
-def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int = 0, out_of_time: int = 0) -> str:
+def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int = 0, out_of_time: int = 0,
+                          boxed: int = 0) -> str:
     """A view's title, plus how many requested elements are highlighted and how many are not in the view,
-    and how many elements of the view could not be drawn (no geometry kernel could, or the time ran out)."""
+    how many elements of the view could not be drawn (no geometry kernel could, or the time ran out), and how
+    many stand in as their Box representation because the time ran out."""
     if shown or elsewhere:
         title += f" \u2014 {shown} highlighted"
         if elsewhere:
@@ -357,4 +359,6 @@ def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int =
         title += f" \u2014 {undrawn} element{'s' if undrawn != 1 else ''} could not be drawn"
         if out_of_time:
             title += f" ({out_of_time} not reached in the time allowed)"
+    if boxed:
+        title += f" \u2014 {boxed} drawn as boxes (no time for their shape)"
     return title

@@ -80,7 +80,8 @@ def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: d
         drawing = draw_axonometric(model, spec, element_ids, int(request["max_px"]), options, references)
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
-            "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time)}
+            "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time),
+            "boxed": sorted(drawing.boxed)}
 
 
 def _options(request: dict[str, Any], memory: dict[int, Mesh] | None) -> BodyOptions:

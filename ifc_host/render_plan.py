@@ -90,7 +90,8 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         points = np.concatenate(swing.lines)
         extents.append((*(points.min(axis=0) - _LABEL_ROOM_M), *(points.max(axis=0) + _LABEL_ROOM_M)))
     canvas = Canvas(_bounds(extents), max_px,
-                    _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn), len(bodies.out_of_time)),
+                    _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn), len(bodies.out_of_time),
+                           len(bodies.boxed)),
                     _legend(bool(shown)))
 
     for item in below:
@@ -124,7 +125,8 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         _label_space(canvas, item)
     for swing, mark, lit in door_marks:
         _label_door(canvas, swing.label_at, swing.width, mark, lit)
-    return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time)
+    return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time,
+                   boxed=bodies.boxed)
 
 
 def _cut_colours(element: ifcopenshell.entity_instance) -> tuple[style.RGB, style.RGB | None]:
@@ -233,9 +235,9 @@ def _bounds(extents: list[tuple[float, float, float, float]]) -> tuple[float, fl
     return float(boxes[:, 0].min()), float(boxes[:, 1].min()), float(boxes[:, 2].max()), float(boxes[:, 3].max())
 
 
-def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int) -> str:
+def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int, boxed: int = 0) -> str:
     return style.title_with_highlights(f"{spec.shown_name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown,
-                                       elsewhere, undrawn, out_of_time)
+                                       elsewhere, undrawn, out_of_time, boxed)
 
 
 def _legend(with_highlight: bool) -> list[LegendEntry]:

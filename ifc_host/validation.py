@@ -102,7 +102,9 @@ class _Checker:
             has_guid = "GlobalId" in self.now.attribute_names(entity.is_a())
             if has_guid and (entity_id in self.changes.created or self._attribute_changed(entity, "GlobalId")):
                 findings += self._guid(entity, new_guids)
-        findings += self._model_rules(changed)
+        # Over every entity checked, not only the edited: taking a door out of its opening removes a relation
+        # and leaves the door's own record as it was.
+        findings += self._model_rules(list(checked.values()))
         return findings, len(checked)
 
     def _alive(self, entity_id: int) -> ifcopenshell.entity_instance | None:
@@ -215,9 +217,9 @@ class _Checker:
         still = self._alive(holder.id())
         return holder.id() if still is not None and getattr(still, "GlobalId", None) == guid else None
 
-    def _model_rules(self, changed: list[ifcopenshell.entity_instance]) -> list[Finding]:
+    def _model_rules(self, entities: list[ifcopenshell.entity_instance]) -> list[Finding]:
         out: list[Finding] = []
-        for entity in changed:
+        for entity in entities:
             if not any(entity.is_a(c) for c in FILLING_CLASSES) or entity.is_a("IfcTypeObject"):
                 continue
             if getattr(entity, "FillsVoids", None):

@@ -97,6 +97,16 @@ print(door.id())
     assert not blocked["committed"] and blocked["error"]["type"] == "ValidationFailed"
 
 
+def test_taking_an_existing_door_out_of_its_opening_alone_is_a_model_rule_finding(executor: IsolatedExecutor):
+    """Removing only the IfcRelFillsElement leaves the door's own record as it was: the rule still sees it."""
+    code = "door = [d for d in model.by_type('IfcDoor') if d.FillsVoids][0]\n" \
+           "print(door.id())\nmodel.remove(door.FillsVoids[0])"
+    result = automate(executor, code)
+    door_id = int(result["stdout"].split()[-1])
+    rules = [f for f in findings(result) if f["kind"] == "model rule"]
+    assert [(f["entity_id"], f["attribute"]) for f in rules] == [(door_id, "FillsVoids")], findings(result)
+
+
 def test_a_door_in_an_opening_and_edits_of_existing_doors_pass(executor: IsolatedExecutor):
     code = hosted_door("hosted door") + """for d in model.by_type('IfcDoor'):
     d.Name = (d.Name or '') + '!'

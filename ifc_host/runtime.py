@@ -442,7 +442,8 @@ class HostRuntime:
                 return protocol.export_view_failure(request_id, str(exc))
             return protocol.export_view_result(
                 request_id, png_base64=base64.b64encode(rendered.png).decode("ascii"), width=rendered.width,
-                height=rendered.height, view=rendered.view, undrawn=len(rendered.undrawn))
+                height=rendered.height, view=rendered.view, undrawn=len(rendered.undrawn),
+                boxed=len(rendered.boxed))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 

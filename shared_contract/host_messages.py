@@ -294,6 +294,7 @@ class ExportViewResult(Message):
     height: int | None = None
     view: str | None = None
     undrawn: int | None = None
+    boxed: int | None = None
     error: str | None = None
 
 

@@ -77,6 +77,7 @@ class TestHost:
     capabilities: tuple[str, ...] = ("hold", "context")
     external_changes: dict[str, Any] | None = None  # reported once, with the next execute_result
     undrawn: int | None = None  # reported with each view image, as the IFC host counts elements it could not draw
+    boxed: int | None = None  # and those it drew as boxes, out of time for their shape
 
     def __post_init__(self) -> None:
         self._ws: websocket.WebSocket | None = None
@@ -208,7 +209,8 @@ class TestHost:
         return {"type": "export_view_result", "request_id": message["request_id"], "ok": True,
                 "png_base64": base64.b64encode(buffer.getvalue()).decode(), "width": image.width,
                 "height": image.height, "view": message.get("view") or "Level 1",
-                **({"undrawn": self.undrawn} if self.undrawn is not None else {})}
+                **({"undrawn": self.undrawn} if self.undrawn is not None else {}),
+                **({"boxed": self.boxed} if self.boxed is not None else {})}
 
 
 def _printer(out: io.StringIO):

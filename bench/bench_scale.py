@@ -9,11 +9,14 @@ roundtrip  Orchestrator-added time per tool round trip through the host seam (We
            same run: the host and the asking run on one process (in-process rendezvous and directory), and
            host on instance A with the run on instance B (Redis rendezvous, command routed to A's inbox,
            wake-up back to B). Both instances, a throwaway PostgreSQL and redis-server are started here.
-suspended  N runs started through two instance processes (alternating; tests/scale/instance.py, the
-           embedded threaded server), in batches, each suspended on a tool call its host (connected to the
-           first instance) never answers, with one SSE stream per run read by this process. Reports the
-           instances' RSS growth per suspended run, the largest gap between keepalive frames any stream
-           saw inside the observation window, and the Redis and PostgreSQL connections in use.
+suspended  N runs started through two instance processes (alternating; tests/scale/instance.py: gunicorn with
+           one gevent worker each, as `nexus serve --workers N`, or `--server threaded`), in batches, each
+           suspended on a tool call its host (connected to the first instance) never answers, with one SSE
+           stream per run read by this process. Beside them in the same run (gevent only), as many streams of a
+           bare Flask SSE app served the same way (tests/scale/sse_peer.py): the floor. Reports the start-up
+           time (and a batch's among the first and the last fifth: linear or not), the processes' RSS growth
+           per stream, their threads and CPU while the streams wait, every gap between keepalive frames inside
+           the observation window, and the runs' Redis and PostgreSQL connections and Redis traffic.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import tempfile
 import threading
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,14 +100,94 @@ def roundtrip(args: argparse.Namespace) -> None:
             print(f"  {label:40s} p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   max {worst:6.2f} ms")
 
 
+@dataclass
+class Waiting:
+    """What N open streams cost two server processes while they wait (the runs', or the bare peer's)."""
+    label: str
+    start_s: float
+    first_batches_s: float
+    last_batches_s: float
+    ready: int
+    failures: list[str]
+    window_s: float
+    kb_per_stream: float
+    threads: list[tuple[int, int]]
+    cpu: list[float]
+    every: list[float]
+    worst: list[float]
+    load: float
+    counted_per_s: float  # what `counter` counted a second during the window (Redis commands for the runs)
+
+
+def _open_waiting(label: str, servers: list[Any], open_one: Any, args: argparse.Namespace,
+                  counter: Any = lambda: 0) -> tuple[Waiting, Any]:
+    """Open `args.runs` streams through `servers` (alternating, in batches that each wait until their streams
+    are ready), let the burst settle, observe the keepalives; the figures, and the streams (still open)."""
+    from tests.scale.suspended import Streams, cpu_s, gaps, rss_kb, threads
+
+    streams = Streams()
+    pids = [s.server_pid for s in servers]
+    before = [rss_kb(p) for p in pids]
+    threads_before = [threads(p) for p in pids]
+    started = time.monotonic()
+    per_batch: list[float] = []
+    for batch in range(0, args.runs, args.batch):
+        batch_started = time.monotonic()
+        mine = [open_one(streams, i) for i in range(batch, min(args.runs, batch + args.batch))]
+        for stream in mine:
+            stream.suspended.wait(300)
+        per_batch.append(time.monotonic() - batch_started)
+        done = len(streams.streams)
+        if done % max(args.batch, args.runs // 10) == 0 or done == args.runs:
+            failed = sum(1 for s in streams.streams if s.failure)
+            print(f"  {label}: {done} started, {failed} failed ({time.monotonic() - started:.0f} s)", file=sys.stderr,
+                  flush=True)
+    start_s = time.monotonic() - started
+    ready = sum(1 for s in streams.streams if s.suspended.is_set() and not s.failure)
+    time.sleep(args.keepalive * 2)  # let the start-up burst settle
+    since = time.monotonic()
+    cpu_before = [cpu_s(p) for p in pids]
+    counted = counter()
+    time.sleep(args.observe)
+    until = time.monotonic()
+    counted = counter() - counted
+    window = until - since
+    every, worst = gaps(streams.streams, since, until)
+    after = [rss_kb(p) for p in pids]
+    fifth = max(1, len(per_batch) // 5)
+    return Waiting(label, start_s, statistics.median(per_batch[:fifth]), statistics.median(per_batch[-fifth:]), ready,
+                   [s.failure for s in streams.streams if s.failure], window,
+                   (sum(after) - sum(before)) / max(1, ready),
+                   [(t0, threads(p)) for p, t0 in zip(pids, threads_before, strict=True)],
+                   [(cpu_s(p) - c) / window * 100 for p, c in zip(pids, cpu_before, strict=True)],
+                   every, worst, os.getloadavg()[0], counted / window), streams
+
+
+def _peer(args: argparse.Namespace) -> Waiting:
+    """The same number of bare Flask SSE streams through two peer processes, each a gevent worker."""
+    from tests.scale.sse_peer import OPEN_FRAME
+    from tests.scale.suspended import start_peer
+
+    with ExitStack() as stack:
+        peers = [start_peer(stack, args.keepalive) for _ in range(2)]
+        time.sleep(1.0)
+        marker = OPEN_FRAME.strip().encode()
+        figures, streams = _open_waiting("bare Flask SSE", peers, lambda streams, i: streams.open_path(
+            peers[i % 2].url, "/stream", {}, {}, marker), args)
+        streams.close()
+    return figures
+
+
 def suspended(args: argparse.Namespace) -> None:
-    """N runs suspended on a tool call their host never answers, through two instance processes."""
+    """N runs suspended on a tool call their host never answers, through two instance processes; beside
+    them, as many bare Flask SSE streams through two processes served the same way."""
     import psycopg
     import redis as redis_client
 
     from cloud.store import Store
-    from tests.scale.suspended import Streams, cpu_s, gaps, percentile, rss_kb, start_instance, threads
+    from tests.scale.suspended import start_instance
 
+    peer = _peer(args) if args.server == "gevent" else None
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         postgres = stack.enter_context(postgres_server())
         redis = stack.enter_context(redis_server(Path(tmp) / "redis"))
@@ -121,70 +205,54 @@ def suspended(args: argparse.Namespace) -> None:
         host = TestHost(instances[0].url.replace("http://", "ws://") + "/ws/host", token, silent=True).start()
         stack.callback(host.stop)
         clients = [Client(i.url, token) for i in instances]
-        streams = Streams()
-        stack.callback(streams.close)
         time.sleep(1.0)
-        pids = [i.server_pid for i in instances]
         redis_info = redis_client.Redis.from_url(redis.url)
-        before = [rss_kb(p) for p in pids]
-        threads_before = [threads(p) for p in pids]
         redis_before = redis_info.info("memory")["used_memory"]
-        started = time.monotonic()
-        per_batch: list[float] = []
-        for batch in range(0, args.runs, args.batch):  # start in batches: each waits until its runs suspend
-            batch_started = time.monotonic()
-            mine = []
-            for i in range(batch, min(args.runs, batch + args.batch)):
-                client = clients[i % 2]
-                mine.append(streams.open(client.url, token, client.new_session(host.host_id, spec)))
-            for stream in mine:
-                stream.suspended.wait(300)
-            per_batch.append(time.monotonic() - batch_started)
-            done = len(streams.streams)
-            if done % max(args.batch, args.runs // 10) == 0 or done == args.runs:
-                failed = sum(1 for s in streams.streams if s.failure)
-                print(f"  {done} started, {failed} failed ({time.monotonic() - started:.0f} s)", file=sys.stderr,
-                      flush=True)
-        start_s = time.monotonic() - started
-        suspended_runs = sum(1 for s in streams.streams if s.suspended.is_set() and not s.failure)
-        time.sleep(args.keepalive * 2)  # let the start-up burst settle
-        suspended_at = time.monotonic()
-        cpu_before = [cpu_s(p) for p in pids]
-        commands_before = redis_info.info("stats")["total_commands_processed"]
-        time.sleep(args.observe)
-        ended_at = time.monotonic()
-        window = ended_at - suspended_at
-        commands = (redis_info.info("stats")["total_commands_processed"] - commands_before - 1) / window
-        cpu = [(cpu_s(p) - c) / window * 100 for p, c in zip(pids, cpu_before, strict=True)]
-        every, worst = gaps(streams.streams, suspended_at, ended_at)
-        after = [rss_kb(p) for p in pids]
-        thread_counts = [threads(p) for p in pids]
+
+        def open_run(streams: Any, i: int) -> Any:
+            client = clients[i % 2]
+            return streams.open(client.url, token, client.new_session(host.host_id, spec))
+
+        runs, streams = _open_waiting("suspended runs", instances, open_run, args,
+                                      lambda: redis_info.info("stats")["total_commands_processed"] - 1)  # minus INFO
+        stack.callback(streams.close)
         redis_clients = len(redis_info.client_list()) - 1  # not this one
         redis_memory = redis_info.info("memory")["used_memory"] - redis_before
         with psycopg.connect(postgres, autocommit=True) as conn:
             pg = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
                               (database.rsplit("/", 1)[1],)).fetchone()[0]
-        failures = [s.failure for s in streams.streams if s.failure]
-        per_run = (sum(after) - sum(before)) / max(1, suspended_runs)
-        fifth = max(1, len(per_batch) // 5)
-        print(f"{args.runs} runs started through two instance processes ({args.server}) in {start_s:.1f} s "
-              f"({start_s / max(1, args.runs) * 1000:.1f} ms a run; a batch of {args.batch} took "
-              f"{statistics.median(per_batch[:fifth]):.2f} s among the first fifth, "
-              f"{statistics.median(per_batch[-fifth:]):.2f} s among the last), {suspended_runs} suspended on their "
-              f"tool call, {len(failures)} failed; observed {window:.1f} s; load average {os.getloadavg()[0]:.1f}")
-        for instance, b, a, t0, t, c in zip(instances, before, after, threads_before, thread_counts, cpu, strict=True):
-            print(f"  instance {instance.url}: RSS {b / 1024:.0f} -> {a / 1024:.0f} MB, threads {t0} -> {t}, "
-                  f"{c:.0f}% of a core while the runs wait")
-        print(f"  memory per suspended run (both instance processes): {per_run:.1f} KB (target <= 60); Redis "
-              f"{redis_memory / max(1, suspended_runs) / 1024:.1f} KB")
-        limit = 1.5 * args.keepalive
-        print(f"  keepalive gaps (interval {args.keepalive} s): p50 {percentile(every, 50):.2f} s, p99 "
-              f"{percentile(every, 99):.2f} s (target <= {limit:.1f}), largest {max(every, default=0):.2f} s; "
-              f"streams with a gap over 1.5 x: {sum(1 for w in worst if w > limit)} of {len(worst)}")
-        print(f"  Redis: {redis_clients} connections open, {commands:.0f} commands/s while the runs wait   "
-              f"PostgreSQL connections: {pg}")
-        for failure in sorted(set(failures))[:5]:
+        _print_suspended(args, runs, peer)
+        print(f"  runs: Redis {redis_memory / max(1, runs.ready) / 1024:.1f} KB a run, {redis_clients} connections "
+              f"open, {runs.counted_per_s:.0f} commands/s while the runs wait; PostgreSQL connections: {pg}")
+        for failure in sorted(set(runs.failures))[:5]:
             print(f"  failure: {failure}")
+
+
+def _print_suspended(args: argparse.Namespace, runs: Waiting, peer: Waiting | None) -> None:
+    from tests.scale.suspended import percentile
+
+    limit = 1.5 * args.keepalive
+    columns = [runs, *([peer] if peer else [])]
+
+    def row(name: str, cell: Any) -> None:
+        print(f"  {name:44s}" + "".join(f"{cell(c):>34s}" for c in columns))
+
+    print(f"{args.runs} streams through two server processes ({args.server}), keepalive every {args.keepalive} s, "
+          f"observed {runs.window_s:.1f} s; load average {runs.load:.1f} at the end of the runs"
+          + (f", {peer.load:.1f} of the peer" if peer else ""))
+    row("", lambda c: c.label)
+    row("start-up (ms a stream; a batch of " + str(args.batch) + ": first / last fifth)",
+        lambda c: f"{c.start_s:.1f} s ({c.start_s / max(1, args.runs) * 1000:.1f} ms; "
+                  f"{c.first_batches_s:.2f} / {c.last_batches_s:.2f} s)")
+    row("waiting / failed", lambda c: f"{c.ready} / {len(c.failures)}")
+    row("memory a stream (RSS growth, both processes)", lambda c: f"{c.kb_per_stream:.1f} KB"
+        + (" (target <= 60)" if c is runs else ""))
+    row("threads per process, before -> with them", lambda c: ", ".join(f"{a} -> {b}" for a, b in c.threads))
+    row("CPU per process while they wait", lambda c: ", ".join(f"{x:.0f}%" for x in c.cpu))
+    row("keepalive gap p50 / p99 / largest", lambda c: f"{percentile(c.every, 50):.2f} / "
+        f"{percentile(c.every, 99):.2f} / {max(c.every, default=0):.2f} s")
+    row(f"streams with a gap over {limit:.1f} s (p99 target <= {limit:.1f})",
+        lambda c: f"{sum(1 for w in c.worst if w > limit)} of {len(c.worst)}")
 
 
 def main(argv: list[str] | None = None) -> None:

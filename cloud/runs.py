@@ -41,38 +41,46 @@ class Run:
         self.chunks: list[dict[str, Any]] = []
         self.done = False
         self.finished_at: float | None = None
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        # Set (and replaced by a fresh one) whenever a chunk or the end arrives. A follower waits on the one
+        # it saw: no waiter lock per wait as with a Condition, and under gevent one event's wait is one timer.
+        self._changed = threading.Event()
+
+    def _wake_followers(self) -> None:
+        """Call with the lock held."""
+        changed, self._changed = self._changed, threading.Event()
+        changed.set()
 
     def publish(self, chunk: Chunk) -> None:
-        with self._cond:
+        with self._lock:
             self.chunks.append(chunk.to_json())
-            self._cond.notify_all()
+            self._wake_followers()
 
     def finish(self) -> None:
-        with self._cond:
+        with self._lock:
             self.done = True
             self.finished_at = time.monotonic()
-            self._cond.notify_all()
+            self._wake_followers()
 
     def chunk_count(self) -> int:
-        with self._cond:
+        with self._lock:
             return len(self.chunks)
 
     def follow(self, after: int, keepalive_s: float) -> Iterator[dict[str, Any] | None]:
         """Every chunk from index `after` on, as it is published; None after each quiet keepalive interval."""
         index = after
         while True:
-            with self._cond:
-                if index >= len(self.chunks) and not self.done:
-                    self._cond.wait(keepalive_s)
+            with self._lock:
                 batch = self.chunks[index:]
                 finished = self.done
-            index += len(batch)
-            if not batch and not finished:
-                yield KEEPALIVE
-            yield from batch
-            if finished and index >= len(self.chunks):
+                changed = self._changed
+            if batch:
+                index += len(batch)
+                yield from batch
+            elif finished:
                 return
+            elif not changed.wait(keepalive_s):
+                yield KEEPALIVE
 
 
 class RunRegistry:

@@ -1,7 +1,7 @@
 """Many runs suspended at once, for the scale test and `bench/bench_scale.py suspended`.
 
 Instances are separate processes (tests/scale/instance.py: gunicorn's gevent worker, or the embedded threaded
-server). Every run's SSE stream is read by one selector thread here, so the reader's own cost does not grow a
+server), and so is the bare Flask SSE peer they are measured against (tests/scale/sse_peer.py). Every run's SSE stream is read by one selector thread here, so the reader's own cost does not grow a
 thread per stream and does not skew the keepalive gaps it measures.
 """
 from __future__ import annotations
@@ -46,6 +46,17 @@ def start_instance(stack: ExitStack, database: str, settings: dict[str, Any], ge
     port = free_port()
     command = [sys.executable, "-m", "tests.scale.instance", *(["--gevent"] if gevent else []), database, str(port),
                json.dumps(settings)]
+    return _start(stack, command, port, "/api/me", env)
+
+
+def start_peer(stack: ExitStack, keepalive_s: float) -> Instance:
+    """The bare Flask SSE peer (tests/scale/sse_peer.py), one gevent worker like an instance."""
+    port = free_port()
+    return _start(stack, [sys.executable, "-m", "tests.scale.sse_peer", str(port), str(keepalive_s)], port, "/ready",
+                  None)
+
+
+def _start(stack: ExitStack, command: list[str], port: int, probe: str, env: dict[str, str] | None) -> Instance:
     process = subprocess.Popen(command, cwd=ROOT, env=env or dict(os.environ), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
 
@@ -63,7 +74,7 @@ def start_instance(stack: ExitStack, database: str, settings: dict[str, Any], ge
     deadline = time.monotonic() + 60
     while True:  # gunicorn's worker is forked, and loads the app, after the port opens
         try:
-            if urlopen(instance.url + "/api/me", timeout=5):
+            if urlopen(instance.url + probe, timeout=5):
                 break
         except HTTPError:  # 401: the app answers
             break
@@ -82,6 +93,7 @@ class Stream:
     suspended: threading.Event = field(default_factory=threading.Event)
     failure: str | None = None
     tail: bytes = b""
+    marker: bytes = SUSPENDED  # what sets `suspended` once it arrived
 
 
 class Streams:
@@ -99,12 +111,19 @@ class Streams:
         self._thread.start()
 
     def open(self, url: str, token: str, session_id: str, text: str = "go") -> Stream:
+        """A run's stream: the POST that starts it; `suspended` is set once its tool call is announced."""
+        return self.open_path(url, f"/api/sessions/{session_id}/messages", {"text": text},
+                              {"Authorization": f"Bearer {token}"}, SUSPENDED)
+
+    def open_path(self, url: str, path: str, payload: dict[str, Any], headers: dict[str, str],
+                  marker: bytes) -> Stream:
+        """POST `payload` to `path` and read the SSE answer; `suspended` is set once `marker` arrived."""
         parts = urlsplit(url)
-        body = json.dumps({"text": text}).encode()
-        request = (f"POST /api/sessions/{session_id}/messages HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-                   f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        body = json.dumps(payload).encode()
+        extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        request = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n{extra}Content-Type: application/json\r\n"
                    f"Content-Length: {len(body)}\r\nAccept: text/event-stream\r\n\r\n").encode() + body
-        stream = Stream(time.monotonic())
+        stream = Stream(time.monotonic(), marker=marker)
         sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
         sock.sendall(request)
         sock.setblocking(False)
@@ -141,7 +160,7 @@ class Streams:
                     continue
                 seen = stream.tail + data
                 stream.beats.extend([now] * (seen.count(KEEPALIVE) - stream.tail.count(KEEPALIVE)))
-                if SUSPENDED in seen:
+                if stream.marker in seen:
                     stream.suspended.set()
                 stream.tail = seen[-32:]
 

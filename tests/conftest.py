@@ -82,13 +82,24 @@ def host(server, alice) -> Iterator[TestHost]:
     test_host.stop()
 
 
-@pytest.fixture
-def building_host(server, alice, tmp_path) -> Iterator[tuple[str, Path]]:
-    """alice's real IFC host serving the small conformance building (tmp_path/model.ifc): (host id, path)."""
+@pytest.fixture(scope="session")
+def small_building_file(tmp_path_factory) -> Path:
+    """The small conformance building, built once per test process (ifcopenshell.api: a third of a second each
+    time); tests copy it, never write it."""
     from tests.conformance.ifc_models import write_small_building  # IfcOpenShell: only for the tests that ask
+
+    return write_small_building(tmp_path_factory.mktemp("small-building") / "model.ifc")
+
+
+@pytest.fixture
+def building_host(server, alice, tmp_path, small_building_file) -> Iterator[tuple[str, Path]]:
+    """alice's real IFC host serving the small conformance building (tmp_path/model.ifc): (host id, path)."""
+    import shutil
+
     from tests.support.real_ifc import connected_host
 
-    model_path = write_small_building(tmp_path / "model.ifc")
+    model_path = tmp_path / "model.ifc"
+    shutil.copyfile(small_building_file, model_path)
     with connected_host(model_path, server.url, alice.token) as (_, host_id):
         yield host_id, model_path
 

@@ -1,7 +1,7 @@
 """Rollback and commit at size, and under repeated commits on one host (issue 29, items 2 and 3). Run by hand.
 
     python bench/bench_rollback.py                                   # samples of ~4k, ~82k, ~345k entities
-    python bench/bench_rollback.py --file /work/main/.cache/ifc-mcp/BasicHouse.ifc --commits 20 --only-files
+    python bench/bench_rollback.py --file .cache/ifc-mcp/BasicHouse.ifc --commits 20 --only-files
 
 For every model: the rollback median (a script that renames one wall, then raises: the keeper discards its
 process), the commit of a one-attribute change against its floor measured in the same run (`to_string` +

@@ -5,12 +5,7 @@ xdist's own order is by number of tests, so a file of one or two long tests (a b
 clearance check) started last and ran alone while the other workers had finished: the run took as long as its
 last file. Expected times come from durations.json (seconds per file, from a full run's JUnit XML:
 `python -m tests.support.longest_first JUNIT.xml` rewrites it); a file it does not name is reckoned at
-DEFAULT_TEST_S per test. A stale figure only changes the order, never what runs.
-
-A file in SPLIT_PER_TEST is not one unit but one per test: its tests share nothing bigger than a function-scoped
-fixture (each corpus file is its own case), so its minutes can go to both workers instead of bounding the run
-(the corpus views alone took 512 s of a 21-minute CI run on one worker). Each of its tests is reckoned at the
-file's expected time shared equally."""
+DEFAULT_TEST_S per test. A stale figure only changes the order, never what runs."""
 from __future__ import annotations
 
 import json
@@ -24,9 +19,6 @@ from xdist.scheduler import LoadFileScheduling
 
 DURATIONS = Path(__file__).with_name("durations.json")
 DEFAULT_TEST_S = 1.0
-# Files whose tests are independent of each other down to the module: no module- or session-scoped fixture of
-# their own, so running them on different workers costs nothing but their imports.
-SPLIT_PER_TEST = frozenset({"tests/corpus/test_corpus_views.py", "tests/corpus/test_corpus_edits.py"})
 
 
 def expected_seconds() -> dict[str, float]:
@@ -40,20 +32,8 @@ class LongestFileFirst(LoadFileScheduling):
     def __init__(self, config: Any, log: Any = None) -> None:
         super().__init__(config, log)
         self._expected = expected_seconds()
-        self._split_counts: dict[str, int] = {}
-
-    def _split_scope(self, nodeid: str) -> str:
-        file = super()._split_scope(nodeid)
-        return nodeid if file in SPLIT_PER_TEST else file
 
     def _weight(self, scope: str) -> float:
-        file = scope.split("::", 1)[0]
-        if scope != file:  # one test of a SPLIT_PER_TEST file
-            known = self._expected.get(file)
-            if file not in self._split_counts:
-                self._split_counts[file] = sum(1 for n in self.collection or () if n.startswith(f"{file}::"))
-            tests = max(self._split_counts[file], 1)
-            return known / tests if known is not None else DEFAULT_TEST_S
         known = self._expected.get(scope)
         return known if known is not None else DEFAULT_TEST_S * len(self.workqueue[scope])
 

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import ifcopenshell
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cloud.hosts.registry import stamped_epilogue  # noqa: E402
@@ -65,14 +67,18 @@ def rss_mb(pid: int | None) -> float:
 
 def commit_floor_ms(path: Path) -> float:
     """The floor of a commit of a one-attribute change: `to_string` + write + fsync + rename, in one process."""
-    from ifc_host.model_file import replace_atomically, write_beside
-
     model = open_checked(path)
     model.by_type("IfcWall")[0].Name = "floor"
-    target = path.with_name("floor-" + path.name)
+    return floor_of(model, path.with_name("floor-" + path.name), rounds=3)
+
+
+def floor_of(model: ifcopenshell.file, target: Path, rounds: int) -> float:
+    """Median ms of `rounds` writes of the open model to `target` as a commit writes (to_string, fsync, rename)."""
+    from ifc_host.model_file import replace_atomically, write_beside
+
     target.write_bytes(b"")
     times = []
-    for _ in range(3):
+    for _ in range(rounds):
         started = time.perf_counter()
         replace_atomically(write_beside(target, model.to_string().encode("utf-8")), target)
         times.append((time.perf_counter() - started) * 1000)

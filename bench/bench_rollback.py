@@ -23,9 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_ifc_host import floor_of  # noqa: E402
+
 from ifc_host.executor import IsolatedExecutor, execute_command  # noqa: E402
 from ifc_host.isolation import ISOLATIONS  # noqa: E402
-from ifc_host.model_file import open_checked, replace_atomically, write_beside  # noqa: E402
+from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
 
 SAMPLES = {"4k": (3, 1), "82k": (10, 8), "345k": (10, 40)}
@@ -51,15 +53,7 @@ def floor_and_facts(path: Path, scratch: Path) -> tuple[float, int, int]:
     model = open_checked(path)
     wall = model.by_type("IfcWall")[0]
     wall.Name = "floor"
-    target = scratch / ("floor-" + path.name)
-    target.write_bytes(b"")
-    times = []
-    for _ in range(2):
-        started = time.perf_counter()
-        replace_atomically(write_beside(target, model.to_string().encode("utf-8")), target)
-        times.append((time.perf_counter() - started) * 1000)
-    target.unlink()
-    return statistics.median(times), len(model.entity_names()), wall.id()
+    return floor_of(model, scratch / ("floor-" + path.name), rounds=2), len(model.entity_names()), wall.id()
 
 
 def rollback_ms(executor: IsolatedExecutor, wall_id: int, rounds: int, tag: str) -> float:

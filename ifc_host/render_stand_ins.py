@@ -1,5 +1,5 @@
 """Cheap stand-ins for the bodies a view had no time to build: an element's own ``Box`` representation
-(an ``IfcBoundingBox``, which ArchiCAD and Revit export beside the body) drawn as a box, no geometry kernel.
+(an ``IfcBoundingBox``, which some exporters, ArchiCAD among them, write beside the body) drawn as a box, no geometry kernel.
 
 A stand-in is drawn, but it is not the body: the view counts these apart ("N drawn as boxes") so the
 person and the model know which parts of the image are approximate."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ifc_host import render_pool
 from ifc_host.executor import IsolatedExecutor
 from tests.conformance.ifc_models import write_small_building
 
@@ -20,3 +21,12 @@ def executor(model_path: Path) -> Iterator[IsolatedExecutor]:
     runner = IsolatedExecutor(model_path)
     yield runner
     runner.close()
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[render_pool.RenderPool]:
+    """A render pool of this test's own (no server kept from other tests' renders)."""
+    fresh = render_pool.RenderPool()
+    monkeypatch.setattr(render_pool, "pool", fresh)
+    yield fresh
+    fresh.close_all()

@@ -2,12 +2,11 @@
 bounded memory (ifc_host/render_pool.py, render_models.py). Real render servers on real IFC files."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ifc_host import render, render_pool
+from ifc_host import render
 from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.render import render_view
 from ifc_host.sample import write_sample_model
@@ -21,15 +20,6 @@ matrix = ifcopenshell.util.placement.get_local_placement(wall.ObjectPlacement)
 matrix[0, 3] += 3.0 / scale
 ifcopenshell.api.geometry.edit_object_placement(model, product=wall, matrix=matrix, is_si=False)
 """
-
-
-@pytest.fixture
-def pool(monkeypatch) -> Iterator[render_pool.RenderPool]:
-    """A pool of this test's own (no server kept from other tests' renders)."""
-    fresh = render_pool.RenderPool()
-    monkeypatch.setattr(render_pool, "pool", fresh)
-    yield fresh
-    fresh.close_all()
 
 
 @pytest.fixture

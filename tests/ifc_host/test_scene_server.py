@@ -5,24 +5,13 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from typing import Any
 
 import ifcopenshell
-import pytest
 
-from ifc_host import render_pool
 from ifc_host.render import render_view
 from ifc_host.sample import write_sample_model
 from ifc_host.scene import build_scene_file
-
-
-@pytest.fixture
-def pool(monkeypatch) -> Iterator[render_pool.RenderPool]:
-    fresh = render_pool.RenderPool()
-    monkeypatch.setattr(render_pool, "pool", fresh)
-    yield fresh
-    fresh.close_all()
 
 
 def nodes(glb: bytes) -> list[dict[str, Any]]:

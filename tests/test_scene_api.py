@@ -3,6 +3,7 @@ node per changed element with the change report's counts, deleted elements from 
 ones with their previous placement; the host route by view and by elements; owner and Revit answers."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -349,3 +350,47 @@ def test_a_revit_host_answers_no_scene_in_plain_words(server, alice):
         assert "Revit hosts cannot send a 3D scene yet" in response.json()["error"]
     finally:
         host.stop()
+
+
+def test_the_mcp_review_card_s_scenes_are_valid_gltf_with_the_change_report_s_counts_and_the_reference(tmp_path):
+    """`nexus mcp --ifc --ref --policy ask` (the real IFC host over stdio, a minimal MCP Apps client): the card's
+    scene_of_change while the change is held and after Keep passes the Khronos validator, has the change report's
+    counts, and holds the --ref model's elements as context."""
+    import anyio
+
+    from tests.mcp.support import stdio_session
+    from tests.mcp.test_review_card import RENDERS_APPS, held_change
+
+    model, reference = tmp_path / "ARC.ifc", tmp_path / "refs" / "MEP.ifc"
+    write_sample_model(model, storeys=2)
+    write_sample_model(reference, storeys=1, seed=7)
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with stdio_session("--ifc", str(model), "--ref", str(reference), "--out", str(tmp_path / "out.ifc"),
+                                 "--db", str(tmp_path / "db.sqlite"), "--policy", "ask",
+                                 extensions=RENDERS_APPS) as session:
+            async with anyio.create_task_group() as group:
+                group.start_soon(session.call_tool, "execute_task_automation", {"code": CHANGE})
+                held = await held_change(session, timeout_s=300)
+                while_held = await session.call_tool("scene_of_change", {"session_id": held["session_id"],
+                                                                         "tool_call_id": held["tool_call_id"]})
+                await session.call_tool("decide_held_change", {"tool_call_id": held["tool_call_id"],
+                                                               "decision": "keep"})
+            kept = await session.call_tool("scene_of_change", {"session_id": held["session_id"],
+                                                               "tool_call_id": held["tool_call_id"]})
+            return held, while_held.structured_content, kept.structured_content
+
+    held, while_held, kept = anyio.run(scenario)
+    expected = {k: len(held["changes"][k]) for k in ("added", "modified", "deleted")}
+    assert sum(expected.values()) >= 3, held["changes"]
+    for answer, is_held in ((while_held, True), (kept, False)):
+        assert answer["ok"] is True, answer
+        glb = base64.b64decode(answer["glb_base64"])
+        assert validate(tmp_path, glb)["errors"] == 0
+        document = glb_document(glb)
+        assert {k: len(v) for k, v in change_nodes(document).items()} == expected == answer["summary"]["counts"]
+        assert bool(answer["summary"].get("held")) is is_held
+        referenced = [n for n in document["nodes"][1:] if n["extras"]["model"] == "MEP.ifc"]
+        assert referenced and all(n["extras"]["change"] is None for n in referenced)
+        assert answer["summary"]["references"] == {"MEP.ifc": len(referenced)}
+    check_names(glb_document(base64.b64decode(kept["glb_base64"])), tmp_path / "out.ifc")

@@ -238,6 +238,7 @@ def test_the_host_scene_by_view_and_by_elements_and_what_it_refuses(tmp_path, sa
     picked = client.call("GET", f"/api/hosts/{host}/scene",
                          params={"elements": f"{wall['name']},#{nodes[0]['extras']['step_id']}"}, timeout=300)
     assert picked.status_code == 200, picked.text
+    assert validate(tmp_path, picked.content)["errors"] == 0
     assert sorted(n["name"] for n in glb_document(picked.content)["nodes"][1:]) == sorted({wall["name"], nodes[0]["name"]})
 
     bad = client.call("GET", f"/api/hosts/{host}/scene", params={"elements": "door 7"})

@@ -299,3 +299,34 @@ def test_a_federated_session_s_viewer_shows_its_reference_greyed_and_clickable_a
         viewer.locator(".scene-references").click()
         assert viewer.get_attribute("data-references-shown") == "on"
         browser.screenshot("scene-viewer-references.png")
+
+
+def test_a_revit_session_s_3d_toggle_says_there_is_no_revit_scene_yet(server, alice, scripts_dir, browser_factory,
+                                                                      monkeypatch):
+    """Revit answers "no scene" until a Revit glTF exporter exists, and the card says so where the viewer would be
+    (the fake Revit behind the real server)."""
+    from tests.revit.conftest import LIB
+
+    monkeypatch.syspath_prepend(str(LIB))  # the extension's runtime, as tests/revit's own tests have it
+    from tests.revit.harness import start_revit_host
+    from tests.revit.test_show_in_revit_page import RENAME_DOORS
+    from tests.support.spine import automate, say
+
+    revit = start_revit_host(server.url, alice.token)
+    try:
+        spec = write_script(scripts_dir / "revit-scene.json", [automate(RENAME_DOORS), say("Renamed.")])
+        browser = open_chat(browser_factory, server.url, alice, revit.host_id, 1000, 900)
+        browser.send("rename the doors on level 1", model=spec)
+        page = browser.page
+        card = page.locator(".tool-card").first
+        assert card.get_attribute("data-state") == "committed", card.text_content()
+        card.locator(".scene-toggle").click()
+        page.wait_for_function("() => { const v = document.querySelector('.scene-viewer');"
+                               " return v && (v.dataset.state === 'ready' || v.dataset.state === 'error'); }",
+                               timeout=60_000)
+        box = card.locator(".scene-viewer")
+        assert box.get_attribute("data-state") == "error"
+        assert "Revit hosts cannot send a 3D scene yet" in box.locator(".scene-error").text_content()
+        assert card.locator(".scene-viewer canvas").count() == 0
+    finally:
+        revit.stop()

@@ -4,6 +4,7 @@ the whole sample building (shown within 3 s), beside the floor: the PNG render o
     python bench/bench_scene.py [--runs 3] [--ifc FILE --view NAME ...] [--save-glb DIR]
     python bench/bench_scene.py --libraries 25000 [--runs 2]     # three.js against xeokit-sdk, generated scene
     python bench/bench_scene.py --libraries-glb FILE [--runs 2]  # the same on a scene --save-glb kept
+    python bench/bench_scene.py --held [--runs 5]                # a change held under ask: its scene, again and again
 
 Everything is real: the orchestrator on 127.0.0.1, an IFC host (its render child builds the scene), headless
 Chromium (SwiftShader WebGL) running the chat page's viewer module. "Shown" is from the click (openViewer called)
@@ -105,6 +106,69 @@ def measure(label: str, page, server_url: str, host_id: str, model: Path, view: 
     print(f"  floor: PNG render of the same view (median of {runs})  {statistics.median(png):6.2f} s")
     if heap:
         print(f"  JS heap after loading                              {heap / 1e6:6.1f} MB")
+
+
+# --- a change held under `ask`: the first scene of the hold and the next ones (the person orbits, closes, reopens) ---
+
+HELD_CHANGE = "for wall in model.by_type('IfcWall')[:20]:\n    wall.Name = 'renamed while held'\n"
+
+
+def measure_held(runs: int, render_timeout_s: float) -> None:
+    """The held change's scene route while the change waits for its decision, on the 1,000-element storey: the
+    first request of the hold (after the approval card's image) and `runs` more. Before the hold kept one file,
+    every request copied the held model to a new path, which the render server then opened and read anew."""
+    import os
+    import threading
+
+    from tests.support.client import Client, write_script
+
+    with tempfile.TemporaryDirectory(prefix="bench-scene-held-") as folder:
+        work = Path(folder)
+        model = work / "storey.ifc"
+        write_sample_model(model, storeys=1, scale=24)
+        os.environ["NEXUS_SCRIPTED_DIRS"] = str(work)
+        spec = write_script(work / "held.json", [
+            [{"tool_call": {"name": "execute_task_automation", "input": {"code": HELD_CHANGE}}}], [{"text": "done"}]])
+        with running_server(work, tool_timeout_s=300, script_timeout_s=120) as server:
+            token = server.token("bench")
+            client = Client(server.url, token)
+            with connected_host(model, server.url, token, timeout_s=120) as (host, host_id):
+                host.runtime.render_timeout_s = render_timeout_s
+                session_id = client.new_session(host_id, spec)
+                client.call("PUT", f"/api/sessions/{session_id}/policy", json={"policy": "ask"}).raise_for_status()
+                times: list[float] = []
+                facts: dict[str, object] = {}
+
+                def on_frame(frame: object) -> None:
+                    meta = (getattr(frame, "chunk", None) or {}).get("metadata") or {}
+                    if meta.get("kind") != "approval_request":
+                        return
+
+                    def look_then_decide() -> None:
+                        url = f"/api/sessions/{session_id}/results/{meta['tool_call_id']}/scene"
+                        try:
+                            for _ in range(runs + 1):
+                                started = time.perf_counter()
+                                response = client.call("GET", url, timeout=600)
+                                times.append(time.perf_counter() - started)
+                                response.raise_for_status()
+                                facts["summary"] = json.loads(response.headers["X-Nexus-Scene"])
+                            snapshot = getattr(host.runtime, "held_snapshot", None)
+                            facts["writes"] = snapshot.writes if snapshot is not None else "a copy per request"
+                        finally:
+                            client.call("POST", f"/api/sessions/{session_id}/approval",
+                                        json={"tool_call_id": meta["tool_call_id"], "decision": "discard"})
+                    threading.Thread(target=look_then_decide, daemon=True).start()
+
+                client.run(session_id, "go", on_frame=on_frame)
+        if len(times) != runs + 1:
+            raise SystemExit(f"held change: {len(times)} of {runs + 1} scenes answered")
+        summary = facts["summary"]
+        print(f"held change on the 1,000-element storey (sample, scale 24): {summary['nodes']:,} nodes, "  # type: ignore[index]
+              f"held {summary.get('held')}; held-model files written: {facts['writes']}")  # type: ignore[union-attr]
+        print(f"  first scene of the hold (after the approval image)  {times[0]:6.2f} s")
+        print(f"  the next ones (median of {runs})                      {statistics.median(times[1:]):6.2f} s "
+              f"(min {min(times[1:]):.2f}, max {max(times[1:]):.2f})")
 
 
 # --- the library choice (docs/scene.md "Why three.js"): three.js against xeokit-sdk on one large scene ---------
@@ -262,7 +326,12 @@ def main() -> int:
                         help="the host's render timeout (default 60 s, as the product's; raise it for a big file on a "
                              "loaded machine)")
     parser.add_argument("--save-glb", type=Path, metavar="DIR", help="keep each measured scene's GLB here")
+    parser.add_argument("--held", action="store_true",
+                        help="instead: the scene of a change held under ask, first and repeated (no browser)")
     args = parser.parse_args()
+    if args.held:
+        measure_held(args.runs, args.render_timeout_s)
+        return 0
     if args.libraries or args.libraries_glb:
         compare_libraries(args.libraries or 0, args.runs, args.libraries_glb)
         return 0

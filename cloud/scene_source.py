@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from cloud.hostlink import HELD, WebSocketHostLink
+from cloud.session_refs import REFS_CAPABILITY, session_refs
 
 SCENE_TIMEOUT_S = 150.0
 CHANGE_KINDS = ("added", "modified", "deleted")
 HELD_GONE = "is no longer held"  # the host's words when a held_of scene comes after the decision
 NO_REVIT_SCENE = ("Revit hosts cannot send a 3D scene yet (no Revit glTF exporter exists in NexusAI); "
                   "the image of the view is all there is for Revit.")
-SUMMARY_KEYS = ("view", "nodes", "counts", "undrawn", "omitted_for_size", "omitted_for_time", "before_missing")
+SUMMARY_KEYS = ("view", "nodes", "counts", "undrawn", "omitted_for_size", "omitted_for_time", "before_missing",
+                "references")
 
 
 class SceneRefused(Exception):
@@ -38,6 +40,7 @@ def result_scene(state: Any, user_name: str, row: dict[str, Any], tool_call_id: 
     """The scene of a result of the session `row` (the caller checked it is `user_name`'s)."""
     for attempt in range(2):  # again when the held change was decided while the host built its scene
         command = result_command(state, row, tool_call_id)
+        with_references(state, row, command)
         if max_bytes is not None:
             command["max_bytes"] = int(max_bytes)
         try:
@@ -74,6 +77,15 @@ def result_command(state: Any, row: dict[str, Any], tool_call_id: str) -> dict[s
         raise SceneRefused(404, f"{tool_call_id} has no view to show in 3D (only automations and captured views "
                                 "have one)")
     return command
+
+
+def with_references(state: Any, row: dict[str, Any], command: dict[str, Any]) -> None:
+    """The session's reference models go with the command (their elements are the scene's context, as the 3D
+    image draws them), when its host takes references."""
+    refs = session_refs(state.store, row["id"])
+    connection = state.hosts.get(row["host_id"]) if refs and row.get("host_id") else None
+    if connection is not None and connection.hello.has(REFS_CAPABILITY):
+        command["refs"] = refs
 
 
 def held_request(state: Any, row: dict[str, Any], tool_call_id: str) -> dict[str, Any] | None:

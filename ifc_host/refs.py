@@ -164,12 +164,7 @@ class ReferenceModels(Mapping[str, ifcopenshell.file]):
         """A 4x4 numpy matrix taking points of reference `name` (metres, its world coordinates) into the working
         model's world coordinates (metres): from both models' IfcMapConversion when both have one; otherwise the
         models share their origin and it is the identity (what clash detection assumes too)."""
-        import numpy as np
-
-        work, ref = _map_matrix(self._model), _map_matrix(self[name])
-        if work is None or ref is None:
-            return np.eye(4)
-        return np.linalg.inv(work) @ ref
+        return reference_placement(self._model, self[name])
 
     def clash(self, model: ifcopenshell.file | None = None, *, clearance: float | None = None,
               tolerance: float | None = None, names: list[str] | None = None) -> list[Any]:
@@ -199,6 +194,16 @@ class ReferenceModels(Mapping[str, ifcopenshell.file]):
     def release(self) -> None:
         for ref in self._loaded.values():
             ref.file.transaction = None
+
+
+def reference_placement(model: ifcopenshell.file, reference: ifcopenshell.file) -> Any:
+    """The 4x4 matrix taking `reference`'s world coordinates (metres) into `model`'s (see `placement`)."""
+    import numpy as np
+
+    work, ref = _map_matrix(model), _map_matrix(reference)
+    if work is None or ref is None:
+        return np.eye(4)
+    return np.linalg.inv(work) @ ref
 
 
 def read_only_error(violations: list[str]) -> dict[str, Any]:

@@ -23,8 +23,6 @@ import base64
 import json
 import logging
 import random
-import shutil
-import tempfile
 import threading
 import time
 from collections import deque
@@ -38,7 +36,7 @@ import websocket
 
 from ifc_host import protocol
 from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, IsolatedExecutor
-from ifc_host.scene_export import BeforeCopies
+from ifc_host.scene_export import BeforeCopies, HeldSnapshot
 from shared_contract.host_messages import Decide, ExecuteCommand
 from shared_contract.validate import ContractError, content_hash
 
@@ -133,6 +131,7 @@ class HostRuntime:
         self._pending: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_REPLIES)
         self._workers: set[threading.Thread] = set()
         self.before_copies = BeforeCopies()
+        self.held_snapshot = HeldSnapshot()  # one file per hold for its scenes and views (scene_export.py)
 
     # --- connection loop ---------------------------------------------------------------------------
     def serve(self, stop: threading.Event) -> None:
@@ -427,38 +426,36 @@ class HostRuntime:
         from ifc_host.render import RenderError, render_view
 
         request_id = message["request_id"]
-        scratch = Path(tempfile.mkdtemp(prefix="nexus-view-"))
+        path = self._model_shown()
         try:
-            path = self.executor.committed_path
-            if self.executor.held_request_id is not None:
-                # A held automation is previewed: show the model as it would be if kept.
-                path = scratch / "held.ifc"
-                self.executor.snapshot_held(path)
-            try:
-                rendered = render_view(str(path), message.get("view"), list(message.get("element_ids") or []),
-                                       int(message["max_px"]), timeout_s=self.render_timeout_s,
-                                       refs=[r["path"] for r in message.get("refs") or []])
-            except RenderError as exc:
-                return protocol.export_view_failure(request_id, str(exc))
-            return protocol.export_view_result(
-                request_id, png_base64=base64.b64encode(rendered.png).decode("ascii"), width=rendered.width,
-                height=rendered.height, view=rendered.view, undrawn=len(rendered.undrawn),
-                boxed=len(rendered.boxed))
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            rendered = render_view(str(path), message.get("view"), list(message.get("element_ids") or []),
+                                   int(message["max_px"]), timeout_s=self.render_timeout_s,
+                                   refs=[r["path"] for r in message.get("refs") or []])
+        except RenderError as exc:
+            return protocol.export_view_failure(request_id, str(exc))
+        return protocol.export_view_result(
+            request_id, png_base64=base64.b64encode(rendered.png).decode("ascii"), width=rendered.width,
+            height=rendered.height, view=rendered.view, undrawn=len(rendered.undrawn),
+            boxed=len(rendered.boxed))
+
+    def _model_shown(self) -> Path:
+        """The model views and scenes show: the committed one, or while an automation is held the model as it
+        would be if kept (one file per hold, kept open by the render server that opened it; called under the view
+        lock, so a hold's file is removed here, by the first view or scene after it ended, never under a reader)."""
+        held = self.executor.held_request_id
+        if held is None:
+            self.held_snapshot.release()
+            return self.executor.committed_path
+        return self.held_snapshot.path(held, self.executor.snapshot_held)
 
     def _run_export_scene(self, message: dict[str, Any]) -> None:
         from ifc_host.scene_export import export_scene, failure
 
         request_id = message["request_id"]
         with self._view_lock:
-            scratch = Path(tempfile.mkdtemp(prefix="nexus-scene-"))
             try:
-                path = self.executor.committed_path
                 held = self.executor.held_request_id
-                if held is not None:
-                    path = scratch / "held.ifc"
-                    self.executor.snapshot_held(path)
+                path = self._model_shown()
                 if message.get("held_of") and message["held_of"] != held:
                     reply = failure(request_id, f"the change {message['held_of']} is no longer held (it was kept "
                                                 "or discarded meanwhile)")
@@ -467,8 +464,6 @@ class HostRuntime:
             except Exception as exc:  # every failure becomes ok: false, the host keeps serving
                 log.warning("export_scene %s failed: %s", request_id, exc)
                 reply = failure(request_id, f"{type(exc).__name__}: {exc}")
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
         self._reply(reply)
 
     def wait_idle(self, timeout: float = 10.0) -> None:
@@ -484,6 +479,7 @@ class HostRuntime:
         self.wait_idle()
         self.executor.close()
         self.before_copies.close()
+        self.held_snapshot.close()
 
 
 def websocket_json(message: dict[str, Any]) -> str:

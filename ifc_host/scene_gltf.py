@@ -8,10 +8,16 @@ What goes in
     it was before (``before_path``), modified ones whose placement moved carry it as ``extras.before_matrix``.
     Spaces and openings are drawn by nobody, as in the axonometric (a changed one is a node without a mesh). Every changed element gets a node even when it
     has no body (a node without a mesh), so the node count per ``change`` equals the change report's.
+References
+    A view's scene (not one of listed elements alone) also holds the elements of the session's reference models
+    (``references``), as the 3D PNG draws them behind the working model: the whole model, or in a storey's scene
+    what overlaps the storey's heights; each placed into the working model's coordinates (refs.placement: both
+    models' IfcMapConversion, else the identity). They come last, after every element of the working model, within
+    what the budgets leave; their nodes say ``model``: the reference's name, and ``change``: null, always.
 Nodes
     One per element under a root that turns IFC's Z up into glTF's Y up, named by GlobalId, with ``extras``
-    {step_id, ifc_class, name, storey, model: "working", change: added|modified|deleted|null, properties,
-    before_matrix?}. ``properties`` holds up to MAX_PROPERTIES "Pset.Property" values (text, capped).
+    {step_id, ifc_class, name, storey, model: "working" or a reference's name, change: added|modified|deleted|null,
+    properties, before_matrix?}. ``properties`` holds up to MAX_PROPERTIES "Pset.Property" values (text, capped).
 Instances
     Each mesh is stored in its element's own coordinates (the inverse of its ObjectPlacement) and the node
     carries the placement. Elements whose local triangles are the same (to 0.1 mm; a door type's mapped
@@ -60,7 +66,7 @@ BATCH = 200  # unchanged elements tessellated per step of the time budget
 MAX_PROPERTIES = 24
 MAX_VALUE_CHARS = 80
 _WELD_M = 1e-4
-_EYE3, _LAST_ROW = np.eye(3), np.array([0.0, 0.0, 0.0, 1.0])
+_EYE3, _EYE4, _LAST_ROW = np.eye(3), np.eye(4), np.array([0.0, 0.0, 0.0, 1.0])
 _CLASS_COLOURS: list[tuple[str, RGBA]] = [
     ("IfcWindow", (0.59, 0.78, 0.9, 0.5)), ("IfcDoor", (0.43, 0.59, 0.82, 1.0)),
     ("IfcSlab", (0.78, 0.78, 0.78, 1.0)), ("IfcColumn", (0.67, 0.67, 0.67, 1.0)),
@@ -79,6 +85,15 @@ class SceneRequest:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """A reference model of the session, as its scene nodes name it (``model``), and how to tessellate it."""
+    name: str
+    model: ifcopenshell.file
+    options: BodyOptions
+    placement: np.ndarray  # its world coordinates (metres) -> the working model's
+
+
+@dataclass(frozen=True)
 class BuiltScene:
     glb: bytes
     view: str
@@ -87,14 +102,16 @@ class BuiltScene:
     undrawn: list[int]
     omitted_for_size: int
     omitted_for_time: int
+    references: dict[str, int]  # nodes per reference model
 
 
 def build_scene(model: ifcopenshell.file, before: ifcopenshell.file | None, request: SceneRequest,
-                options: BodyOptions, before_options: BodyOptions) -> BuiltScene:
+                options: BodyOptions, before_options: BodyOptions,
+                references: tuple[Reference, ...] = ()) -> BuiltScene:
     started = time.monotonic()
     changed = {kind: [i for i in request.changes.get(kind, ()) if _exists(model if kind != "deleted" else before, i)]
                for kind in CHANGE_KINDS}
-    spec_name, scope = _scope(model, request)
+    spec_name, scope, storey_scoped = _scope(model, request)
     change_of = {i: kind for kind in ("added", "modified") for i in changed[kind]}
     first = [model.by_id(i) for kind in ("added", "modified") for i in changed[kind]]
     rest = [e for e in scope if e.id() not in change_of and not e.is_a("IfcSpace") and has_body(e)]
@@ -131,35 +148,65 @@ def build_scene(model: ifcopenshell.file, before: ifcopenshell.file | None, requ
             if element.id() in meshes.meshes:
                 writer.add(element, meshes.meshes[element.id()], None, None)
 
+    reference_nodes = {r.name: 0 for r in references} if spec_name != SELECTED else {}
+    band = writer.z_band() if storey_scoped else None
+    for reference in references if spec_name != SELECTED else ():
+        ref_writer = _Writer(reference.model, request.max_bytes, share=writer, model_name=reference.name,
+                             placement=reference.placement)
+        candidates = [e for e in all_elements(reference.model) if not e.is_a("IfcSpace") and has_body(e)]
+        for start in range(0, len(candidates), BATCH):
+            batch = candidates[start:start + BATCH]
+            if writer.full:
+                writer.omitted += len(batch)
+                continue
+            if time.monotonic() - started > request.time_budget_s:
+                omitted_for_time += len(batch)
+                continue
+            meshes = tessellate_bodies(reference.model, batch, reference.options)
+            undrawn.extend(meshes.undrawn)
+            for element in batch:
+                mesh = meshes.meshes.get(element.id())
+                if mesh is not None and (band is None or ref_writer.overlaps(mesh, band)):
+                    reference_nodes[reference.name] += int(ref_writer.add(element, mesh, None, None))
+
     counts = {kind: sum(1 for n in writer.builder.nodes if n.extras["change"] == kind) for kind in CHANGE_KINDS}
     extras = {"view": spec_name, "elements": len(writer.builder.nodes), "changes": counts,
               "undrawn": len(undrawn), "omitted_for_size": writer.omitted, "omitted_for_time": omitted_for_time,
-              "units": "metre", "model": "working"}
+              "units": "metre", "model": "working", "references": reference_nodes}
     glb = writer.builder.build(writer.origin(), extras)
     return BuiltScene(glb, spec_name, len(writer.builder.nodes), counts, sorted(set(undrawn)), writer.omitted,
-                      omitted_for_time)
+                      omitted_for_time, reference_nodes)
 
 
-def _scope(model: ifcopenshell.file, request: SceneRequest) -> tuple[str, list[ifcopenshell.entity_instance]]:
-    """The view's name and the elements it shows (see the module docstring)."""
+SELECTED = "selected elements"  # the scene of listed elements without a view: no references around them
+
+
+def _scope(model: ifcopenshell.file, request: SceneRequest) -> tuple[str, list[ifcopenshell.entity_instance], bool]:
+    """The view's name, the elements it shows (see the module docstring) and whether it is one storey's."""
     missing = [i for i in request.element_ids if not _exists(model, i)]
     if missing:
         raise ViewError(f"no element {', '.join(f'#{i}' for i in missing[:10])} in the model")
     listed = [model.by_id(i) for i in request.element_ids]
     if request.view is None and request.element_ids:
-        return "selected elements", listed
+        return SELECTED, listed, False
     changed = [i for kind in ("added", "modified") for i in request.changes.get(kind, ())]
     spec = resolve_view(model, request.view, changed or list(request.element_ids))
     elements = facts_of(model).contents(spec.storey) if spec.storey is not None else all_elements(model)
     seen = {e.id() for e in elements}
-    return spec.name, elements + [e for e in listed if e.id() not in seen]
+    return spec.name, elements + [e for e in listed if e.id() not in seen], spec.storey is not None
 
 
 class _Writer:
     """Adds elements as nodes, sharing meshes whose local triangles are the same, within the size budget."""
 
-    def __init__(self, model: ifcopenshell.file, max_bytes: int, share: _Writer | None = None) -> None:
+    def __init__(self, model: ifcopenshell.file, max_bytes: int, share: _Writer | None = None,
+                 model_name: str = "working", placement: np.ndarray | None = None) -> None:
         self.model = model
+        self.model_name = model_name
+        # A reference's nodes are placed into the working model's coordinates; they leave the origin (float32
+        # precision is for the working model) and the storey band alone.
+        self.placement = placement if placement is not None and not np.allclose(placement, _EYE4) else None
+        self.is_reference = model_name != "working"
         self.facts = facts_of(model)
         self.frames = self.facts.frames
         self.max_bytes = max_bytes
@@ -186,8 +233,19 @@ class _Writer:
         low, high = self._state["low"], self._state["high"]
         return np.zeros(3) if low is None else np.round((np.asarray(low) + np.asarray(high)) / 2, 3)
 
+    def z_band(self) -> tuple[float, float] | None:
+        """The heights the working model's meshes span so far (a storey's scene: where references show)."""
+        low, high = self._state["low"], self._state["high"]
+        return None if low is None else (float(low[2]), float(high[2]))
+
+    def overlaps(self, mesh: Mesh, band: tuple[float, float]) -> bool:
+        """Whether this model's mesh, placed into the working model's coordinates, reaches into the band."""
+        z = mesh.verts[:, 2] if self.placement is None else mesh.verts @ self.placement[2, :3] + self.placement[2, 3]
+        return bool(z.max() >= band[0] and z.min() <= band[1])
+
     def add(self, element: ifcopenshell.entity_instance, mesh: Mesh | None, change: str | None,
-            before_matrix: np.ndarray | None, force: bool = False) -> None:
+            before_matrix: np.ndarray | None, force: bool = False) -> bool:
+        """Add the element's node (False when the size budget left it out)."""
         placement, matrix, prepared = self.facts.prepared(element, mesh)
         mesh_index, cost = None, NODE_JSON_BYTES
         if mesh is not None and prepared is not None:
@@ -199,18 +257,23 @@ class _Writer:
             if not force and self._state["bytes"] + cost > self.max_bytes:
                 self._state["full"] = True
                 self._state["omitted"] += 1
-                return
+                return False
             if mesh_index is None:
                 mesh_index = self.builder.add_mesh(scene_mesh)
                 self._shared[key] = mesh_index
-            self._state["low"] = low if self._state["low"] is None else np.minimum(self._state["low"], low)
-            self._state["high"] = high if self._state["high"] is None else np.maximum(self._state["high"], high)
+            if not self.is_reference:
+                self._state["low"] = low if self._state["low"] is None else np.minimum(self._state["low"], low)
+                self._state["high"] = high if self._state["high"] is None else np.maximum(self._state["high"], high)
         self._state["bytes"] += cost
-        extras: dict[str, Any] = {**self.facts.extras(element, self._storey), "change": change}
+        extras: dict[str, Any] = {**self.facts.extras(element, self._storey), "model": self.model_name,
+                                  "change": change}
         if before_matrix is not None:
             extras["before_matrix"] = before_matrix @ np.linalg.inv(placement) @ matrix if placement is not None \
                 else before_matrix
+        if self.placement is not None:
+            matrix = self.placement @ matrix
         self.builder.add_node(SceneNode(_global_id(element), extras, mesh_index, matrix))
+        return True
 
     def _storey(self, element: ifcopenshell.entity_instance) -> str | None:
         known = self.facts.storey_of().get(element.id())
@@ -477,6 +540,7 @@ def scene_request(request: dict[str, Any], models: OpenModels | None = None) -> 
     before_options = BodyOptions(careful=options.careful, exact=options.exact, skip=options.skip,
                                  journal_path=options.journal_path, cache_dir=request.get("before_cache_dir"),
                                  memory=before_memory)
+    references = tuple(_reference(spec, model, models) for spec in request.get("refs") or ())
     changes = request.get("changes") or {}
     element_ids = [int(i) for i in request.get("element_ids") or ()]
     for global_id in request.get("global_ids") or ():
@@ -491,9 +555,27 @@ def scene_request(request: dict[str, Any], models: OpenModels | None = None) -> 
         view=request.get("view"), element_ids=tuple(element_ids),
         changes={kind: tuple(int(i) for i in changes.get(kind) or ()) for kind in CHANGE_KINDS},
         max_bytes=int(request.get("max_bytes") or DEFAULT_MAX_BYTES),
-        time_budget_s=float(request.get("time_budget_s") or DEFAULT_TIME_BUDGET_S)), options, before_options)
+        time_budget_s=float(request.get("time_budget_s") or DEFAULT_TIME_BUDGET_S)), options, before_options,
+        references)
     with open(request["glb_path"], "wb") as handle:
         handle.write(scene.glb)
     return {"ok": True, "view": scene.view, "nodes": scene.nodes, "counts": scene.counts, "bytes": len(scene.glb),
             "undrawn": scene.undrawn, "omitted_for_size": scene.omitted_for_size,
-            "omitted_for_time": scene.omitted_for_time}
+            "omitted_for_time": scene.omitted_for_time, "references": scene.references}
+
+
+def _reference(spec: dict[str, Any], model: ifcopenshell.file, models: OpenModels | None) -> Reference:
+    """A reference model of the request, opened (a render server keeps it, with its meshes, like the working one)."""
+    from ifc_host.refs import reference_placement
+    from ifc_host.render_scene import open_model
+
+    memory = None
+    if models is not None:
+        kept = models.get(spec["path"], spec.get("content_key"))
+        reference, memory = kept.model, kept.meshes
+    else:
+        reference = open_model(spec["path"])
+    options = BodyOptions(careful=bool(spec.get("careful")), exact=frozenset(int(i) for i in spec.get("exact") or ()),
+                          skip=frozenset(int(i) for i in spec.get("skip") or ()),
+                          journal_path=spec.get("journal_path"), cache_dir=spec.get("cache_dir"), memory=memory)
+    return Reference(str(spec["name"]), reference, options, np.asarray(reference_placement(model, reference)))

@@ -390,6 +390,7 @@ class ExportScene(Message):
     changes: SceneChanges | None = None
     before_of: str | None = None
     held_of: str | None = None
+    refs: tuple[ModelRef, ...] | None = None
     max_bytes: int | None = None
     time_budget_s: float | None = None
 
@@ -406,6 +407,7 @@ class ExportSceneResult(Message):
     undrawn: int | None = None
     omitted_for_size: int | None = None
     omitted_for_time: int | None = None
+    references: Mapping[str, int] | None = None
     before_missing: bool | None = None
     error: str | None = None
 

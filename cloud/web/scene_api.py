@@ -45,10 +45,18 @@ def result_scene(row: dict[str, Any], tool_call_id: str):
 @scene_api.get("/api/hosts/<host_id>/scene")
 @require_user()
 def host_scene(host_id: str):
-    unknown = set(request.args) - {"view", "elements", "max_bytes"}
+    unknown = set(request.args) - {"view", "elements", "max_bytes", "session"}
     if unknown:
-        return api_error(400, f"unknown parameter(s): {', '.join(sorted(unknown))} (give view, elements, max_bytes)")
+        return api_error(400, f"unknown parameter(s): {', '.join(sorted(unknown))} "
+                              "(give view, elements, max_bytes, session)")
     command: dict[str, Any] = {"type": "export_scene", "view": request.args.get("view") or None}
+    if request.args.get("session"):  # that session's reference models around the view, as its 3D images have
+        row = nexus().store.sessions.get_session(request.args["session"])
+        if row is None or row.get("user_name") != g.user.name:
+            return api_error(404, f"no session {request.args['session']}")
+        if row.get("host_id") != host_id:
+            return api_error(400, f"session: {request.args['session']} is a session of another host, not {host_id}")
+        scene_source.with_references(nexus(), row, command)
     element_ids, global_ids = [], []
     for token in (t.strip() for t in (request.args.get("elements") or "").split(",")):
         if not token:

@@ -11,7 +11,7 @@ import pytest
 from cloud.web.scene_api import three_dir
 from tests.e2e.conftest import open_chat
 from tests.support.client import write_script
-from tests.support.real_ifc import sample_host
+from tests.support.real_ifc import connected_host, sample_host
 from tests.test_scene_api import CHANGE
 
 RENAMED = "renamed by the scene test"
@@ -229,3 +229,104 @@ def test_a_validation_finding_opens_the_3d_view_and_selects_its_element(
             "(id) => document.querySelector('.scene-viewer').sceneViewer.byStepId.get(id).name", door_id)
         assert viewer.get_attribute("data-selected") == door_global_id
         assert viewer.locator(".scene-info .scene-global-id").text_content() == door_global_id
+
+
+def test_a_federated_session_s_viewer_shows_its_reference_greyed_and_clickable_and_a_toggle_hides_it(
+        server, alice, scripts_dir, tmp_path, browser_factory):
+    """The session's reference model is in the scene as context: greyed and see-through, not highlighted (the
+    highlighted count is still the change report's), a click on it names its model, and References hides it."""
+    from cloud.session_refs import save_refs
+    from ifc_host.sample import write_sample_model
+    from tests.ifc_host.test_scene_references import georeferenced
+
+    building, reference = tmp_path / "building.ifc", tmp_path / "refs" / "MEP.ifc"
+    write_sample_model(building, storeys=2)
+    georeferenced(building, 0.0)
+    write_sample_model(reference, storeys=2, seed=7)
+    georeferenced(reference, 40.0)  # beside the building, so that a click reaches it
+    with connected_host(building, server.url, alice.token) as (_, host_id):
+        session_id = alice.new_session(host_id, write_script(scripts_dir / "federated-scene.json", [
+            [{"tool_call": {"name": "execute_task_automation", "input": {"code": CHANGE}}}], [{"text": "done"}]]))
+        save_refs(server.state.store, session_id, [{"name": "MEP.ifc", "path": str(reference)}])
+        result = alice.run(session_id, "go").of("Metadata", "tool_result")[0]["metadata"]
+        assert result["committed"], result
+        reported = sum(len(result["changes"][k]) for k in ("added", "modified", "deleted"))
+
+        browser = open_chat(browser_factory, server.url, alice, host_id, 1000, 1200)
+        page = browser.page
+        page.evaluate("""async (url) => { const box = document.createElement('div'); box.id = 'federated';
+            box.style.width = '900px'; document.body.prepend(box);
+            const { openViewer } = await import('/static/js/scene_viewer.js'); await openViewer(box, url); }""",
+                      f"/api/sessions/{session_id}/results/{result['tool_call_id']}/scene")
+        viewer = page.locator("#federated")
+        assert viewer.get_attribute("data-state") == "ready", viewer.text_content()
+        references = int(viewer.get_attribute("data-references"))
+        assert references > 40 and int(viewer.get_attribute("data-highlighted")) == reported
+        assert viewer.get_attribute("data-references-shown") == "on"
+        assert "in reference models (MEP.ifc)" in viewer.locator(".scene-legend").text_content()
+        looks = page.evaluate("""() => { const v = document.querySelector('#federated').sceneViewer;
+            const m = v.references.flatMap((r) => r.meshes.map((mesh) => mesh.material));
+            return {models: [...new Set(v.references.map((r) => r.extras.model))],
+                    changed: v.references.filter((r) => r.extras.change).length,
+                    inChanged: v.changed.filter((r) => r.reference).length,
+                    opacities: [...new Set(m.map((x) => x.opacity))], colours: [...new Set(m.map((x) => x.color.getHex()))]}; }""")
+        assert looks["models"] == ["MEP.ifc"] and looks["changed"] == 0 and looks["inChanged"] == 0, looks
+        assert looks["opacities"] == [0.3] and len(looks["colours"]) == 1, looks  # one grey, see-through
+
+        # Fit all, then click a reference element where it is what a click picks: its model is named.
+        viewer.locator(".scene-fit-all").click()
+        viewer.scroll_into_view_if_needed()
+        point = None
+        for _ in range(60):
+            page.wait_for_timeout(200)
+            point = page.evaluate("""() => { const v = document.querySelector('#federated').sceneViewer;
+                for (const r of v.references.filter((e) => e.meshes.length && e.extras.ifc_class === 'IfcWall')) {
+                  const p = v.visiblePointOf(r); if (p) return {...p, id: r.name}; }
+                return null; }""")
+            if point:
+                break
+        assert point, "no reference wall is anywhere a click picks"
+        page.mouse.click(point["x"], point["y"])
+        info = viewer.locator(".scene-info")
+        assert info.locator(".scene-global-id").text_content() == point["id"]
+        assert "MEP.ifc (reference model, read-only)" in info.text_content()
+        assert "null" not in info.text_content()  # before: an element without before → after said "null"
+
+        viewer.locator(".scene-references").click()
+        assert viewer.get_attribute("data-references-shown") == "off"
+        assert page.evaluate("() => document.querySelector('#federated').sceneViewer.references"
+                             ".filter((r) => r.object.visible).length") == 0
+        viewer.locator(".scene-references").click()
+        assert viewer.get_attribute("data-references-shown") == "on"
+        browser.screenshot("scene-viewer-references.png")
+
+
+def test_a_revit_session_s_3d_toggle_says_there_is_no_revit_scene_yet(server, alice, scripts_dir, browser_factory,
+                                                                      monkeypatch):
+    """Revit answers "no scene" until a Revit glTF exporter exists, and the card says so where the viewer would be
+    (the fake Revit behind the real server)."""
+    from tests.revit.conftest import LIB
+
+    monkeypatch.syspath_prepend(str(LIB))  # the extension's runtime, as tests/revit's own tests have it
+    from tests.revit.harness import start_revit_host
+    from tests.revit.test_show_in_revit_page import RENAME_DOORS
+    from tests.support.spine import automate, say
+
+    revit = start_revit_host(server.url, alice.token)
+    try:
+        spec = write_script(scripts_dir / "revit-scene.json", [automate(RENAME_DOORS), say("Renamed.")])
+        browser = open_chat(browser_factory, server.url, alice, revit.host_id, 1000, 900)
+        browser.send("rename the doors on level 1", model=spec)
+        page = browser.page
+        card = page.locator(".tool-card").first
+        assert card.get_attribute("data-state") == "committed", card.text_content()
+        card.locator(".scene-toggle").click()
+        page.wait_for_function("() => { const v = document.querySelector('.scene-viewer');"
+                               " return v && (v.dataset.state === 'ready' || v.dataset.state === 'error'); }",
+                               timeout=60_000)
+        box = card.locator(".scene-viewer")
+        assert box.get_attribute("data-state") == "error"
+        assert "Revit hosts cannot send a 3D scene yet" in box.locator(".scene-error").text_content()
+        assert card.locator(".scene-viewer canvas").count() == 0
+    finally:
+        revit.stop()

@@ -59,3 +59,41 @@ def test_before_copies_keep_the_last_few_and_drop_what_changed_nothing(tmp_path)
     finally:
         copies.close()
     assert copies.get("c1.run") is None
+
+
+def test_the_held_snapshot_is_written_once_per_hold_and_again_for_another_hold_or_a_changed_file(tmp_path):
+    from ifc_host.scene_export import HeldSnapshot
+
+    written: list[str] = []
+
+    def write(text: str):
+        def to(path):
+            written.append(text)
+            path.write_text(text)
+        return to
+
+    snapshot = HeldSnapshot()
+    try:
+        first = snapshot.path("c1.run", write("held c1"))
+        assert snapshot.path("c1.run", write("again")) == first and first.read_text() == "held c1"
+        assert written == ["held c1"] and snapshot.writes == 1  # before: a new copy for every scene and view
+        first.write_text("changed by someone else, bigger")
+        rewritten = snapshot.path("c1.run", write("held c1 anew"))
+        assert rewritten != first and rewritten.read_text() == "held c1 anew" and not first.exists()
+        other = snapshot.path("c2.run", write("held c2"))
+        assert other not in (first, rewritten) and other.read_text() == "held c2" and not rewritten.exists()
+        snapshot.release()  # the hold ended: its file goes
+        assert not other.exists()
+        assert snapshot.path("c2.run", write("c2 once more")).read_text() == "c2 once more"
+
+        def broken(path):
+            path.write_text("half")
+            raise OSError("disk full")
+        try:
+            snapshot.path("c3.run", broken)
+        except OSError:
+            pass
+        assert sorted(p.read_text() for p in first.parent.iterdir()) == []  # nothing half-written is left
+    finally:
+        snapshot.close()
+    assert not first.parent.exists()

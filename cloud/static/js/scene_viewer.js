@@ -8,9 +8,10 @@
 // `details` is the result's change_details (before → after values shown for a clicked element);
 // `card`, when given, is the tool card whose change-report lines and before → after rows select their element.
 // The handle: select(stepIdOrGlobalId or a list of them), fitChanged(), setBefore(bool), isolateStorey(name|""), section(bool),
-// visiblePointOf(globalId) (a canvas pixel where that element is the first thing hit), close().
-// The container's data-state is loading|ready|error, data-highlighted the changed elements' count, and
-// data-ghosts the GlobalIds shown as ghosts (deleted and moved, in "before").
+// showReferences(bool), visiblePointOf(globalId) (a canvas pixel where that element is the first thing hit), close().
+// The container's data-state is loading|ready|error, data-highlighted the changed elements' count, data-ghosts
+// the GlobalIds shown as ghosts (deleted and moved, in "before"), data-references the reference models'
+// elements (context: greyed, never highlighted or counted as changes) and data-references-shown on|off.
 //
 // three.js comes from the app itself (/vendor/three/, npm ci), loaded only when a viewer opens.
 
@@ -20,6 +21,8 @@ const ORBIT_URL = "/vendor/three/examples/jsm/controls/OrbitControls.js";
 const KIND_COLOURS = { added: 0x2e9d4f, modified: 0xe08a00, deleted: 0xc8322f };
 const KIND_WORDS = { added: "added", modified: "modified", deleted: "deleted" };
 const SECTION_MARGIN_M = 1.5;
+const REFERENCE_COLOUR = 0xaab0ba;  // the reference models around the working one: grey and see-through
+const REFERENCE_OPACITY = 0.3;
 
 let libraries = null;
 function loadLibraries() {
@@ -102,12 +105,14 @@ class SceneViewer {
     this.root = gltf.scene;
     this.nodeNames = nodeNames(gltf); // GlobalIds as the file spells them (three.js sanitises object names)
     this.sceneExtras = (gltf.scenes && gltf.scenes[0] && gltf.scenes[0].userData) || gltf.scene.userData || {};
-    this.elements = []; // {object, extras, name}
+    this.elements = []; // {object, extras, name, meshes}: the working model's
+    this.references = []; // the same for the reference models' elements (extras.model: the reference's name)
     this.byGlobalId = new Map();
     this.byStepId = new Map();
     this.owners = new WeakMap(); // mesh -> its element's record (not in userData: three.js clones that as JSON)
     this.sharedMaterials = new WeakMap(); // a selected element's mesh -> the material it shares when not selected
     this.ghosts = [];
+    this.referencesShown = true;
     this.before = false;
     this.selected = null;
 
@@ -145,16 +150,21 @@ class SceneViewer {
     this.root.traverse((object) => {
       const extras = object.userData || {};
       if (extras.step_id === undefined) return;
-      const record = { object, extras, name: this.nodeNames.get(object) || object.name, meshes: [] };
+      const reference = Boolean(extras.model && extras.model !== "working");
+      const record = { object, extras, name: this.nodeNames.get(object) || object.name, meshes: [], reference };
       object.traverse((child) => { if (child.isMesh) { record.meshes.push(child); this.owners.set(child, record); } });
+      if (reference) { this.references.push(record); return; }
       this.elements.push(record);
       this.byGlobalId.set(object.name, record);
-      this.byStepId.set(extras.step_id, record);
+      this.byStepId.set(extras.step_id, record);  // a reference's step ids are its own: never looked up here
     });
     this.storeys = [...new Set(this.elements.map((e) => e.extras.storey).filter(Boolean))];
     this.changed = this.elements.filter((e) => e.extras.change);
+    this.referenceModels = [...new Set(this.references.map((r) => r.extras.model))];
     this.container.dataset.highlighted = String(this.changed.length);
     this.container.dataset.elements = String(this.elements.length);
+    this.container.dataset.references = String(this.references.length);
+    this.container.dataset.referencesShown = this.references.length ? "on" : "off";
   }
 
   toolbar(summary) {
@@ -165,10 +175,13 @@ class SceneViewer {
       text: "Before", onclick: () => this.setBefore(!this.before) });
     this.sectionButton = el("button", { type: "button", class: "scene-section", "aria-pressed": "false",
       text: "Section box", onclick: () => this.section(this.sectionButton.getAttribute("aria-pressed") !== "true") });
+    this.referencesButton = this.references.length ? el("button", { type: "button", class: "scene-references",
+      "aria-pressed": "true", title: `Reference models: ${this.referenceModels.join(", ")} (context, read-only)`,
+      text: "References", onclick: () => this.showReferences(!this.referencesShown) }) : null;
     return el("div", { class: "scene-toolbar" },
       el("button", { type: "button", class: "scene-fit-changed", text: "Fit to changed", onclick: () => this.fitChanged() }),
       el("button", { type: "button", class: "scene-fit-all", text: "Fit all", onclick: () => this.fit(this.visibleRecords()) }),
-      this.sectionButton, storeySelect, this.beforeButton);
+      this.sectionButton, storeySelect, this.beforeButton, this.referencesButton);
   }
 
   legend(summary) {
@@ -183,6 +196,8 @@ class SceneViewer {
       Object.entries(counts).filter(([, n]) => n).map(([kind, n]) =>
         el("span", { class: `scene-key ${kind}`, text: `${n} ${KIND_WORDS[kind]}` })),
       el("span", { text: `${this.elements.length} elements${summary.view ? " · " + summary.view : ""}` }),
+      this.references.length ? el("span", { class: "scene-key reference",
+        text: `${this.references.length} in reference models (${this.referenceModels.join(", ")})` }) : null,
       left.length ? el("span", { class: "scene-left-out", text: left.join(" · ") }) : null);
   }
 
@@ -212,6 +227,10 @@ class SceneViewer {
       for (const mesh of record.meshes) mesh.material = styled(mesh.material, kind);
       if (kind === "deleted") record.object.visible = false; // after: gone; before: a ghost
     }
+    // The reference models are context: one grey, see-through material for all of them, whatever their colours.
+    const context = new THREE.MeshStandardMaterial({ color: REFERENCE_COLOUR, transparent: true,
+      opacity: REFERENCE_OPACITY, depthWrite: false, side: THREE.DoubleSide });
+    for (const record of this.references) for (const mesh of record.meshes) mesh.material = context;
     // Ghosts of moved elements at their previous placement, shown in "before".
     for (const record of this.changed) {
       const before = record.extras.before_matrix;
@@ -272,11 +291,29 @@ class SceneViewer {
       record.object.visible = shownNow && this.inStorey(record);
     }
     this.setBefore(this.before);
+    this.showReferences(this.referencesShown);
     this.fit(this.visibleRecords());
   }
 
+  // The reference models' elements on or off; with a storey isolated, only those reaching into its heights.
+  showReferences(on) {
+    this.referencesShown = Boolean(on) && this.references.length > 0;
+    if (this.referencesButton) this.referencesButton.setAttribute("aria-pressed", String(this.referencesShown));
+    const storeyBox = this.storey ? this.boxOf(this.elements.filter((r) => r.object.visible && r.meshes.length)) : null;
+    for (const record of this.references) {
+      let shown = this.referencesShown;
+      if (shown && storeyBox && !storeyBox.isEmpty()) {
+        const box = new this.THREE.Box3().expandByObject(record.object);
+        shown = box.max.y >= storeyBox.min.y && box.min.y <= storeyBox.max.y;
+      }
+      record.object.visible = shown;
+    }
+    this.container.dataset.referencesShown = this.referencesShown ? "on" : "off";
+    this.draw();
+  }
+
   visibleRecords() {
-    return this.elements.filter((r) => r.object.visible && r.meshes.length);
+    return [...this.elements, ...this.references].filter((r) => r.object.visible && r.meshes.length);
   }
 
   boxOf(records) {
@@ -356,7 +393,9 @@ class SceneViewer {
     this.raycaster.setFromCamera(pointer, this.camera);
     const hits = this.raycaster.intersectObject(this.root, true).filter((hit) => visibleChain(hit.object)
       && !clippedAway(hit.point, hit.object.material.clippingPlanes));
-    return hits.length ? this.owners.get(hits[0].object) || null : null;
+    // The reference models are see-through context: a click goes through them to the working model behind.
+    const records = hits.map((hit) => this.owners.get(hit.object)).filter(Boolean);
+    return records.find((record) => !record.reference) || records[0] || null;
   }
 
   onClick(event) {
@@ -397,10 +436,12 @@ class SceneViewer {
     }
     const x = record.extras;
     const rows = [["Class", x.ifc_class], ["Name", x.name || "—"], ["GlobalId", record.name], ["Step id", `#${x.step_id}`],
-      ["Storey", x.storey || "—"], ["Change", x.change ? KIND_WORDS[x.change] : "unchanged"]];
-    const detail = this.details.get(x.step_id);
+      ["Storey", x.storey || "—"],
+      record.reference ? ["Model", `${x.model} (reference model, read-only)`]
+        : ["Change", x.change ? KIND_WORDS[x.change] : "unchanged"]];
+    const detail = record.reference ? null : this.details.get(x.step_id);
     const props = Object.entries(x.properties || {});
-    this.info.replaceChildren(
+    this.info.replaceChildren(...[
       el("table", { class: "scene-facts" }, rows.map(([k, v]) => el("tr", {}, el("th", { text: k }),
         el("td", { class: k === "GlobalId" ? "scene-global-id" : null, text: String(v) })))),
       detail && detail.changes && detail.changes.length ? el("table", { class: "scene-diff" },
@@ -409,14 +450,16 @@ class SceneViewer {
           el("td", { class: "diff-old", text: c.old ?? "—" }), el("td", { class: "diff-new", text: c.new ?? "—" }))))
         : x.before_matrix ? el("div", { class: "muted", text: "Moved: shown at its old place in Before." }) : null,
       props.length ? el("details", { class: "scene-props" }, el("summary", { text: `Properties (${props.length})` }),
-        el("table", {}, props.map(([k, v]) => el("tr", {}, el("th", { text: k }), el("td", { text: v }))))) : null);
+        el("table", {}, props.map(([k, v]) => el("tr", {}, el("th", { text: k }), el("td", { text: v }))))) : null,
+    ].filter(Boolean));  // replaceChildren would write a null as the text "null"
     this.container.dataset.selected = record.name;
     this.draw();
   }
 
-  // A canvas pixel (client coordinates) where this element is the first thing a click hits, or null.
-  visiblePointOf(globalId) {
-    const record = this.byGlobalId.get(globalId);
+  // A canvas pixel (client coordinates) where this element (its GlobalId, or its record: a reference's) is what a
+  // click picks, or null.
+  visiblePointOf(globalIdOrRecord) {
+    const record = typeof globalIdOrRecord === "string" ? this.byGlobalId.get(globalIdOrRecord) : globalIdOrRecord;
     if (!record) return null;
     const THREE = this.THREE;
     const rect = this.canvas.getBoundingClientRect();

@@ -115,8 +115,11 @@ def serve(tmp_path: Path, model: Path):
     return server_cm, host_cm, Stack(server, host_id, token, host, model)
 
 
-@pytest.fixture
-def sample_stack(tmp_path):
+@pytest.fixture(scope="module")
+def sample_stack(tmp_path_factory):
+    """One server and IFC host on the sample building for the module: only one of its tests changes the model
+    (the scene test's automation, in its own session); the others read it or change nothing."""
+    tmp_path = tmp_path_factory.mktemp("scene-sample")
     model = tmp_path / "model.ifc"
     write_sample_model(model, storeys=2)
     server_cm, host_cm, stack = serve(tmp_path, model)

@@ -88,35 +88,53 @@ def open_chat(browser_factory: Any, server_url: str, client: Client, host_id: st
     return browser
 
 
+class Chromium:
+    """Playwright's driver and one Chromium, launched on the first page a module asks for: each page gets a fresh
+    context of it (its own cookies, storage and cache, as a new profile has), which takes milliseconds where a
+    new Chromium process takes seconds of CPU."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+        self._browser: Any = None
+
+    def context(self, width: int, height: int) -> Any:
+        if self._browser is None or not self._browser.is_connected():
+            self._browser = self.driver.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                                        args=CHROMIUM_ARGS)
+        return self._browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+
+    def close(self) -> None:
+        if self._browser is not None and self._browser.is_connected():
+            self._browser.close()
+
+
 # Per module, not per session: Playwright's sync API allows one driver at a time in a process, and
 # browser tests outside tests/e2e start their own (or import these fixtures) after these modules ran.
 @pytest.fixture(scope="module")
-def playwright_driver() -> Iterator[Any]:
+def playwright_driver() -> Iterator[Chromium]:
     # scripts/test installs Chromium (CI runs it): a missing browser fails every browser test, never skips.
     if not CHROMIUM.exists():
         pytest.fail(f"browser tests need Debian's Chromium at {CHROMIUM}: run scripts/test, or apt-get install "
                     "chromium", pytrace=False)
     with sync_api.sync_playwright() as driver:
-        yield driver
-
-
-def _context(driver: Any, user_data: Path, width: int, height: int) -> Any:
-    return driver.chromium.launch_persistent_context(
-        str(user_data), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-        viewport={"width": width, "height": height}, device_scale_factor=1)
+        chromium = Chromium(driver)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 @pytest.fixture
-def browser_factory(playwright_driver, tmp_path) -> Iterator[Any]:
-    """Open pages in fresh browser profiles (a new user-data directory each); all closed at the end."""
+def browser_factory(playwright_driver) -> Iterator[Any]:
+    """Open pages, each in a fresh browser context (nothing shared with another page); all closed at the end."""
     contexts: list[Any] = []
     pages: list[BrowserPage] = []
 
     def open_page(width: int = 1280, height: int = 860) -> BrowserPage:
-        context = _context(playwright_driver, tmp_path / f"profile-{len(contexts)}", width, height)
+        context = playwright_driver.context(width, height)
         context.set_default_timeout(15_000)
         contexts.append(context)
-        page = context.pages[0] if context.pages else context.new_page()
+        page = context.new_page()
         watched = BrowserPage(page)
         page.add_init_script(WATCH_SCRIPTS)
         page.on("pageerror", lambda exc: watched.errors.append(str(exc)))

@@ -107,10 +107,13 @@ def run_suite(url: str, scenarios: list[str], out: Path) -> dict[str, list[dict]
     return {s: found[s] for s in scenarios}
 
 
-def run_scenarios(url: str, scenarios: list[str], out: Path) -> dict[str, list[dict]]:
-    """One run of the CLI per scenario (each starts one stdio server process behind the bridge)."""
-    for scenario in scenarios:
-        done = _node("server", "--url", url, "--scenario", scenario, "-o", str(out))
+def run_scenarios(bridge: StdioBridge, scenarios: list[str], out: Path) -> dict[str, list[dict]]:
+    """One run of the CLI per scenario (each starts one stdio server process behind the bridge, stopped when the
+    CLI has exited: it leaves without DELETE)."""
+    for n, scenario in enumerate(scenarios):
+        bridge.spares = n < len(scenarios) - 1
+        done = _node("server", "--url", bridge.url, "--scenario", scenario, "-o", str(out))
+        bridge.end_sessions()
         assert scenario in _checks(out), f"{scenario}: no checks written\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         _judged(scenario, _checks(out)[scenario])
         assert done.returncode == 0, f"{scenario}: exit {done.returncode}\n{done.stdout[-2000:]}"
@@ -163,8 +166,8 @@ def test_nexus_mcp_ifc_over_stdio_passes_every_applicable_scenario(sample_ifc, t
                           str(tmp_path / "out.ifc"), "--db", str(tmp_path / "db.sqlite")], env=env, cwd=str(ROOT))
     try:
         scenarios = applicable("stdio")
-        checks = run_scenarios(bridge.url, scenarios, tmp_path / "results")
+        checks = run_scenarios(bridge, scenarios, tmp_path / "results")
         assert set(checks) == set(scenarios) and "server-initialize" in checks
-        assert bridge.sessions, "no nexus mcp --ifc process was started"
+        assert bridge.ended >= len(scenarios), f"{bridge.ended} nexus mcp --ifc sessions for {len(scenarios)} scenarios"
     finally:
         bridge.close()

@@ -161,14 +161,17 @@ class _StdioSession:
 
 
 class StdioBridge(_Served):
-    """Streamable HTTP at `url` in front of one `command` stdio process per session. One spare process is
-    kept started, so a session's `initialize` does not wait for a Python process to import its modules."""
+    """Streamable HTTP at `url` in front of one `command` stdio process per session. While `spares` is true, one
+    spare process is kept started, so a session's `initialize` does not wait for a Python process to import its
+    modules; set it false before the last session, so that no process is started for nothing."""
 
     def __init__(self, command: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None) -> None:
         self.command = list(command)
         self.env = env
         self.cwd = cwd
         self.sessions: dict[str, _StdioSession] = {}
+        self.spares = True
+        self.ended = 0  # sessions stopped by end_sessions
         self._spare: _StdioSession | None = self._spawn()
         super().__init__(Starlette(routes=[Route("/{path:path}", self._handle, methods=_METHODS)]))
 
@@ -176,16 +179,25 @@ class StdioBridge(_Served):
         return _StdioSession(subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                               env=self.env, cwd=self.cwd))
 
+    def end_sessions(self) -> None:
+        """Stop every open session's process, all at once (a client that exits without DELETE leaves its
+        session open; each idle process holds a core and an IFC host)."""
+        sessions = list(self.sessions.values())
+        self.sessions.clear()
+        _stop_all(sessions)
+        self.ended += len(sessions)
+
     def close(self) -> None:
         super().close()
-        for session in [*self.sessions.values(), *([self._spare] if self._spare else [])]:
-            session.stop()
+        self.end_sessions()
+        _stop_all([self._spare] if self._spare else [])
         self._spare = None
 
     async def _start(self) -> tuple[str, _StdioSession]:
         session, self._spare = self._spare or self._spawn(), None
         session.attach(asyncio.get_running_loop())
-        self._spare = await asyncio.to_thread(self._spawn)
+        if self.spares:
+            self._spare = await asyncio.to_thread(self._spawn)
         session_id = uuid.uuid4().hex
         self.sessions[session_id] = session
         return session_id, session
@@ -237,3 +249,12 @@ class StdioBridge(_Served):
         finally:
             if session is not None and queue in session.request_streams:
                 session.request_streams.remove(queue)
+
+
+def _stop_all(sessions: list[_StdioSession]) -> None:
+    """Stop the sessions' processes in parallel: each may take a second or two to stop its IFC host."""
+    threads = [threading.Thread(target=session.stop, daemon=True) for session in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

@@ -81,7 +81,9 @@ def describe(result: Any) -> str:
     if isinstance(result, Exception):
         return f"FAILED: {str(result)[:90]}"
     late = len(getattr(result, "out_of_time", ()))
-    return f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
+    stand_ins = len(getattr(result, "boxed", ())) + len(getattr(result, "sketched", ()))
+    return (f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
+            + (f", {stand_ins} stand-ins" if stand_ins else ""))
 
 
 def one_shot(path: Path, view: str, max_px: int, meshes: Path, timeout_s: float = 900) -> Any:
@@ -152,7 +154,7 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
     load_note = "refused" if isinstance(raw, Exception) else f"{load_s:.2f} s"
     print(f"{path.name:<44} {len(model.entity_names()):>9,} entities, {path.stat().st_size / 1e6:5.1f} MB; "
           f"IfcOpenShell open {load_note}, checked open {checked_s:.2f} s; first view {first!r} "
-          f"({elements:,} elements)")
+          f"({elements:,} elements); load average {os.getloadavg()[0]:.1f}")
     del model, raw, checked
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as scratch:
         work = Path(scratch) / path.name
@@ -163,8 +165,9 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
         render_pool.pool.close_all()  # no server keeps the file from the peer's runs
         render._mesh_folders = render._MeshFolders(keep=4)
         started = time.perf_counter()
+        render.prepare(work)  # as the host's start does: the render server opens it while the keeper does
         executor = IsolatedExecutor(work, isolation="fork")
-        render.prepare(executor.committed_path)  # as HostRuntime.serve does
+        render.prepare(executor.committed_path)  # as HostRuntime.serve does (finds the prepare above under way)
         open_s = time.perf_counter() - started
         try:
             committed = str(executor.committed_path)
@@ -186,7 +189,8 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
             executor.close()
         print(f"    first plan  old {old_plan_s:6.2f} s (cpu {old_plan_cpu:5.2f} s) [{describe(old_plan)}]   new "
               f"{plan_s:6.2f} s (cpu {plan_cpu:5.2f} s) after the host's open of {open_s:6.2f} s "
-              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s)")
+              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s); load average "
+              f"{os.getloadavg()[0]:.1f}")
         print(f"    3D          old {old_3d_s:6.2f} s (cpu {old_3d_cpu:5.2f} s) [{describe(old_3d)}]   new "
               f"{view_3d_s:6.2f} s (cpu {view_3d_cpu:5.2f} s) [{describe(view_3d)}]")
         if commit:

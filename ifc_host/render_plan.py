@@ -21,6 +21,7 @@ from ifc_host.render_scene import (
     Drawing,
     Mesh,
     PlacementFrames,
+    ViewError,
     ViewSpec,
     elements_of_storey,
 )
@@ -78,6 +79,13 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
             if element_id in highlighted:
                 uncut_highlights.append(_Drawn(element, mesh, outline))
 
+    overhead_only = bool(meshes) and not (spaces or cut or below or above or uncut_highlights)
+    if overhead_only:  # all above the cut (a roof storey): their outlines, as a roof plan, never a blank image
+        above = [_Drawn(elements[i], mesh, outline) for i, mesh in meshes.items()
+                 if (outline := kept_footprint(mesh)) is not None]
+        if not above:
+            raise ViewError(f"nothing of view {spec.name!r} could be drawn: its {len(meshes)} bodies have no "
+                            f"outline in plan")
     frames = PlacementFrames(model)
     swings = {d.element.id(): swing for d in cut if d.element.is_a("IfcDoor")
               if (swing := _door_swing(d.element, d.mesh, frames)) is not None}
@@ -91,7 +99,9 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         extents.append((*(points.min(axis=0) - _LABEL_ROOM_M), *(points.max(axis=0) + _LABEL_ROOM_M)))
     canvas = Canvas(_bounds(extents), max_px,
                     _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn), len(bodies.out_of_time),
-                           len(bodies.boxed), len(bodies.sketched)),
+                           len(bodies.boxed), len(bodies.sketched))
+                    + (f" \u2014 nothing is cut at +{PLAN_CUT_HEIGHT_M:.1f} m: {len(above)} elements above it, as "
+                       f"outlines" if overhead_only else ""),
                     _legend(bool(shown)))
 
     for item in below:

@@ -42,7 +42,8 @@ Budget
     ``Box``, ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
     ``RenderedView.sketched`` and said on the image; the meshes built are kept,
     so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
-    ("nothing of view ... could be drawn"), never a blank image passed off as the view.
+    ("nothing of view ... could be drawn"), never a blank image passed off as the view; a plan whose bodies all
+    stand above the cut draws their outlines, as a roof plan, and says so in its title.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing
     it to a private temporary file first.
 """

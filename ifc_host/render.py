@@ -83,8 +83,7 @@ _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most re
 PREPARE_ENV = "NEXUS_RENDER_PREPARE_MB"  # models at least this big are prepared (render.prepare); "off": never
 DEFAULT_PREPARE_MB = 8.0  # smaller models open in about a second: nothing to win
 PREPARE_TIMEOUT_S = 300.0  # in the background: a big file on a loaded machine takes minutes
-# The first view waits for the prepare: its tessellation may use a second core (Revit's windows build in parallel).
-PREPARE_THREADS = min(2, os.cpu_count() or 1)
+PREPARE_MAX_THREADS = 2  # the first view waits for the prepare: Revit's windows build in parallel on an idle core
 
 log = logging.getLogger("nexus.render")
 
@@ -227,12 +226,22 @@ def _prepare(model_path: str, timeout_s: float) -> None:
                        "exact": sorted(recipe.exact), "skip": sorted(recipe.skip), "journal_path": str(journal),
                        "cache_dir": str(_mesh_folders.folder(key)), "content_key": key,
                        "deadline": time.time() + timeout_s * (1 - DRAWING_RESERVE_SHARE),
-                       "threads": PREPARE_THREADS}
+                       "threads": _prepare_threads()}
             crash = _attempt(request, what, timeout_s, timeout_s)
             if crash is not None and _learn(recipe, journal):
                 _remember(key, recipe)  # the view itself goes straight to what works
     except (RenderError, OSError) as exc:
         log.info("preparing %s failed: %s", model_path, exc)
+
+
+def _prepare_threads() -> int:
+    """A second thread only when a core is idle: on a busy machine it costs a third more CPU and gains no time."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1
+    return max(1, min(PREPARE_MAX_THREADS, round(cores - load)))
 
 
 def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px: int, timeout_s: float,

@@ -2,7 +2,7 @@
 commit, the plan after the commit and the change report, the views before render servers beside them.
 
     python bench/bench_corpus.py [--max-px 1568] [--files A.ifc B.ifc] [--paths X.ifc ...] [--skip-big]
-                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--no-corpus]
+                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--no-corpus] [--no-peer]
 
 `--paths` adds files outside the corpus (Revit's BasicHouse.ifc and AdvancedProject.ifc from the `ifc-mcp`
 0.2.11 source distribution, corpus/SOURCES.md: extract them into .cache, never into the repository).
@@ -136,7 +136,7 @@ def change_report_s(path: Path) -> tuple[float, float, int]:
     return write_s, report_s, sum(g["count"] for g in details.get("groups", []))
 
 
-def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) -> None:
+def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True, peer: bool = True) -> None:
     """Per file: the views the old way (a fresh child per view: the peer) and through a host and its render
     servers (the host's open prepares a big model as HostRuntime does), then a commit and the plan after it."""
     from ifc_host.executor import IsolatedExecutor, execute_command
@@ -159,8 +159,11 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as scratch:
         work = Path(scratch) / path.name
         work.write_bytes(path.read_bytes())
-        old_plan_s, old_plan_cpu, old_plan = timed_one_shot(work, first, max_px, Path(scratch) / "old-meshes")
-        old_3d_s, old_3d_cpu, old_3d = timed_one_shot(work, "3D", max_px, Path(scratch) / "old-meshes")
+        skipped: tuple[float, float, Any] = (0.0, 0.0, RenderError("not run (--no-peer)"))
+        old_plan_s, old_plan_cpu, old_plan = (timed_one_shot(work, first, max_px, Path(scratch) / "old-meshes")
+                                              if peer else skipped)
+        old_3d_s, old_3d_cpu, old_3d = (timed_one_shot(work, "3D", max_px, Path(scratch) / "old-meshes")
+                                        if peer else skipped)
 
         render_pool.pool.close_all()  # no server keeps the file from the peer's runs
         render._mesh_folders = render._MeshFolders(keep=4)
@@ -215,6 +218,7 @@ def main() -> int:
     parser.add_argument("--paths", nargs="*", type=Path, default=[], help="files outside the corpus, benched too")
     parser.add_argument("--no-commit", action="store_true", help="views only (no host, commit or change report)")
     parser.add_argument("--no-corpus", action="store_true", help="only the --paths files (and the generated one)")
+    parser.add_argument("--no-peer", action="store_true", help="leave out the old one-shot views (the peer)")
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -225,9 +229,9 @@ def main() -> int:
     folders = os.pathsep.join(map(str, corpus_dirs()))
     print(f"== corpus in {folders}: {len(present)} files" + (f" ({len(absent)} absent)" if absent else ""))
     for entry in present:
-        bench_file(entry.location, args.max_px, args.keep, not args.no_commit)
+        bench_file(entry.location, args.max_px, args.keep, not args.no_commit, not args.no_peer)
     for path in args.paths:
-        bench_file(path, args.max_px, args.keep, not args.no_commit)
+        bench_file(path, args.max_px, args.keep, not args.no_commit, not args.no_peer)
     if present:
         largest = max(present, key=lambda e: e.bytes)
         print(f"== largest corpus file: {largest.file} ({largest.bytes / 1e6:.1f} MB), figures above")
@@ -240,7 +244,7 @@ def main() -> int:
             print(f"== generated model: storeys={args.big_storeys} scale={args.big_scale} -> "
                   f"{summary['entities']:,} entities, {summary['bytes'] / 1e6:.1f} MB in "
                   f"{time.perf_counter() - started:.1f} s")
-            bench_file(path, args.max_px, args.keep, not args.no_commit)
+            bench_file(path, args.max_px, args.keep, not args.no_commit, not args.no_peer)
     return 0
 
 

@@ -2,7 +2,7 @@
 commit, the plan after the commit and the change report, the views before render servers beside them.
 
     python bench/bench_corpus.py [--max-px 1568] [--files A.ifc B.ifc] [--paths X.ifc ...] [--skip-big]
-                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--no-corpus]
+                                 [--big-storeys 10 --big-scale 30] [--keep DIR] [--no-commit] [--no-corpus] [--no-peer]
 
 `--paths` adds files outside the corpus (Revit's BasicHouse.ifc and AdvancedProject.ifc from the `ifc-mcp`
 0.2.11 source distribution, corpus/SOURCES.md: extract them into .cache, never into the repository).
@@ -81,7 +81,9 @@ def describe(result: Any) -> str:
     if isinstance(result, Exception):
         return f"FAILED: {str(result)[:90]}"
     late = len(getattr(result, "out_of_time", ()))
-    return f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
+    stand_ins = len(getattr(result, "boxed", ())) + len(getattr(result, "sketched", ()))
+    return (f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
+            + (f", {stand_ins} stand-ins" if stand_ins else ""))
 
 
 def one_shot(path: Path, view: str, max_px: int, meshes: Path, timeout_s: float = 900) -> Any:
@@ -134,7 +136,7 @@ def change_report_s(path: Path) -> tuple[float, float, int]:
     return write_s, report_s, sum(g["count"] for g in details.get("groups", []))
 
 
-def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) -> None:
+def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True, peer: bool = True) -> None:
     """Per file: the views the old way (a fresh child per view: the peer) and through a host and its render
     servers (the host's open prepares a big model as HostRuntime does), then a commit and the plan after it."""
     from ifc_host.executor import IsolatedExecutor, execute_command
@@ -152,19 +154,23 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
     load_note = "refused" if isinstance(raw, Exception) else f"{load_s:.2f} s"
     print(f"{path.name:<44} {len(model.entity_names()):>9,} entities, {path.stat().st_size / 1e6:5.1f} MB; "
           f"IfcOpenShell open {load_note}, checked open {checked_s:.2f} s; first view {first!r} "
-          f"({elements:,} elements)")
+          f"({elements:,} elements); load average {os.getloadavg()[0]:.1f}")
     del model, raw, checked
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as scratch:
         work = Path(scratch) / path.name
         work.write_bytes(path.read_bytes())
-        old_plan_s, old_plan_cpu, old_plan = timed_one_shot(work, first, max_px, Path(scratch) / "old-meshes")
-        old_3d_s, old_3d_cpu, old_3d = timed_one_shot(work, "3D", max_px, Path(scratch) / "old-meshes")
+        skipped: tuple[float, float, Any] = (0.0, 0.0, RenderError("not run (--no-peer)"))
+        old_plan_s, old_plan_cpu, old_plan = (timed_one_shot(work, first, max_px, Path(scratch) / "old-meshes")
+                                              if peer else skipped)
+        old_3d_s, old_3d_cpu, old_3d = (timed_one_shot(work, "3D", max_px, Path(scratch) / "old-meshes")
+                                        if peer else skipped)
 
         render_pool.pool.close_all()  # no server keeps the file from the peer's runs
         render._mesh_folders = render._MeshFolders(keep=4)
         started = time.perf_counter()
+        render.prepare(work)  # as the host's start does: the render server opens it while the keeper does
         executor = IsolatedExecutor(work, isolation="fork")
-        render.prepare(executor.committed_path)  # as HostRuntime.serve does
+        render.prepare(executor.committed_path)  # as HostRuntime.serve does (finds the prepare above under way)
         open_s = time.perf_counter() - started
         try:
             committed = str(executor.committed_path)
@@ -186,7 +192,8 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True) 
             executor.close()
         print(f"    first plan  old {old_plan_s:6.2f} s (cpu {old_plan_cpu:5.2f} s) [{describe(old_plan)}]   new "
               f"{plan_s:6.2f} s (cpu {plan_cpu:5.2f} s) after the host's open of {open_s:6.2f} s "
-              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s)")
+              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s); load average "
+              f"{os.getloadavg()[0]:.1f}")
         print(f"    3D          old {old_3d_s:6.2f} s (cpu {old_3d_cpu:5.2f} s) [{describe(old_3d)}]   new "
               f"{view_3d_s:6.2f} s (cpu {view_3d_cpu:5.2f} s) [{describe(view_3d)}]")
         if commit:
@@ -211,6 +218,7 @@ def main() -> int:
     parser.add_argument("--paths", nargs="*", type=Path, default=[], help="files outside the corpus, benched too")
     parser.add_argument("--no-commit", action="store_true", help="views only (no host, commit or change report)")
     parser.add_argument("--no-corpus", action="store_true", help="only the --paths files (and the generated one)")
+    parser.add_argument("--no-peer", action="store_true", help="leave out the old one-shot views (the peer)")
     args = parser.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -221,9 +229,9 @@ def main() -> int:
     folders = os.pathsep.join(map(str, corpus_dirs()))
     print(f"== corpus in {folders}: {len(present)} files" + (f" ({len(absent)} absent)" if absent else ""))
     for entry in present:
-        bench_file(entry.location, args.max_px, args.keep, not args.no_commit)
+        bench_file(entry.location, args.max_px, args.keep, not args.no_commit, not args.no_peer)
     for path in args.paths:
-        bench_file(path, args.max_px, args.keep, not args.no_commit)
+        bench_file(path, args.max_px, args.keep, not args.no_commit, not args.no_peer)
     if present:
         largest = max(present, key=lambda e: e.bytes)
         print(f"== largest corpus file: {largest.file} ({largest.bytes / 1e6:.1f} MB), figures above")
@@ -236,7 +244,7 @@ def main() -> int:
             print(f"== generated model: storeys={args.big_storeys} scale={args.big_scale} -> "
                   f"{summary['entities']:,} entities, {summary['bytes'] / 1e6:.1f} MB in "
                   f"{time.perf_counter() - started:.1f} s")
-            bench_file(path, args.max_px, args.keep, not args.no_commit)
+            bench_file(path, args.max_px, args.keep, not args.no_commit, not args.no_peer)
     return 0
 
 

@@ -38,9 +38,12 @@ Budget
     (``_drawing_reserve_s``), and the elements it did not reach are undrawn too, counted apart on the image
     ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; an element not reached whose
     body is an instance (one IfcMappedItem) of a body already built is placed from that mesh instead, exactly,
-    and counts as drawn (render_bodies.place_instances); the meshes built are kept,
+    and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own, its
+    ``Box``, ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
+    ``RenderedView.sketched`` and said on the image; the meshes built are kept,
     so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
-    ("nothing of view ... could be drawn"), never a blank image passed off as the view.
+    ("nothing of view ... could be drawn"), never a blank image passed off as the view; a plan whose bodies all
+    stand above the cut draws their outlines, as a roof plan, and says so in its title.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing
     it to a private temporary file first.
 """
@@ -63,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ifc_host import render_pool
+from ifc_host.model_file import file_signature
 from ifc_host.render_canvas import HIGHLIGHT
 
 MIN_PX, MAX_PX = 16, 8000
@@ -79,6 +83,7 @@ _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most re
 PREPARE_ENV = "NEXUS_RENDER_PREPARE_MB"  # models at least this big are prepared (render.prepare); "off": never
 DEFAULT_PREPARE_MB = 8.0  # smaller models open in about a second: nothing to win
 PREPARE_TIMEOUT_S = 300.0  # in the background: a big file on a loaded machine takes minutes
+PREPARE_MAX_THREADS = 2  # the first view waits for the prepare: Revit's windows build in parallel on an idle core
 
 log = logging.getLogger("nexus.render")
 
@@ -94,6 +99,7 @@ class RenderedView:
     undrawn: tuple[int, ...] = ()  # elements of the view whose body no geometry kernel could build (or no time)
     out_of_time: tuple[int, ...] = ()  # the undrawn ones tessellation did not reach within the budget
     boxed: tuple[int, ...] = ()  # not reached in time, drawn as their own Box representation instead
+    sketched: tuple[int, ...] = ()  # not reached in time, no Box: drawn from their FootPrint or Axis instead
 
 
 @dataclass
@@ -106,6 +112,12 @@ class _Recipe:
 
 _recipes: OrderedDict[str, _Recipe] = OrderedDict()
 _recipes_lock = threading.Lock()
+# Prepares under way, by model path: the file's signature and the thread (a second prepare of it waits for none).
+_preparing: dict[str, tuple[tuple[int, int, int, int] | None, threading.Thread]] = {}
+_preparing_lock = threading.Lock()
+# Content digests by path and file signature: hashing a 50 MB file costs a quarter of a second per view.
+_content_keys: OrderedDict[tuple[str, tuple[int, int, int, int]], str] = OrderedDict()
+_content_keys_lock = threading.Lock()
 
 
 class _MeshFolders:
@@ -172,7 +184,9 @@ def prepare(model_path: str | os.PathLike[str], timeout_s: float = PREPARE_TIMEO
     """Open a big model in a render server and tessellate its default view, in the background, so that the first
     view after a host opened (or committed) it is drawn from an open model with its meshes built. Only models of
     at least ``NEXUS_RENDER_PREPARE_MB`` (8) MB, which take seconds to open; ``off`` turns it off. A view asked
-    meanwhile waits for that server rather than opening the file a second time (render_pool.py)."""
+    meanwhile waits for that server rather than opening the file a second time (render_pool.py). Asked again for
+    the same unchanged file while its prepare is under way, it returns that prepare's thread and starts none: the
+    host calls it before its keeper opens the model, so that both opens run at once, and again once connected."""
     setting = (os.environ.get(PREPARE_ENV) or "").strip().lower()
     if setting == "off":
         return None
@@ -187,9 +201,14 @@ def prepare(model_path: str | os.PathLike[str], timeout_s: float = PREPARE_TIMEO
             return None
     except OSError:
         return None
-    thread = threading.Thread(target=_prepare, args=(str(path.resolve()), timeout_s), daemon=True,
-                              name="render-prepare")
-    thread.start()
+    resolved, signature = str(path.resolve()), file_signature(path)
+    with _preparing_lock:
+        running = _preparing.get(resolved)
+        if running is not None and running[0] == signature and running[1].is_alive():
+            return running[1]  # already under way for this very file (the host's start asks twice)
+        thread = threading.Thread(target=_prepare, args=(resolved, timeout_s), daemon=True, name="render-prepare")
+        _preparing[resolved] = (signature, thread)
+        thread.start()
     return thread
 
 
@@ -206,12 +225,23 @@ def _prepare(model_path: str, timeout_s: float) -> None:
                        "result_path": str(Path(work) / "result.json"), "careful": recipe.careful,
                        "exact": sorted(recipe.exact), "skip": sorted(recipe.skip), "journal_path": str(journal),
                        "cache_dir": str(_mesh_folders.folder(key)), "content_key": key,
-                       "deadline": time.time() + timeout_s * (1 - DRAWING_RESERVE_SHARE)}
+                       "deadline": time.time() + timeout_s * (1 - DRAWING_RESERVE_SHARE),
+                       "threads": _prepare_threads()}
             crash = _attempt(request, what, timeout_s, timeout_s)
             if crash is not None and _learn(recipe, journal):
                 _remember(key, recipe)  # the view itself goes straight to what works
     except (RenderError, OSError) as exc:
         log.info("preparing %s failed: %s", model_path, exc)
+
+
+def _prepare_threads() -> int:
+    """A second thread only when a core is idle: on a busy machine it costs a third more CPU and gains no time."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1
+    return max(1, min(PREPARE_MAX_THREADS, round(cores - load)))
 
 
 def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px: int, timeout_s: float,
@@ -284,7 +314,8 @@ def _read_result(work: Path) -> RenderedView:
                         height=int(result["height"]), view=str(result["view"]),
                         undrawn=tuple(int(i) for i in result.get("undrawn") or ()),
                         out_of_time=tuple(int(i) for i in result.get("out_of_time") or ()),
-                        boxed=tuple(int(i) for i in result.get("boxed") or ()))
+                        boxed=tuple(int(i) for i in result.get("boxed") or ()),
+                        sketched=tuple(int(i) for i in result.get("sketched") or ()))
 
 
 def _learn(recipe: _Recipe, journal: Path) -> bool:
@@ -312,11 +343,23 @@ def _learn(recipe: _Recipe, journal: Path) -> bool:
 
 
 def _content_key(model_path: str) -> str:
+    """A digest of the file's content, hashed once per version of the file (its path and signature)."""
+    signature = file_signature(model_path)
+    with _content_keys_lock:
+        known = _content_keys.get((model_path, signature)) if signature is not None else None
+    if known is not None:
+        return known
     digest = hashlib.blake2b(digest_size=16)
     with open(model_path, "rb") as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
-    return digest.hexdigest()
+    key = digest.hexdigest()
+    if signature is not None and signature == file_signature(model_path):  # unchanged while it was read
+        with _content_keys_lock:
+            _content_keys[(model_path, signature)] = key
+            while len(_content_keys) > _REMEMBERED_MODELS:
+                _content_keys.popitem(last=False)
+    return key
 
 
 def _remember(key: str, recipe: _Recipe) -> None:

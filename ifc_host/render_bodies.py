@@ -20,7 +20,8 @@ builds each element on its own, journalled, so the next crash names its element 
 
 Every view has a budget: with a ``deadline`` (the wall clock, set by the parent from the view's timeout)
 tessellation stops when it passes, and the elements not reached are *undrawn*, listed apart in
-``Bodies.out_of_time`` so the view says they ran out of time. What was built is kept in the mesh cache, so the
+``Bodies.out_of_time`` so the view says they ran out of time; those with a cheaper representation are drawn
+from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
 next view of the same model starts from it and gets further.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
-from ifc_host.render_stand_ins import box_stand_ins
+from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
@@ -55,6 +56,7 @@ class BodyOptions:
     journal_path: str | None = None
     cache_dir: str | None = None  # meshes kept for this model content (render_mesh_cache.py)
     deadline: float | None = None  # time.time() by which tessellation stops (the rest is out of time)
+    threads: int = 1  # of the one-pass iterator (a background prepare uses the machine's cores, up to two)
     # Meshes of this model kept in memory by a render server (render_models.py): read first, added to.
     memory: dict[int, Mesh] | None = field(default=None, compare=False, repr=False)
 
@@ -80,6 +82,7 @@ class Bodies:
     undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it (or no time)
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
     boxed: list[int] = field(default_factory=list)  # out of time, drawn as their own Box representation instead
+    sketched: list[int] = field(default_factory=list)  # out of time, no Box: drawn from their FootPrint or Axis
     candidates: int = 0  # elements of the view with a body
 
     @property
@@ -145,7 +148,7 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
                 _one(model, element, FAST_LIBRARY, journal, bodies)
         elif fast and not _out_of_time(options):
             journal.write("batch")
-            bodies.meshes.update(_iterate(model, fast, options.deadline))
+            bodies.meshes.update(_iterate(model, fast, options.deadline, options.threads))
             journal.write("batch done")
         # What the fast kernel could not build gets a second chance with the exact one (time allowing).
         tried = set(bodies.meshes) | ({e.id() for e in fast} if not _out_of_time(options) else set())
@@ -162,13 +165,17 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
         known = {**(memory or {}), **bodies.meshes}
         bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
-        # The rest, where the element carries a Box representation, is drawn as that box (counted apart).
+        # The rest is drawn from a cheaper representation, counted apart: its Box, else its FootPrint, else its Axis.
         boxes = box_stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
         bodies.meshes.update(boxes)
         bodies.boxed.extend(sorted(boxes))
+        for stand_ins in (footprint_stand_ins, axis_stand_ins):
+            sketches = stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
+            bodies.meshes.update(sketches)
+            bodies.sketched.extend(sorted(sketches))
         bodies.out_of_time.extend(e.id() for e in candidates if e.id() not in bodies.meshes and e.id() not in tried)
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
-    boxed = set(bodies.boxed)  # a stand-in is never kept as the element's body
+    boxed = set(bodies.boxed) | set(bodies.sketched)  # a stand-in is never kept as the element's body
     built = [bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes and e.id() not in boxed]
     if memory is not None:
         memory.update((mesh.element_id, mesh) for mesh in built)
@@ -191,10 +198,10 @@ def has_body(element: ifcopenshell.entity_instance) -> bool:
 
 
 def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
-             deadline: float | None = None) -> dict[int, Mesh]:
+             deadline: float | None = None, threads: int = 1) -> dict[int, Mesh]:
     """One pass of the fast kernel in object coordinates: elements sharing a representation (instances of one
     IfcMappedItem source, a type's body) get one geometry, built once and placed per element here."""
-    iterator = ifcopenshell.geom.iterator(_settings(world=False), model, 1, include=elements,
+    iterator = ifcopenshell.geom.iterator(_settings(world=False), model, threads, include=elements,
                                           geometry_library=FAST_LIBRARY)
     meshes: dict[int, Mesh] = {}
     if not iterator.initialize():
@@ -308,6 +315,7 @@ def _one(model: ifcopenshell.file, element: ifcopenshell.entity_instance, librar
 def _settings(world: bool = True) -> ifcopenshell.geom.settings:
     settings = ifcopenshell.geom.settings()
     settings.set("use-world-coords", world)
+    settings.set("no-normals", True)  # views use positions only; a fifth less time on Revit's faceted windows
     return settings
 
 

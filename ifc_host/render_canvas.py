@@ -347,10 +347,10 @@ def _polygons(geometry: BaseGeometry | None) -> list[Polygon]:
 
 
 def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int = 0, out_of_time: int = 0,
-                          boxed: int = 0) -> str:
+                          boxed: int = 0, sketched: int = 0) -> str:
     """A view's title, plus how many requested elements are highlighted and how many are not in the view,
     how many elements of the view could not be drawn (no geometry kernel could, or the time ran out), and how
-    many stand in as their Box representation because the time ran out."""
+    many stand in as their Box representation, or as their footprint or axis, because the time ran out."""
     if shown or elsewhere:
         title += f" \u2014 {shown} highlighted"
         if elsewhere:
@@ -361,4 +361,6 @@ def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int =
             title += f" ({out_of_time} not reached in the time allowed)"
     if boxed:
         title += f" \u2014 {boxed} drawn as boxes (no time for their shape)"
+    if sketched:
+        title += f" \u2014 {sketched} drawn as their footprint or axis (no time for their shape)"
     return title

@@ -5,10 +5,12 @@ Request: {model_path, view, element_ids, max_px, png_path, result_path}; cache_d
 content are kept (render_mesh_cache.py); and, when an earlier attempt of the same render crashed, {careful, exact,
 skip, journal_path} (see render_bodies.py); deadline, the time.time() by which tessellation stops; content_key, the
 parent's digest of the model file (a server keeps an open model only for that content). The PNG goes to png_path
-and {ok, width, height, view, undrawn, out_of_time} or {ok: false, error} to result_path (not stdout:
+and {ok, width, height, view, undrawn, out_of_time, boxed, sketched} or {ok: false, error} to result_path (not stdout:
 IfcOpenShell's native logging may write there). Exit code 0 when rendered, 1 on a reported error. With kind
-"scene" the request builds a glTF scene instead (scene_gltf.py); with kind "prepare" it only tessellates the
-view's elements into the mesh caches, for the views to come (render.prepare), and answers {ok, view, meshes}.
+"scene" the request builds a glTF scene instead (scene_gltf.py); with kind "prepare" it tessellates the
+view's elements into the mesh caches, for the views to come (render.prepare), and for a plan draws it and throws
+the image away, keeping its sections and footprints (render_geometry.py); it answers {ok, view, undrawn,
+out_of_time} (and "meshes", the count, for a 3D view); "threads" is how many the geometry iterator may use.
 
 A server reads one request per line on stdin and, once the result file is written, answers one line on its
 original stdout, {"done": request_id, "code": 0|1, "opens": n, "exit": bool}: "opens" counts the models it
@@ -40,6 +42,7 @@ from ifc_host.render_scene import Mesh, ViewError, all_elements, elements_of_sto
 from ifc_host.scene_gltf import scene_request
 
 IDLE_EXIT_S = float(os.environ.get("NEXUS_RENDER_IDLE_S") or 300)
+PREPARE_PX = 1568  # a prepared plan is drawn (and thrown away) for the plan geometry it leaves behind
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -66,6 +69,10 @@ def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: d
     element_ids = [int(i) for i in request.get("element_ids") or []]
     spec = resolve_view(model, request.get("view"), element_ids)
     options = _options(request, memory)
+    if request.get("kind") == "prepare" and spec.kind == "plan":  # drawn too: its sections and footprints are kept
+        drawing = draw_plan(model, spec, [], PREPARE_PX, options)
+        return {"ok": True, "view": spec.name, "undrawn": sorted(drawing.undrawn),
+                "out_of_time": sorted(drawing.out_of_time)}
     if request.get("kind") == "prepare":  # tessellate the view's elements for the views to come, draw nothing
         elements = elements_of_storey(spec.storey) if spec.storey is not None else [
             e for e in all_elements(model) if not e.is_a("IfcSpace")]
@@ -81,7 +88,7 @@ def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: d
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
             "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time),
-            "boxed": sorted(drawing.boxed)}
+            "boxed": sorted(drawing.boxed), "sketched": sorted(drawing.sketched)}
 
 
 def _options(request: dict[str, Any], memory: dict[int, Mesh] | None) -> BodyOptions:
@@ -89,7 +96,8 @@ def _options(request: dict[str, Any], memory: dict[int, Mesh] | None) -> BodyOpt
                        exact=frozenset(int(i) for i in request.get("exact") or ()),
                        skip=frozenset(int(i) for i in request.get("skip") or ()),
                        journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
-                       deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory)
+                       deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory,
+                       threads=max(1, int(request.get("threads") or 1)))
 
 
 def answer(request: dict[str, Any], handle: Handler) -> int:

@@ -15,12 +15,13 @@ from shapely.geometry.base import BaseGeometry
 from ifc_host import render_canvas as style
 from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, NothingDrawn, tessellate_bodies
 from ifc_host.render_canvas import Canvas, LegendEntry
-from ifc_host.render_geometry import footprint, sections
+from ifc_host.render_geometry import kept_footprint, kept_sections
 from ifc_host.render_scene import (
     PLAN_CUT_HEIGHT_M,
     Drawing,
     Mesh,
     PlacementFrames,
+    ViewError,
     ViewSpec,
     elements_of_storey,
 )
@@ -56,19 +57,19 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
     below: list[_Drawn] = []
     above: list[_Drawn] = []
     uncut_highlights: list[_Drawn] = []
-    cut_areas = dict(zip(meshes, sections(list(meshes.values()), spec.cut_z), strict=True))
+    cut_areas = dict(zip(meshes, kept_sections(list(meshes.values()), spec.cut_z), strict=True))
     for element_id, mesh in meshes.items():
         element = elements[element_id]
         high = mesh.z_range[1]
         area = cut_areas[element_id]
         if element.is_a("IfcSpace"):
-            area = area or footprint(mesh)
+            area = area or kept_footprint(mesh)
             if area is not None:
                 spaces.append(_Drawn(element, mesh, area))
         elif area is not None:
             cut.append(_Drawn(element, mesh, area))
         elif high < spec.cut_z or element_id in highlighted or element.is_a() in OVERHEAD_CLASSES:
-            outline = footprint(mesh)
+            outline = kept_footprint(mesh)
             if outline is None:
                 continue
             if high < spec.cut_z:
@@ -78,6 +79,13 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
             if element_id in highlighted:
                 uncut_highlights.append(_Drawn(element, mesh, outline))
 
+    overhead_only = bool(meshes) and not (spaces or cut or below or above or uncut_highlights)
+    if overhead_only:  # all above the cut (a roof storey): their outlines, as a roof plan, never a blank image
+        above = [_Drawn(elements[i], mesh, outline) for i, mesh in meshes.items()
+                 if (outline := kept_footprint(mesh)) is not None]
+        if not above:
+            raise ViewError(f"nothing of view {spec.name!r} could be drawn: its {len(meshes)} bodies have no "
+                            f"outline in plan")
     frames = PlacementFrames(model)
     swings = {d.element.id(): swing for d in cut if d.element.is_a("IfcDoor")
               if (swing := _door_swing(d.element, d.mesh, frames)) is not None}
@@ -91,7 +99,9 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         extents.append((*(points.min(axis=0) - _LABEL_ROOM_M), *(points.max(axis=0) + _LABEL_ROOM_M)))
     canvas = Canvas(_bounds(extents), max_px,
                     _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn), len(bodies.out_of_time),
-                           len(bodies.boxed)),
+                           len(bodies.boxed), len(bodies.sketched))
+                    + (f" \u2014 nothing is cut at +{PLAN_CUT_HEIGHT_M:.1f} m: {len(above)} elements above it, as "
+                       f"outlines" if overhead_only else ""),
                     _legend(bool(shown)))
 
     for item in below:
@@ -126,7 +136,7 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
     for swing, mark, lit in door_marks:
         _label_door(canvas, swing.label_at, swing.width, mark, lit)
     return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time,
-                   boxed=bodies.boxed)
+                   boxed=bodies.boxed, sketched=bodies.sketched)
 
 
 def _cut_colours(element: ifcopenshell.entity_instance) -> tuple[style.RGB, style.RGB | None]:
@@ -235,9 +245,10 @@ def _bounds(extents: list[tuple[float, float, float, float]]) -> tuple[float, fl
     return float(boxes[:, 0].min()), float(boxes[:, 1].min()), float(boxes[:, 2].max()), float(boxes[:, 3].max())
 
 
-def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int, boxed: int = 0) -> str:
+def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int, boxed: int = 0,
+           sketched: int = 0) -> str:
     return style.title_with_highlights(f"{spec.shown_name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown,
-                                       elsewhere, undrawn, out_of_time, boxed)
+                                       elsewhere, undrawn, out_of_time, boxed, sketched)
 
 
 def _legend(with_highlight: bool) -> list[LegendEntry]:

@@ -1,12 +1,18 @@
-"""Cheap stand-ins for the bodies a view had no time to build: an element's own ``Box`` representation
-(an ``IfcBoundingBox``, which some exporters, ArchiCAD among them, write beside the body) drawn as a box, no geometry kernel.
+"""Cheap stand-ins for the bodies a view had no time to build, from the element's other representations, in this
+order: its own ``Box`` (an ``IfcBoundingBox``, which some exporters, ArchiCAD among them, write beside the body)
+drawn as a box, no geometry kernel; its ``FootPrint`` curves (ArchiCAD's spaces) drawn as the flat area they
+enclose; the ``Axis`` of a wall, beam, column or member (Revit's and ArchiCAD's walls) drawn as a thin bar along
+it. Curves are read by IfcOpenShell's geometry (a wire, no solid to build: milliseconds per element).
 
-A stand-in is drawn, but it is not the body: the view counts these apart ("N drawn as boxes") so the
-person and the model know which parts of the image are approximate."""
+A stand-in is drawn, but it is not the body: the view counts these apart ("N drawn as boxes", "N drawn as their
+footprint or axis") so the person and the model know which parts of the image are approximate. In a plan a
+footprint or an axis lies at the element's base, below the cut, so it is drawn as an outline."""
 from __future__ import annotations
 
 import ifcopenshell
+import ifcopenshell.geom
 import numpy as np
+import shapely
 
 from ifc_host.render_scene import Mesh, PlacementFrames
 
@@ -14,6 +20,9 @@ _CORNERS = np.array([[x, y, z] for z in (0, 1) for y in (0, 1) for x in (0, 1)],
 # Twelve triangles of the unit cube over _CORNERS (bottom, top, then the four sides), outward.
 _FACES = np.array([[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4],
                    [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]], dtype=np.int64)
+AXIS_BAR_M = 0.05  # the side of the square bar drawn along an axis
+AXIS_CLASSES = ("IfcWall", "IfcBeam", "IfcColumn", "IfcMember")  # their Axis is where the body runs
+_MIN_LENGTH_M = 1e-6
 
 
 def box_stand_ins(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:
@@ -36,12 +45,110 @@ def box_stand_ins(model: ifcopenshell.file, elements: list[ifcopenshell.entity_i
     return boxes
 
 
+def footprint_stand_ins(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:
+    """World-coordinate flat meshes of the areas the elements' ``FootPrint`` curves enclose (curves that enclose
+    nothing are drawn as thin bars along them); elements without one are absent."""
+    frames = PlacementFrames(model)
+    found: dict[int, Mesh] = {}
+    for element in elements:
+        representation = _representation(element, "FootPrint")
+        placement = frames.of(element) if representation is not None else None
+        segments = _curve_segments(representation) if placement is not None else None
+        if segments is None or placement is None:
+            continue
+        local = _flat_area(segments) or _bars(segments)
+        if local is not None:
+            found[element.id()] = _placed(element, representation, *local, placement)
+    return found
+
+
+def axis_stand_ins(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:
+    """World-coordinate thin bars along the ``Axis`` of the walls, beams, columns and members among the elements
+    (the others, and those without an axis, are absent)."""
+    frames = PlacementFrames(model)
+    found: dict[int, Mesh] = {}
+    for element in elements:
+        if not any(element.is_a(name) for name in AXIS_CLASSES):
+            continue
+        representation = _representation(element, "Axis")
+        placement = frames.of(element) if representation is not None else None
+        segments = _curve_segments(representation) if placement is not None else None
+        local = _bars(segments) if segments is not None else None
+        if local is not None and placement is not None:
+            found[element.id()] = _placed(element, representation, *local, placement)
+    return found
+
+
+def _placed(element: ifcopenshell.entity_instance, representation: ifcopenshell.entity_instance, verts: np.ndarray,
+            faces: np.ndarray, placement: np.ndarray) -> Mesh:
+    world = verts @ placement[:3, :3].T + placement[:3, 3]
+    return Mesh(element.id(), element.is_a(), world, faces, np.full(len(faces), representation.id(), dtype=np.int32))
+
+
 def _bounding_box(element: ifcopenshell.entity_instance) -> ifcopenshell.entity_instance | None:
+    representation = _representation(element, "Box")
+    for item in (representation.Items or ()) if representation is not None else ():
+        if item.is_a("IfcBoundingBox") and len(item.Corner.Coordinates) == 3:
+            return item
+    return None
+
+
+def _representation(element: ifcopenshell.entity_instance, identifier: str) -> ifcopenshell.entity_instance | None:
     shape = getattr(element, "Representation", None)
     for representation in (shape.Representations or ()) if shape is not None else ():
-        if representation.RepresentationIdentifier != "Box":
-            continue
-        for item in representation.Items or ():
-            if item.is_a("IfcBoundingBox") and len(item.Corner.Coordinates) == 3:
-                return item
+        if representation.RepresentationIdentifier == identifier and representation.Items:
+            return representation
     return None
+
+
+def _curve_segments(representation: ifcopenshell.entity_instance) -> np.ndarray | None:
+    """The representation's curves as (n, 2, 3) line segments in the element's coordinates (metres), by
+    IfcOpenShell's geometry (arcs come as polylines); None when it yields none."""
+    settings = ifcopenshell.geom.settings()
+    settings.set("dimensionality", ifcopenshell.ifcopenshell_wrapper.CURVES)
+    try:
+        shape = ifcopenshell.geom.create_shape(settings, representation)
+    except Exception:  # the kernel could not read these curves: no stand-in from them
+        return None
+    verts = np.frombuffer(shape.verts_buffer, dtype=np.float64).reshape(-1, 3)
+    edges = np.frombuffer(shape.edges_buffer, dtype=np.int32).reshape(-1, 2)
+    if not len(edges) or not np.isfinite(verts).all():
+        return None
+    segments = verts[edges]
+    segments = segments[np.linalg.norm(segments[:, 1] - segments[:, 0], axis=1) > _MIN_LENGTH_M]
+    return segments if len(segments) else None
+
+
+def _flat_area(segments: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Triangles of the area the segments enclose, at their mean height (None when they enclose nothing)."""
+    area = shapely.union_all(list(shapely.get_parts(shapely.polygonize(shapely.linestrings(segments[:, :, :2])))))
+    if area.is_empty or area.area <= 0:
+        return None
+    triangles = [t for t in shapely.get_parts(shapely.constrained_delaunay_triangles(area)) if t.area > 0]
+    if not triangles:
+        return None
+    corners = np.array([t.exterior.coords[:3] for t in triangles], dtype=float).reshape(-1, 2)
+    verts = np.column_stack([corners, np.full(len(corners), float(segments[:, :, 2].mean()))])
+    faces = np.arange(len(verts), dtype=np.int64).reshape(-1, 3)
+    return verts, faces
+
+
+def _bars(segments: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """A square bar of side AXIS_BAR_M centred on each segment: eight corners and twelve triangles each."""
+    verts: list[np.ndarray] = []
+    faces: list[np.ndarray] = []
+    for start, end in segments:
+        along = end - start
+        direction = along / np.linalg.norm(along)
+        helper = np.array([0.0, 0.0, 1.0]) if abs(direction[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+        across = np.cross(direction, helper)
+        across /= np.linalg.norm(across)
+        up = np.cross(direction, across)
+        half = AXIS_BAR_M / 2
+        corners = (start + _CORNERS[:, :1] * along + (2 * _CORNERS[:, 1:2] - 1) * half * across
+                   + (2 * _CORNERS[:, 2:3] - 1) * half * up)
+        faces.append(_FACES + 8 * len(verts))
+        verts.append(corners)
+    if not verts:
+        return None
+    return np.concatenate(verts), np.concatenate(faces)

@@ -533,6 +533,9 @@ class HostHandle:
 def _build_runtime(model_path: str, server_url: str, token: str, out_path: str | None,
                    hold_timeout_s: float, reconnect: ReconnectPolicy | None,
                    isolation: str | None = None) -> HostRuntime:
+    from ifc_host.render import prepare
+
+    prepare(model_path)  # a big model's render server opens it while the keeper does (serve() finds it under way)
     executor = IsolatedExecutor(model_path, out_path, hold_timeout_s=hold_timeout_s, isolation=isolation)
     for warning in executor.document.get("warnings") or []:
         log.warning("%s: %s", Path(model_path).name, warning)

@@ -113,3 +113,30 @@ def test_small_models_are_not_prepared_and_preparing_can_be_turned_off(model_pat
     monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "off")
     assert render.prepare(model_path) is None
     assert pool.servers() == [] and pool.busy() == 0
+
+
+def test_a_second_prepare_of_the_same_file_joins_the_one_under_way(model_path, pool, monkeypatch):
+    # The host prepares its model before its keeper opens it (both opens at once) and again once connected.
+    monkeypatch.setenv("NEXUS_RENDER_PREPARE_MB", "0")
+    first = render.prepare(model_path)
+    again = render.prepare(model_path)
+    assert first is not None and again is first
+    first.join(timeout=180)
+    [server] = pool.servers()
+    assert server.opens == 1 and server.served == 1  # one prepare request, not two
+
+
+def test_a_prepared_plan_leaves_its_sections_for_the_first_view(model_path):
+    from ifc_host.render_child import render_request
+    from ifc_host.render_geometry import _memo
+    from ifc_host.render_models import OpenModels
+    from ifc_host.render_scene import resolve_view
+
+    models = OpenModels()
+    request = {"kind": "prepare", "model_path": str(model_path), "view": "Level 1", "element_ids": [],
+               "result_path": str(model_path.parent / "prepared.json")}
+    assert render_request(request, models)["ok"]
+    kept = models.get(str(model_path))
+    assert models.opens == 1 and kept.meshes
+    cut_z = resolve_view(kept.model, "Level 1", []).cut_z
+    assert all(_memo.get(mesh, ("cut", cut_z))[0] for mesh in kept.meshes.values())  # the view recomputes none

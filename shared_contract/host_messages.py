@@ -295,6 +295,7 @@ class ExportViewResult(Message):
     view: str | None = None
     undrawn: int | None = None
     boxed: int | None = None
+    sketched: int | None = None
     error: str | None = None
 
 

@@ -44,7 +44,7 @@ def export_view(ctx: ToolContext, call_id: str, view: ViewRequest) -> Exported:
     return Exported(
         message("section_image", view=result["view"], highlight=highlight),
         ImageMeta(image_id, result["width"], result["height"], result["view"], result.get("undrawn"),
-                  result.get("boxed")),
+                  result.get("boxed"), result.get("sketched")),
         {"type": "image", "media_type": "image/png", "data": result["png_base64"],
          "width": result["width"], "height": result["height"]})
 
@@ -59,6 +59,8 @@ def capture_view(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, An
         text += message("capture_undrawn", count=image.meta.undrawn)
     if image.meta.boxed:
         text += message("capture_boxed", count=image.meta.boxed)
+    if image.meta.sketched:
+        text += message("capture_sketched", count=image.meta.sketched)
     person = ToolResult(call["id"], call["name"], True, text, image.meta).to_json()
     ctx.store.results.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)

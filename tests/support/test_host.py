@@ -78,6 +78,7 @@ class TestHost:
     external_changes: dict[str, Any] | None = None  # reported once, with the next execute_result
     undrawn: int | None = None  # reported with each view image, as the IFC host counts elements it could not draw
     boxed: int | None = None  # and those it drew as boxes, out of time for their shape
+    sketched: int | None = None  # and those it drew from their footprint or axis
 
     def __post_init__(self) -> None:
         self._ws: websocket.WebSocket | None = None
@@ -210,7 +211,8 @@ class TestHost:
                 "png_base64": base64.b64encode(buffer.getvalue()).decode(), "width": image.width,
                 "height": image.height, "view": message.get("view") or "Level 1",
                 **({"undrawn": self.undrawn} if self.undrawn is not None else {}),
-                **({"boxed": self.boxed} if self.boxed is not None else {})}
+                **({"boxed": self.boxed} if self.boxed is not None else {}),
+                **({"sketched": self.sketched} if self.sketched is not None else {})}
 
 
 def _printer(out: io.StringIO):

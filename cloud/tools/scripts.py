@@ -93,7 +93,9 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         ctx.record(call["name"], Outcome.NOT_COMMITTED if automate else Outcome.COLLECTED,
                    run.code if automate else None)
         return (yield from plain(call, no_reply_text(ctx, reply)))
-    outcome = ExecuteResult.from_dict(result)  # every link hands on only replies that fit the contract
+    # Built, not checked again: every link hands on only replies it checked against the contract (the host
+    # socket, a relaying browser's POST, an in-process host: hostlink.checked_reply).
+    outcome = ExecuteResult.build(result)
     report, directives = split_epilogue_output(outcome.epilogue_stdout)
     image: Exported | None = None
     decision = None

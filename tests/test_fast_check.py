@@ -162,3 +162,16 @@ def test_a_refused_value_is_still_described_field_by_field() -> None:
                                            "stdout": 5}, "execute_result message")
     with pytest.raises(ContractError, match=r"invalid input for execute_data_collection: code"):
         validate_tool_input("execute_data_collection", {"code": 5})
+
+
+def test_a_valid_message_is_judged_without_walking_jsonschema() -> None:
+    import shared_contract.validate as validate
+
+    message = {"type": "execute_result", "request_id": "c.run", "ok": True, "stdout": "6\n", "committed": False,
+               "failures": [], "changes": {"added": [], "modified": [], "deleted": []}, "duration_ms": 3}
+    validate._validator.cache_clear()
+    validate.validate_host_message(message)
+    assert validate._validator.cache_info().currsize == 0  # jsonschema's validator was not even built
+    with pytest.raises(ContractError, match="stdout"):
+        validate.validate_host_message({**message, "stdout": 6})
+    assert validate._validator.cache_info().currsize == 1  # a refused one is described by jsonschema

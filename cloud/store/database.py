@@ -131,6 +131,7 @@ class Database:
         self.path = str(target)
         self.postgres = is_database_url(target)
         self.engine = self._engine()
+        self._open = threading.local()  # the write transaction this thread is inside, if any
         self._stop_checkpoints = threading.Event()
         if not self.postgres and self.path != ":memory:":
             threading.Thread(target=_checkpoint_periodically, args=(weakref.ref(self), self._stop_checkpoints),
@@ -198,17 +199,25 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
-        """One write transaction: committed when the block ends, rolled back if it raises."""
+        """One write transaction: committed when the block ends, rolled back if it raises. A `write` inside
+        another on the same thread joins it, so writes of several parts can land in one commit (all or none)."""
+        outer = getattr(self._open, "dbapi_conn", None)
+        if outer is not None:
+            yield Tx(outer, self)
+            return
         pooled = self.engine.raw_connection()
         try:
             dbapi_conn = pooled.dbapi_connection
             if not self.postgres:  # psycopg opens its transaction at the first statement
                 dbapi_conn.execute("BEGIN IMMEDIATE")
+            self._open.dbapi_conn = dbapi_conn
             try:
                 yield Tx(dbapi_conn, self)
             except BaseException:
                 dbapi_conn.rollback()
                 raise
+            finally:
+                self._open.dbapi_conn = None
             dbapi_conn.commit()
         finally:
             pooled.close()  # back to the pool

@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 
 from cloud.migrations import Upgrade
 from cloud.store.auth import TOKEN_SCOPES, USER_NAME, Auth, User, hash_token
-from cloud.store.database import IN_BATCH, MAX_IDLE_CONNECTIONS, Database, Tx, is_database_url
+from cloud.store.database import IN_BATCH, MAX_IDLE_CONNECTIONS, CoreTx, Database, Tx, is_database_url
 from cloud.store.deliveries import DELIVERY_KEEP_S, Deliveries
 from cloud.store.finding_runs import FindingRuns
 from cloud.store.folders import FOLDER_ACCESS, FolderGrants
@@ -43,8 +43,8 @@ from cloud.store.sessions import Sessions
 from cloud.store.user_settings import UserSettings
 
 __all__ = ["DELIVERY_KEEP_S", "FOLDER_ACCESS", "IN_BATCH", "MAX_IDLE_CONNECTIONS", "TOKEN_SCOPES", "USER_NAME",
-           "Auth", "Database", "Deliveries", "FindingRuns", "FolderGrants", "Ledger", "Results", "RuleSets", "RunLeases",
-           "Sessions", "Store", "User", "UserSettings", "hash_token", "is_database_url", "metadata"]
+           "Auth", "CoreTx", "Database", "Deliveries", "FindingRuns", "FolderGrants", "Ledger", "Results", "RuleSets", "RunLeases",
+           "Sessions", "Store", "Tx", "User", "UserSettings", "hash_token", "is_database_url", "metadata"]
 
 # attribute -> part class, in the order of the table above
 PARTS: dict[str, type] = {"auth": Auth, "user_settings": UserSettings, "sessions": Sessions, "leases": RunLeases,
@@ -118,8 +118,8 @@ class Store:
 
     # the connection itself, for the team library (cloud/skills/library.py) and tests that write raw rows
     @contextmanager
-    def _write(self) -> Iterator[Tx]:
-        with self.db.write() as tx:
+    def _write(self) -> Iterator[CoreTx]:
+        with self.db.core_write() as tx:
             yield tx
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Mapping[str, Any]]:

@@ -9,6 +9,11 @@ the few differences (substring search, locking) are chosen per dialect here. SQL
 Every write takes its own short transaction: `BEGIN IMMEDIATE` on SQLite (Python's default transaction
 handling loses updates under threads), row or advisory locks on PostgreSQL where a write reads first.
 Nothing holds a transaction across a long-lived stream. Connections come from a small pool.
+
+The parts' reads and writes (`read`, `write`) run their statements on the pooled driver connection itself:
+SQLAlchemy's statement layer (events, result proxies, its transaction object) cost about 0.15 ms of each
+store call, and a tool round trip makes half a dozen. Migrations and the team library keep a SQLAlchemy
+`Connection` (`core_write`); both paths share the one pool and its connection settings.
 """
 from __future__ import annotations
 
@@ -53,8 +58,56 @@ def marks(items: Sequence[Any]) -> str:
     return ", ".join("?" * len(items))
 
 
+class Rows:
+    """What one statement of a `Tx` gave: its rows (by position or, with `mappings`, by column name) and the
+    number of rows it changed."""
+
+    __slots__ = ("_cursor", "rowcount")
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor, self.rowcount = cursor, cursor.rowcount
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._cursor.fetchall()
+
+    def mappings(self) -> list[dict[str, Any]]:
+        return _as_dicts(self._cursor)
+
+
+def _as_dicts(cursor: Any) -> list[dict[str, Any]]:
+    if cursor.description is None:
+        return []
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
 class Tx:
-    """One write transaction: `execute` takes the store's `?` placeholders on either database."""
+    """One write transaction on a driver connection: `execute` takes the store's `?` placeholders on either
+    database."""
+
+    def __init__(self, dbapi_conn: Any, database: Database) -> None:
+        self._cursor, self._database = dbapi_conn.cursor(), database
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows:
+        self._cursor.execute(self._database.sql(sql), tuple(args))
+        return Rows(self._cursor)
+
+    def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        if rows:
+            self._cursor.executemany(self._database.sql(sql), [tuple(r) for r in rows])
+
+    def lock(self, key: str) -> None:
+        """Serialise writers of `key` until the transaction ends (SQLite's BEGIN IMMEDIATE already does)."""
+        if self._database.postgres:
+            self._cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+
+
+class CoreTx:
+    """One write transaction on a SQLAlchemy `Connection` (`_conn`), for the migrations and the team library:
+    `execute` takes the store's `?` placeholders and answers SQLAlchemy's result."""
 
     def __init__(self, conn: Connection, database: Database) -> None:
         self._conn, self._database = conn, database
@@ -67,7 +120,6 @@ class Tx:
             self._conn.exec_driver_sql(self._database.sql(sql), [tuple(r) for r in rows])
 
     def lock(self, key: str) -> None:
-        """Serialise writers of `key` until the transaction ends (SQLite's BEGIN IMMEDIATE already does)."""
         if self._database.postgres:
             self._conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
 
@@ -79,6 +131,7 @@ class Database:
         self.path = str(target)
         self.postgres = is_database_url(target)
         self.engine = self._engine()
+        self._open = threading.local()  # the write transaction this thread is inside, if any
         self._stop_checkpoints = threading.Event()
         if not self.postgres and self.path != ":memory:":
             threading.Thread(target=_checkpoint_periodically, args=(weakref.ref(self), self._stop_checkpoints),
@@ -135,7 +188,7 @@ class Database:
             before = migrations.current(conn)
         if before == migrations.head():
             return migrations.Upgrade(before, before)
-        with self.write() as db:
+        with self.core_write() as db:
             db.lock("nexus-schema")
             return migrations.upgrade(db._conn)
 
@@ -146,17 +199,53 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
+        """One write transaction: committed when the block ends, rolled back if it raises. A `write` inside
+        another on the same thread joins it, so writes of several parts can land in one commit (all or none)."""
+        outer = getattr(self._open, "dbapi_conn", None)
+        if outer is not None:
+            yield Tx(outer, self)
+            return
+        pooled = self.engine.raw_connection()
+        try:
+            dbapi_conn = pooled.dbapi_connection
+            if not self.postgres:  # psycopg opens its transaction at the first statement
+                dbapi_conn.execute("BEGIN IMMEDIATE")
+            self._open.dbapi_conn = dbapi_conn
+            try:
+                yield Tx(dbapi_conn, self)
+            except BaseException:
+                dbapi_conn.rollback()
+                raise
+            finally:
+                self._open.dbapi_conn = None
+            dbapi_conn.commit()
+        finally:
+            pooled.close()  # back to the pool
+
+    @contextmanager
+    def core_write(self) -> Iterator[CoreTx]:
+        """A write transaction on a SQLAlchemy `Connection` (migrations, the team library)."""
         with self.engine.connect() as conn:
             conn.info["write"] = True
             try:
                 with conn.begin():
-                    yield Tx(conn, self)
+                    yield CoreTx(conn, self)
             finally:
                 conn.info.pop("write", None)
 
     def read(self, sql: str, args: Sequence[Any] = ()) -> list[Mapping[str, Any]]:
-        with self.engine.connect() as conn:
-            return list(conn.exec_driver_sql(self.sql(sql), tuple(args)).mappings().all())
+        """The rows of one query (SQLite: the statement's own snapshot; PostgreSQL: its transaction, ended)."""
+        pooled = self.engine.raw_connection()
+        try:
+            cursor = pooled.dbapi_connection.cursor()
+            try:
+                cursor.execute(self.sql(sql), tuple(args))
+                return _as_dicts(cursor)
+            finally:
+                if self.postgres:
+                    pooled.dbapi_connection.rollback()
+        finally:
+            pooled.close()
 
     def close(self) -> None:
         self._stop_checkpoints.set()

@@ -93,7 +93,9 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         ctx.record(call["name"], Outcome.NOT_COMMITTED if automate else Outcome.COLLECTED,
                    run.code if automate else None)
         return (yield from plain(call, no_reply_text(ctx, reply)))
-    outcome = ExecuteResult.from_dict(result)  # every link hands on only replies that fit the contract
+    # Built, not checked again: every link hands on only replies it checked against the contract (the host
+    # socket, a relaying browser's POST, an in-process host: hostlink.checked_reply).
+    outcome = ExecuteResult.build(result)
     report, directives = split_epilogue_output(outcome.epilogue_stdout)
     image: Exported | None = None
     decision = None
@@ -103,8 +105,6 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
     if outcome.held:
         result, decision = yield from settle(ctx, call, result, report, image)
     committed = bool(result.get("committed"))
-    ctx.record(call["name"], (Outcome.COMMITTED if committed else Outcome.NOT_COMMITTED) if automate
-               else Outcome.COLLECTED, run.code if automate else None)
     text = describe_run(result, run.mode, report, ctx.settings, image_caption=image.caption if image else None,
                         notes=run.notes, extra=run.extra, decision=decision)
     person = ScriptResult(
@@ -116,7 +116,10 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         directives=directives, decision=decision, external_changes=result.get("external_changes"),
         blocked=result.get("blocked", []), dialogs=result.get("dialogs", []),
         change_details=result.get("change_details"), validation=result.get("validation")).to_json()
-    ctx.store.results.save_result(ctx.session.session_id, call["id"], person)
+    with ctx.store.db.write():  # what the call did to the run's state and the person's copy: one commit
+        ctx.record(call["name"], (Outcome.COMMITTED if committed else Outcome.NOT_COMMITTED) if automate
+                   else Outcome.COLLECTED, run.code if automate else None)
+        ctx.store.results.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)
     images = [image.part] if image and image.part and committed else []
     return tool_result_part(call["id"], call["name"], text, images, is_error=not result.get("ok"))

@@ -201,9 +201,11 @@ def peers(args: argparse.Namespace) -> None:
                     await read(session, name, servers[name][2])
                     times[name].append(time.perf_counter() - started)
 
+    load_before = os.getloadavg()[0]
     anyio.run(run)
     print(f"{args.calls} door reads per server, round-robin, official mcp client over stdio, on {model.name} "
-          f"({model.stat().st_size / 1e6:.1f} MB)")
+          f"({model.stat().st_size / 1e6:.1f} MB); load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)")
     print(f"{'':10}{'first s':>10}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
     for name, values in times.items():
         print(f"{name:10}{first[name]:10.2f}{percentile(values, 0.5) * 1e3:10.2f}"

@@ -27,9 +27,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -38,10 +36,17 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import ifc_host
 from ifc_host import limits as script_limits
-from ifc_host.isolation import ISOLATIONS, default_isolation
+from ifc_host.isolation import default_isolation
 from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
+from ifc_host.keeper_process import (
+    DEFAULT_HOLD_TIMEOUT_S,
+    ISOLATIONS,
+    LaunchedKeeper,
+    default_keeper_launch,
+    exec_keeper,
+    keeper_environment,
+)
 from ifc_host.model_file import BadModelError, file_signature
 from shared_contract.host_messages import NO_CHANGES, Epilogue, ErrorInfo, ExecuteCommand, ModelRef
 from shared_contract.validate import content_hash
@@ -49,18 +54,7 @@ from shared_contract.validate import content_hash
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 300.0
-DEFAULT_HOLD_TIMEOUT_S = 900.0
 CANCELLED_HELD = "cancelled while awaiting a keep/discard decision: discarded, the model is unchanged"
-# What the keeper's environment keeps from ours: enough for Python to start, nothing secret.
-_KEEPER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
-                       "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV",
-                       *script_limits.VARIABLES)
-
-
-def default_keeper_launch() -> str:
-    """How the keeper process is started: "exec" (POSIX) or "multiprocessing" (Windows)."""
-    return "exec" if os.name == "posix" else "multiprocessing"
-
 
 class SpawnedKeeper:
     """A keeper started with multiprocessing, behind the few subprocess.Popen calls the proxy makes."""
@@ -138,15 +132,22 @@ class IsolatedExecutor:
 
     def __init__(self, model_path: str | os.PathLike[str], save_path: str | os.PathLike[str] | None = None,
                  hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S, isolation: str | None = None,
-                 keeper_launch: str | None = None) -> None:
-        self.isolation = isolation or default_isolation()
-        script_limits.from_environment()  # a bad NEXUS_SCRIPT_* value is refused here, naming it (BadLimit)
-        if self.isolation not in ISOLATIONS:
-            raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {self.isolation!r}")
-        self.model_path = Path(model_path).resolve()
-        self.save_path = Path(save_path).resolve() if save_path else self.model_path
-        if not self.save_path.parent.is_dir():
-            raise BadModelError(f"{self.save_path}: the output folder {self.save_path.parent} does not exist")
+                 keeper_launch: str | None = None, launched: LaunchedKeeper | None = None) -> None:
+        """`launched`: a keeper already started on these paths (keeper_process.start_early), used as the
+        first keeper instead of starting one; closed here if these arguments are refused."""
+        try:
+            self.isolation = isolation or default_isolation()
+            script_limits.from_environment()  # a bad NEXUS_SCRIPT_* value is refused here, naming it (BadLimit)
+            if self.isolation not in ISOLATIONS:
+                raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {self.isolation!r}")
+            self.model_path = Path(model_path).resolve()
+            self.save_path = Path(save_path).resolve() if save_path else self.model_path
+            if not self.save_path.parent.is_dir():
+                raise BadModelError(f"{self.save_path}: the output folder {self.save_path.parent} does not exist")
+        except BaseException:
+            if launched is not None:
+                _retire_keeper(*launched)
+            raise
         self.hold_timeout_s = hold_timeout_s
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()  # requests and aborts share the keeper's connection
@@ -163,7 +164,7 @@ class IsolatedExecutor:
         self._successor: subprocess.Popen[bytes] | SpawnedKeeper | None = None  # starting, not yet in service
         self.handovers = 0
         self._state = KeeperState(self.model_path, None)  # replaced by the keeper's own account as it starts
-        self.document = self._start(self.model_path)
+        self.document = self._start(self.model_path, launched)
 
     # --- public ---------------------------------------------------------------------------------------
     @property
@@ -353,8 +354,8 @@ class IsolatedExecutor:
         self._state = KeeperState.of_reply(reply, time.monotonic())
         del reply["keeper"]
 
-    def _start(self, path: Path) -> dict[str, Any]:
-        proc, conn = self._launch(path)
+    def _start(self, path: Path, launched: LaunchedKeeper | None = None) -> dict[str, Any]:
+        proc, conn = launched or self._launch(path)
         reply = self._hello(proc, conn, path)
         self._proc, self._conn = proc, conn
         self._take_state(reply)
@@ -363,14 +364,9 @@ class IsolatedExecutor:
 
     def _launch(self, path: Path, expect_signature: tuple[int, ...] | None = None,
                 ) -> tuple[subprocess.Popen[bytes] | SpawnedKeeper, Connection]:
-        env = {name: os.environ[name] for name in _KEEPER_ENVIRONMENT if name in os.environ}
-        package_root = str(Path(ifc_host.__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        # The keeper forks: native thread pools (OpenBLAS via numpy) must not exist in it.
-        env.update({name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
         if self.keeper_launch == "exec":
-            return self._exec_keeper(path, env, expect_signature)
-        return self._spawn_keeper(path, env, expect_signature)
+            return exec_keeper(path, self.save_path, self.hold_timeout_s, self.isolation, expect_signature)
+        return self._spawn_keeper(path, keeper_environment(), expect_signature)
 
     def _hello(self, proc: subprocess.Popen[bytes] | SpawnedKeeper, conn: Connection, path: Path) -> dict[str, Any]:
         """The keeper's first message (its model opened, its first script process ready), or why it failed."""
@@ -478,21 +474,6 @@ class IsolatedExecutor:
             threading.Thread(target=_retire_keeper, args=(old_proc, old_conn), name="keeper-retire",
                              daemon=True).start()
         return True
-
-    def _exec_keeper(self, path: Path, env: dict[str, str], expect_signature: tuple[int, ...] | None,
-                     ) -> tuple[subprocess.Popen[bytes], Connection]:
-        """POSIX: a fresh interpreter with exactly this environment, its end of a socket pair passed as an fd."""
-        ours, theirs = socket.socketpair()
-        successor = ["--expect-signature", ",".join(map(str, expect_signature))] if expect_signature else []
-        command = [sys.executable, "-m", "ifc_host.keeper", "--fd", str(theirs.fileno()),
-                   "--hold-timeout", repr(self.hold_timeout_s), "--isolation", self.isolation, *successor,
-                   str(path), str(self.save_path)]
-        try:
-            proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env,
-                                    start_new_session=True)
-        finally:
-            theirs.close()
-        return proc, Connection(ours.detach())
 
     def _spawn_keeper(self, path: Path, env: dict[str, str], expect_signature: tuple[int, ...] | None,
                       ) -> tuple[SpawnedKeeper, Connection]:

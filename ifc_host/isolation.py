@@ -6,7 +6,12 @@
   is unsafe). A warm spare process, started with multiprocessing's 'spawn' method, has already imported
   IfcOpenShell, loaded the committed file and confined itself; it runs exactly one script and is replaced in
   the background (from the new file after a commit), with a second one kept ready behind it. Same
-  guarantees: the script's process is thrown away.
+  guarantees: the script's process is thrown away. Each spare parses the file itself, and that cannot be
+  avoided: without fork, the only way to give a process its own copy of an IfcOpenShell model (whose
+  entities live in the native memory of the process that read them) is to read it again, and a process
+  that ran one script is never given another (the script may have changed anything in it, the model, the
+  modules, its threads). Reads that follow each other faster than one parse take turns with the two
+  spares kept ready, a read-only one never waiting for more than one parse.
 
 Both hand the keeper a ScriptProcess: send commands, read messages and the serialised model, kill, reap.
 The keeper's child is the script's supervisor; the script runs in a process of its own below it, whose
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ifc_host import limits as script_limits
 from ifc_host import process_count, sandbox
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.pipes import MessageReader, send_message
 from ifc_host.process_tree import ScriptHandle, reap_bounded
 from ifc_host.refs import LoadedRef, ReferenceCache, ReferenceProblem, RefSpec, specs_of
@@ -35,7 +41,6 @@ from ifc_host.refs import LoadedRef, ReferenceCache, ReferenceProblem, RefSpec, 
 if TYPE_CHECKING:
     import ifcopenshell
 
-ISOLATIONS = ("fork", "spawn")
 SPARE_START_TIMEOUT_S = 300.0
 SUPERVISOR_GRACE_S = 10.0  # for the supervisor to reap what the script left and exit, once the script is dead
 _OUTPUT_FILES = ("stdout", "epilogue", "crash")
@@ -181,8 +186,9 @@ class _WarmSpares(abc.ABC):
     IfcOpenShell and loads the model), so two are kept and a replacement starts as soon as one is taken; the
     next call after a cancelled or failed script, which changed nothing, then finds one ready. A commit makes
     them all useless. A forked child is forked in milliseconds but takes longer to confine itself (tens of
-    milliseconds, more on a busy machine): two are kept, replaced after the reply, so a call that follows
-    the last one at once finds one confined and waiting."""
+    milliseconds, more on a busy machine): two are kept, so a call that follows the last one at once finds
+    one confined and waiting. The one a read-only script takes is replaced while that script runs; after an
+    automation, which may change the model, only after the reply."""
 
     name = ""
     ahead = 1
@@ -257,8 +263,11 @@ class _WarmSpares(abc.ABC):
         run.request_id, run.mode, run.started = job["request_id"], job["mode"], time.monotonic()
         run.timeout_s = float(job["timeout_s"])
         run.send(job)
-        if self.replace_when_taken and self.replenishing:
-            self._fill(model, committed_path, self.ahead)  # loads while the script runs
+        if self.replenishing and (self.replace_when_taken or job["mode"] == "collect"):
+            # While the script runs (the keeper only waits for it meanwhile): a read-only script cannot change
+            # the committed model, so its replacement is certain to be used, and nothing is left after the
+            # reply for a call that follows at once to wait for.
+            self._fill(model, committed_path, self.ahead)
         return run
 
     def probe(self, model: ifcopenshell.file, committed_path: Path) -> dict[str, str]:

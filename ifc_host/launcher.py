@@ -29,7 +29,7 @@ from typing import IO
 
 import ifc_host
 from ifc_host import limits as script_limits
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS, start_early
 
 TOKEN_VARIABLE = "NEXUS_TOKEN"
 EXIT_BAD_INPUT = 2
@@ -99,9 +99,6 @@ def keep_memory_private() -> None:
 
 def serve_from_arguments(args: argparse.Namespace) -> int:
     """Run a host until interrupted: the body of `nexus ifc-host`. Returns an exit status."""
-    from ifc_host.model_file import BadModelError
-    from ifc_host.runtime import HostRejected, HostReplaced, run_host
-
     keep_memory_private()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
@@ -109,13 +106,17 @@ def serve_from_arguments(args: argparse.Namespace) -> int:
     except TokenMissing as exc:
         print(f"nexus: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    # The keeper imports IfcOpenShell and opens the model while this process imports the rest of the host.
+    keeper = start_early(args.model, args.out, args.isolation)
+    from ifc_host.model_file import BadModelError
+    from ifc_host.runtime import HostRejected, HostReplaced, run_host
     stop = threading.Event()
     if hasattr(signal, "SIGTERM"):
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if args.with_parent:
         _stop_with_parent(stop)
     try:
-        run_host(args.model, args.server, token, stop, out_path=args.out, isolation=args.isolation)
+        run_host(args.model, args.server, token, stop, out_path=args.out, isolation=args.isolation, keeper=keeper)
     except HostRejected as exc:
         print(f"nexus: {exc}", file=sys.stderr)
         return EXIT_TOKEN_REFUSED

@@ -36,6 +36,7 @@ import websocket
 
 from ifc_host import protocol
 from ifc_host.executor import DEFAULT_HOLD_TIMEOUT_S, IsolatedExecutor
+from ifc_host.keeper_process import LaunchedKeeper
 from ifc_host.scene_export import BeforeCopies, HeldSnapshot
 from shared_contract.host_messages import Decide, ExecuteCommand
 from shared_contract.validate import ContractError, content_hash
@@ -532,11 +533,12 @@ class HostHandle:
 
 def _build_runtime(model_path: str, server_url: str, token: str, out_path: str | None,
                    hold_timeout_s: float, reconnect: ReconnectPolicy | None,
-                   isolation: str | None = None) -> HostRuntime:
+                   isolation: str | None = None, keeper: LaunchedKeeper | None = None) -> HostRuntime:
     from ifc_host.render import prepare
 
     prepare(model_path)  # a big model's render server opens it while the keeper does (serve() finds it under way)
-    executor = IsolatedExecutor(model_path, out_path, hold_timeout_s=hold_timeout_s, isolation=isolation)
+    executor = IsolatedExecutor(model_path, out_path, hold_timeout_s=hold_timeout_s, isolation=isolation,
+                                launched=keeper)
     for warning in executor.document.get("warnings") or []:
         log.warning("%s: %s", Path(model_path).name, warning)
     try:
@@ -548,15 +550,17 @@ def _build_runtime(model_path: str, server_url: str, token: str, out_path: str |
 
 def run_host(model_path: str, server_url: str, token: str, stop: threading.Event | None = None,
              out_path: str | None = None, *, hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S,
-             reconnect: ReconnectPolicy | None = None, isolation: str | None = None) -> None:
-    """Serve `model_path` to the orchestrator at `server_url` until `stop` is set (blocking).
+             reconnect: ReconnectPolicy | None = None, isolation: str | None = None,
+             keeper: LaunchedKeeper | None = None) -> None:
+    """Serve `model_path` to the orchestrator at `server_url` until `stop` is set (blocking). `keeper`: the
+    model keeper already started on these paths (keeper_process.start_early).
 
     Raises BadModelError at once for an unusable file, HostRejected if the server refuses or revokes the token,
     HostReplaced if another connection takes this host id over.
     Commits go to `out_path` when given (the input file is then never modified), else back to `model_path`.
     """
     stop = stop or threading.Event()
-    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect, isolation)
+    runtime = _build_runtime(model_path, server_url, token, out_path, hold_timeout_s, reconnect, isolation, keeper)
     try:
         runtime.serve(stop)
     except KeyboardInterrupt:

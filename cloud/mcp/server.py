@@ -154,6 +154,16 @@ def structured_result(structured: dict[str, Any], is_error: bool = False,
                           structured_content=structured, is_error=is_error)
 
 
+def _next_to_act_on(items: Iterator[Any]) -> Any:
+    """The call's next item that its MCP side acts on (its outcome, or a held change's review request), read
+    in one hop to a worker thread rather than one per chunk: the chunks between are the chat page's."""
+    while True:
+        item = next(items)
+        if isinstance(item, CallOutcome) or (
+                item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request"):
+            return item
+
+
 def error_result(text: str) -> CallToolResult:
     return structured_result({"ok": False, "error": text}, is_error=True)
 
@@ -348,7 +358,7 @@ class NexusMcp:
         try:
             while outcome is None:
                 # abandon_on_cancel: a notifications/cancelled reaches us now, not once the script has ended
-                item = await anyio.to_thread.run_sync(next, items, abandon_on_cancel=True)
+                item = await anyio.to_thread.run_sync(_next_to_act_on, items, abandon_on_cancel=True)
                 if isinstance(item, CallOutcome):
                     outcome = item
                 elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":

@@ -42,3 +42,30 @@ def test_after_a_reply_two_confined_spares_wait_and_no_teardown_is_waited_for(tm
     finally:
         keeper.shutdown()
     assert not keeper.retired, "shutdown reaps every finished script process"
+
+
+def test_a_read_replaces_its_spare_while_it_runs_so_nothing_is_left_for_after_the_reply(tmp_path: Path):
+    """A read-only script cannot change the committed model: the spare it took is replaced while it runs
+    (the keeper only waits for it meanwhile), so by the time its reply is sent the keeper holds both spares
+    again and a call that follows at once waits for no fork. An automation's is replaced only after the
+    reply (it may change the model, which makes every spare useless)."""
+    path = tmp_path / "sample.ifc"
+    write_sample_model(str(path), storeys=1)
+    child.preimport()
+    keeper = Keeper(open_checked(path), path, 60.0, isolation="fork")
+    try:
+        keeper.after_reply()  # as after the keeper's first message: the spares kept ahead are started
+        keeper.handle({"op": "warm"})
+        ahead = len(keeper.strategy.spares)
+        assert ahead == 2
+        before = [run for run, _path in keeper.strategy.spares]
+        _collect(keeper, 1)  # no after_reply: what the reply found when it was sent
+        now = [run for run, _path in keeper.strategy.spares]
+        assert len(now) == ahead, "the read's replacement was started while it ran"
+        assert now[0] is before[1] and now[1] not in before
+        command = execute_command("a1", "automate", "pass", 60.0, hold=False).to_dict()
+        reply = keeper.handle({"op": "execute", "command": command, "model_name": None})
+        assert reply["ok"], reply
+        assert len(keeper.strategy.spares) == ahead - 1, "an automation's spare is replaced after the reply"
+    finally:
+        keeper.shutdown()

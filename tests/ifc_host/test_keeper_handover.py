@@ -1,6 +1,8 @@
 """After a commit the keeper hands over to a fresh process that opened the new file (issue 29, item 2): its
 memory stays that of one model however many commits came before, rollbacks stay exact, and what the keeper
-knows (late decisions, the saved file's identity) survives the handover. Real keepers on real IfcOpenShell."""
+knows (late decisions, the saved file's identity) survives the handover. It does so on a big file or once its
+memory grew (ifc_host/handover.py), not after a small file's commit. These tests hand over after every commit
+(handover.ALWAYS), except those of the policy itself. Real keepers on real IfcOpenShell."""
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, KeeperUnavailable, execute_command
+from ifc_host.handover import ALWAYS
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import file_signature
 from ifc_host.sample import write_sample_model
@@ -54,7 +57,7 @@ def big_model(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def executor(big_model: Path) -> Iterator[IsolatedExecutor]:
-    runner = IsolatedExecutor(big_model, isolation="fork")
+    runner = IsolatedExecutor(big_model, isolation="fork", handover=ALWAYS)
     yield runner
     runner.close()
 
@@ -92,7 +95,7 @@ def test_every_commit_hands_over_to_a_fresh_keeper_of_one_model(executor: Isolat
 def test_a_held_automation_and_a_late_decision_survive_the_handover(tmp_path: Path, isolation: str):
     model = tmp_path / "model.ifc"
     write_sample_model(model, storeys=2)
-    runner = IsolatedExecutor(model, isolation=isolation, hold_timeout_s=3.0)
+    runner = IsolatedExecutor(model, isolation=isolation, hold_timeout_s=3.0, handover=ALWAYS)
     try:
         runner.wait_warm()
         # An automation that expires unanswered: the keeper remembers why a late decision is refused.

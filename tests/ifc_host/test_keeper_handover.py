@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,10 +49,18 @@ def first_door(executor: IsolatedExecutor) -> str:
     return reply["stdout"].strip()
 
 
-@pytest.fixture()
-def big_model(tmp_path: Path) -> Path:
-    path = tmp_path / "office.ifc"
+@pytest.fixture(scope="module")
+def built_office(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built once for the module (about 5 s of CPU), copied for each test."""
+    path = tmp_path_factory.mktemp("office") / "office.ifc"
     write_sample_model(path, storeys=10, scale=5)  # ~56,000 entities: a replaced model's memory shows
+    return path
+
+
+@pytest.fixture()
+def big_model(tmp_path: Path, built_office: Path) -> Path:
+    path = tmp_path / "office.ifc"
+    shutil.copyfile(built_office, path)
     return path
 
 

@@ -6,9 +6,11 @@ travels (no tokens, no API keys, no server settings), so neither it nor any scri
 hand a secret to a script. If the keeper itself dies, the proxy starts a new one from the last committed
 file, so nothing committed is lost and the host keeps serving.
 
-After each commit the keeper is replaced by a fresh one that opened the new file (`_hand_over`): a process
-that has parsed one model, however many commits came before, so its memory and the cost of forking it do not
-grow with the commits (IfcOpenShell keeps what a replaced model used). The successor starts in the
+After a commit on a big model, or once the keeper's memory has grown well past one model's (handover.py
+says when), the keeper is replaced by a fresh one that opened the new file (`_hand_over`): a process that has
+parsed one model, however many commits came before, so its memory and the cost of forking it do not grow with
+the commits (IfcOpenShell keeps what a replaced model used). After a commit on a small model the keeper goes on
+serving (`_keep_keeper`): a fresh interpreter would cost more than the memory it saves. The successor starts in the
 background while the old keeper goes on serving; it takes over between requests, once nothing is held, with
 the old keeper's late decisions and early aborts, and only if the saved file is still the one the old keeper
 wrote (otherwise the old keeper stays, and sees the change as before). A successor that fails to start costs
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ifc_host import limits as script_limits
+from ifc_host.handover import HandoverPolicy, resident_bytes
 from ifc_host.isolation import default_isolation
 from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
 from ifc_host.keeper_process import (
@@ -132,12 +135,15 @@ class IsolatedExecutor:
 
     def __init__(self, model_path: str | os.PathLike[str], save_path: str | os.PathLike[str] | None = None,
                  hold_timeout_s: float = DEFAULT_HOLD_TIMEOUT_S, isolation: str | None = None,
-                 keeper_launch: str | None = None, launched: LaunchedKeeper | None = None) -> None:
+                 keeper_launch: str | None = None, launched: LaunchedKeeper | None = None,
+                 handover: HandoverPolicy | None = None) -> None:
         """`launched`: a keeper already started on these paths (keeper_process.start_early), used as the
         first keeper instead of starting one; closed here if these arguments are refused."""
         try:
             self.isolation = isolation or default_isolation()
             script_limits.from_environment()  # a bad NEXUS_SCRIPT_* value is refused here, naming it (BadLimit)
+            # When a commit hands over to a fresh keeper; a bad NEXUS_KEEPER_* value is refused here, naming it.
+            self.handover_policy = handover or HandoverPolicy.from_environment()
             if self.isolation not in ISOLATIONS:
                 raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, not {self.isolation!r}")
             self.model_path = Path(model_path).resolve()
@@ -163,6 +169,7 @@ class IsolatedExecutor:
         self._handover: threading.Thread | None = None
         self._successor: subprocess.Popen[bytes] | SpawnedKeeper | None = None  # starting, not yet in service
         self.handovers = 0
+        self._rss_at_open: int | None = None  # the keeper's resident memory once its model was open
         self._state = KeeperState(self.model_path, None)  # replaced by the keeper's own account as it starts
         self.document = self._start(self.model_path, launched)
 
@@ -299,6 +306,13 @@ class IsolatedExecutor:
     def keeper_pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    @property
+    def keeper_memory_growth(self) -> int | None:
+        """Bytes the keeper's resident memory grew since it opened its model (None where it cannot be read):
+        what the handover policy's growth bound is compared with after a commit."""
+        now = resident_bytes(self.keeper_pid)
+        return None if now is None or self._rss_at_open is None else now - self._rss_at_open
+
     def close(self) -> None:
         self._closed = True
         successor = self._successor
@@ -334,7 +348,11 @@ class IsolatedExecutor:
                 self._take_state(reply)
                 written = self._state.signature
                 if written and reply.get("committed") and not reply.get("unchanged"):
-                    self._replace_keeper(written)  # under the lock: no older successor takes over now
+                    # Under the lock: no older successor takes over now.
+                    if self.handover_policy.hands_over(written[2], resident_bytes(self.keeper_pid), self._rss_at_open):
+                        self._replace_keeper(written)
+                    else:
+                        self._keep_keeper()
                 return reply
             except (EOFError, OSError, TimeoutError) as exc:
                 self._state = self._state.without_hold()  # whatever it held went with it
@@ -358,6 +376,7 @@ class IsolatedExecutor:
         proc, conn = launched or self._launch(path)
         reply = self._hello(proc, conn, path)
         self._proc, self._conn = proc, conn
+        self._rss_at_open = resident_bytes(proc.pid)
         self._take_state(reply)
         self._note_sandbox(reply)
         return reply["document"]
@@ -394,6 +413,27 @@ class IsolatedExecutor:
                      "; ".join(f"{k}: {v}" for k, v in self.sandbox.items()))
 
     # --- replacing the keeper after a commit -------------------------------------------------------
+    def _keep_keeper(self) -> None:
+        """The keeper that committed goes on serving (caller holds self._lock): a successor still loading an
+        older commit is stale, and the keeper, which expects one after every commit, prepares its next
+        scripts' processes again. If it cannot be told, the commit it replied stays on disk and the next
+        request finds the keeper gone and restarts it from that file."""
+        self._generation += 1
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            with self._send_lock:
+                conn.send({"op": "no_successor"})
+            if conn.poll(STARTUP_TIMEOUT_S):
+                self._take_state(conn.recv())
+                return
+        except (EOFError, OSError):
+            return
+        log.error("the model keeper did not answer within %g s after a commit; it is restarted", STARTUP_TIMEOUT_S)
+        if self._proc is not None:
+            self._proc.kill()
+
     def _replace_keeper(self, written: tuple[int, ...]) -> None:
         """Start a successor keeper on the file just committed (see the module's doc); returns at once."""
         self._generation += 1
@@ -467,6 +507,7 @@ class IsolatedExecutor:
                 raise OSError("the successor keeper did not take the handover")
             old_proc, old_conn = self._proc, self._conn
             self._proc, self._conn = proc, conn
+            self._rss_at_open = resident_bytes(proc.pid)
             self._take_state(adopted)
         self._note_sandbox(reply)
         self.handovers += 1

@@ -1,6 +1,8 @@
 """Small IFC models built with ifcopenshell.api for the IFC host's tests (fast, exact ids known)."""
 from __future__ import annotations
 
+import functools
+import tempfile
 from pathlib import Path
 
 import ifcopenshell
@@ -75,6 +77,17 @@ def _at(x: float, y: float, z: float) -> np.ndarray:
     return matrix
 
 
-def write_small_building(path: str | Path, **kwargs: int) -> Path:
-    small_building(**kwargs).write(str(path))
+def write_small_building(path: str | Path, storeys: int = 2, walls_per_storey: int = 4,
+                         doors_per_storey: int = 2) -> Path:
+    """Write `small_building(...)` to `path`. It is built once per process for each shape and copied after
+    (ifcopenshell.api takes a third of a second or more; the copies share their GlobalIds, as copied files do)."""
+    Path(path).write_bytes(_small_building_bytes(storeys, walls_per_storey, doors_per_storey))
     return Path(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _small_building_bytes(storeys: int, walls_per_storey: int, doors_per_storey: int) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="nexus-small-building-") as work:
+        built = Path(work) / "model.ifc"
+        small_building(storeys, walls_per_storey, doors_per_storey).write(str(built))
+        return built.read_bytes()

@@ -1,10 +1,13 @@
 """After a commit the keeper hands over to a fresh process that opened the new file (issue 29, item 2): its
 memory stays that of one model however many commits came before, rollbacks stay exact, and what the keeper
-knows (late decisions, the saved file's identity) survives the handover. Real keepers on real IfcOpenShell."""
+knows (late decisions, the saved file's identity) survives the handover. It does so on a big file or once its
+memory grew (ifc_host/handover.py), not after a small file's commit. These tests hand over after every commit
+(handover.ALWAYS), except those of the policy itself. Real keepers on real IfcOpenShell."""
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, KeeperUnavailable, execute_command
+from ifc_host.handover import ALWAYS
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import file_signature
 from ifc_host.sample import write_sample_model
@@ -45,16 +49,24 @@ def first_door(executor: IsolatedExecutor) -> str:
     return reply["stdout"].strip()
 
 
-@pytest.fixture()
-def big_model(tmp_path: Path) -> Path:
-    path = tmp_path / "office.ifc"
+@pytest.fixture(scope="module")
+def built_office(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built once for the module (about 5 s of CPU), copied for each test."""
+    path = tmp_path_factory.mktemp("office") / "office.ifc"
     write_sample_model(path, storeys=10, scale=5)  # ~56,000 entities: a replaced model's memory shows
     return path
 
 
 @pytest.fixture()
+def big_model(tmp_path: Path, built_office: Path) -> Path:
+    path = tmp_path / "office.ifc"
+    shutil.copyfile(built_office, path)
+    return path
+
+
+@pytest.fixture()
 def executor(big_model: Path) -> Iterator[IsolatedExecutor]:
-    runner = IsolatedExecutor(big_model, isolation="fork")
+    runner = IsolatedExecutor(big_model, isolation="fork", handover=ALWAYS)
     yield runner
     runner.close()
 
@@ -92,7 +104,7 @@ def test_every_commit_hands_over_to_a_fresh_keeper_of_one_model(executor: Isolat
 def test_a_held_automation_and_a_late_decision_survive_the_handover(tmp_path: Path, isolation: str):
     model = tmp_path / "model.ifc"
     write_sample_model(model, storeys=2)
-    runner = IsolatedExecutor(model, isolation=isolation, hold_timeout_s=3.0)
+    runner = IsolatedExecutor(model, isolation=isolation, hold_timeout_s=3.0, handover=ALWAYS)
     try:
         runner.wait_warm()
         # An automation that expires unanswered: the keeper remembers why a late decision is refused.

@@ -69,20 +69,30 @@ def assert_stopped_and_served_next(executor: IsolatedExecutor, reply: dict, mode
     assert kept["ok"] and kept["committed"], kept.get("error")
 
 
-def test_the_defaults_are_what_the_host_applies(model: Path, isolation: str, monkeypatch, runners):
-    runner = start(model, isolation, monkeypatch)
-    runners.append(runner)
-    applied = runner.sandbox["limits"]
+@pytest.fixture(scope="module", params=ISOLATIONS)
+def default_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                   ) -> Iterator[IsolatedExecutor]:
+    """A keeper under the default limits, shared by the tests that need no others (a keeper start costs seconds
+    of CPU): the report of its limits is read first, then a script runs into the memory limit."""
+    path = tmp_path_factory.mktemp(f"limits-{request.param}") / "model.ifc"
+    write_sample_model(str(path))
+    with pytest.MonkeyPatch.context() as patch:
+        runner = start(path, str(request.param), patch)
+    yield runner
+    runner.close()
+
+
+def test_the_defaults_are_what_the_host_applies(default_runner: IsolatedExecutor):
+    applied = default_runner.sandbox["limits"]
     assert "memory 4096 MB" in applied and "scratch 1024 MB (tmpfs)" in applied and "256 processes" in applied
     assert "CPU time = timeout x cores + 60 s" in applied
 
 
-def test_a_5_gib_allocation_stops_at_the_default_memory_limit(model: Path, isolation: str, monkeypatch, runners):
-    runner = start(model, isolation, monkeypatch)
-    runners.append(runner)
+def test_a_5_gib_allocation_stops_at_the_default_memory_limit(default_runner: IsolatedExecutor):
+    model = default_runner.model_path
     before = sha(model)
-    reply = run(runner, EDIT_FIRST + "block = bytearray(5 * 1024 ** 3)\nblock[-1] = 1\n")
-    assert_stopped_and_served_next(runner, reply, model, before, "stopped: memory limit 4096 MB reached")
+    reply = run(default_runner, EDIT_FIRST + "block = bytearray(5 * 1024 ** 3)\nblock[-1] = 1\n")
+    assert_stopped_and_served_next(default_runner, reply, model, before, "stopped: memory limit 4096 MB reached")
 
 
 def test_a_bounded_fork_bomb_stops_at_the_process_limit(model: Path, isolation: str, monkeypatch, runners):

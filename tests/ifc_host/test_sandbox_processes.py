@@ -34,9 +34,11 @@ print("escaped", os.read(r, 32).decode().strip())
 """
 
 
-@pytest.fixture(params=ISOLATIONS)
-def executor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IsolatedExecutor]:
-    model = tmp_path / "model.ifc"
+@pytest.fixture(scope="module", params=ISOLATIONS)
+def executor(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IsolatedExecutor]:
+    """One keeper per isolation for the module's tests: none of them changes the model (a keeper start costs
+    seconds of CPU, under spawn more)."""
+    model = tmp_path_factory.mktemp(f"sandbox-{request.param}") / "model.ifc"
     write_sample_model(str(model))
     runner = IsolatedExecutor(model, isolation=request.param)
     yield runner

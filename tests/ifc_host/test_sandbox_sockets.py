@@ -119,8 +119,20 @@ def test_the_listeners_are_reachable_outside_the_sandbox(listeners: list[Listene
         assert listener.connections() == 1
 
 
+@pytest.fixture(scope="module", params=ISOLATIONS)
+def executor(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IsolatedExecutor]:
+    """One keeper per isolation for the module's tests: none of them changes the model (a keeper start costs
+    seconds of CPU, under spawn more)."""
+    model = tmp_path_factory.mktemp(f"sandbox-{request.param}") / "model.ifc"
+    write_sample_model(str(model))
+    runner = IsolatedExecutor(model, isolation=request.param)
+    yield runner
+    runner.close()
+
+
 @pytest.fixture(params=ISOLATIONS)
-def executor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IsolatedExecutor]:
+def own_executor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IsolatedExecutor]:
+    """A keeper of the test's own, for a test that commits (the module's shared one stays as it was)."""
     model = tmp_path / "model.ifc"
     write_sample_model(str(model))
     runner = IsolatedExecutor(model, isolation=request.param)
@@ -140,7 +152,8 @@ def test_a_script_reaches_no_socket_file(executor: IsolatedExecutor, listeners: 
     assert "seccomp" in executor.sandbox.get("sockets", "")  # what the host log's `what they can reach` says
 
 
-def test_ordinary_scripts_still_work(executor: IsolatedExecutor):
+def test_ordinary_scripts_still_work(own_executor: IsolatedExecutor):
+    executor = own_executor
     code = """
 import ifcopenshell.api, ifcopenshell.util.element, os, tempfile
 wall = model.by_type("IfcWall")[0]

@@ -645,7 +645,7 @@ class Keeper:
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
         document = describe_document(self.model, self.save_path, prepared.entities)
         return self._timed({**self._finish(run, result, committed=True), "document": document,
-                            "model_read": "changed records" if prepared.rebuilt else "whole file"}, script_ms, started)
+                            "model_read": _how_read(prepared)}, script_ms, started)
 
     def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
         return {**reply, "script_ms": script_ms, "commit_ms": _ms_since(started)}
@@ -702,6 +702,13 @@ def _readable_handle(run: ScriptProcess) -> Any:
     if isinstance(run, ForkedRun):
         return run.reader.fd
     raise TypeError(f"cannot wait on a {type(run).__name__}")
+
+
+def _how_read(prepared: Prepared) -> str:
+    """How the committed model came to be the one the commit saved (the reply's `model_read`)."""
+    if prepared.patch is not None:
+        return "changed records in place"  # the keeper's own model, patched: nothing was read in full
+    return "changed records" if prepared.rebuilt else "whole file"
 
 
 def _ms_since(started: float) -> float:

@@ -33,6 +33,7 @@ class EntityDiff:
     deleted: set[int] = field(default_factory=set)
     differing: set[int] = field(default_factory=set)  # in both, with different text
     records: int = 0  # entity records in the new text
+    records_before: int = 0  # entity records in the old text (one entity each: the keeper's own serialisation)
     new_records: dict[int, bytes] = field(default_factory=dict)  # the created and differing records
     old_records: dict[int, bytes] = field(default_factory=dict)  # the deleted and differing records, as they were
 
@@ -80,6 +81,7 @@ def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] |
     if in_before is not None:
         diff = _diff_in_place(old_lines, new_lines, in_before)
         if diff is not None:
+            diff.records_before = len(old_lines)
             return diff
     old_set = set(old_lines)
     new_set = set(new_lines)
@@ -92,7 +94,7 @@ def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] |
             if entity_id in came:
                 raise NotCanonical("two records with the same id")
             came[entity_id] = line
-    diff = EntityDiff(records=len(new_lines), new_records=came, old_records=old_records)
+    diff = EntityDiff(records=len(new_lines), records_before=len(old_lines), new_records=came, old_records=old_records)
     diff.differing = gone & came.keys()
     diff.created = set(came) - gone
     diff.deleted = gone - came.keys()

@@ -93,17 +93,22 @@ class InPlace:
     """The committed model itself made into the model a commit's records describe (`apply`), and put back
     (`revert`, from the records the diff replaced): no second copy of the model is read. Both directions are
     checked as `apply_records` checks a shadow: every record applied comes back byte for byte as written;
-    created entities exist and deleted ones are gone (the entity count then follows from the records: the
-    committed model holds one entity per record of its own serialisation). Everything that needs no change
+    created entities exist and deleted ones are gone, and the records sent number those before, less the
+    deleted, plus the created (the committed model holds one entity per record of its own serialisation, so
+    the count follows without counting the model; a record sent twice is refused). Everything that needs no change
     (parsing the records, classes, attribute counts, referrers of deleted entities) is checked in the
     constructor, so a commit refused there leaves the model untouched (NotCanonical)."""
 
     def __init__(self, model: ifcopenshell.file, diff: EntityDiff) -> None:
         if set(diff.old_records) != diff.deleted | diff.differing:
             raise NotCanonical("the records the run replaced are not all known")
+        if diff.records != diff.records_before - len(diff.deleted) + len(diff.created):
+            # e.g. a record sent twice: the same line again is no difference, but the file would hold it twice
+            raise NotCanonical(f"{diff.records} records, but {diff.records_before} before, "
+                               f"{len(diff.created)} created and {len(diff.deleted)} deleted")
         self.model, self.diff = model, diff
         self.undo = EntityDiff(created=set(diff.deleted), deleted=set(diff.created), differing=set(diff.differing),
-                               records=diff.records - len(diff.created) + len(diff.deleted),
+                               records=diff.records_before, records_before=diff.records,
                                new_records=dict(diff.old_records), old_records=dict(diff.new_records))
         self._forward = _plan(model, diff, deleted_inverses=True)
         self.applied = False

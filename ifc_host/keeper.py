@@ -6,10 +6,15 @@ safe. A script's failure, hang or native crash only ever ends its own process: r
 whatever the model's size. A successful automation's process sends the serialised model; the keeper compares
 it with the committed model entity by entity, and from that alone works out what the run changed, its report,
 validation and IDS check (trusted_report.py: nothing the script's process says decides them). A run that
-changed nothing writes nothing. Otherwise the keeper writes it beside the saved file; the model it adopts is
-a shadow copy of the committed file (read while the script's process serialises) with the changed records
-applied and checked one by one (model_patch.py), or, when that cannot be shown exact, the written file
-re-opened (checked). Holding a lock on the folder, it renames the file over the saved one unless that file
+changed nothing writes nothing. Otherwise the keeper writes it beside the saved file and patches its own
+committed model with the records that changed, each checked as applied (model_patch.InPlace; what the report
+needs of the model before the run is read first), so nothing is parsed in full; a refused, held or failed
+commit puts the model back the same checked way (or, if that cannot be shown exact, reads it again). A run
+with a rule set (its checks read both models at once) rebuilds a shadow copy of the committed file instead,
+and when neither can be shown exact the written file is re-opened (checked). The records a commit compares
+against are the previous commit's, or the file's as the predecessor keeper wrote it, or, for the keeper that
+opened the file, serialised ahead by a forked child while it was idle (baseline_child.py). Holding a lock on
+the folder, it renames the file over the saved one unless that file
 changed on disk since this keeper last read or wrote it (another host or program saved it: the commit is
 refused rather than silently overwriting their work). After a commit the runtime replaces this keeper by a
 fresh one on the new file (executor.py); this one then prepares no more script processes ahead. A held automation (policy ask) is worked out the same way when it is held, and
@@ -535,6 +540,7 @@ class Keeper:
         """The model from the script's process and the trusted report of it, or the failed reply."""
         script_ms = _ms_since(run.started)
         started = time.monotonic()
+        _widen_pipe(run)
         run.send({"op": op})
         # While the script's process serialises (on the other core): the committed model's own records, if no
         # earlier commit left them; a shadow copy only for a rule set (its checks need both models at once).
@@ -702,6 +708,23 @@ def _readable_handle(run: ScriptProcess) -> Any:
     if isinstance(run, ForkedRun):
         return run.reader.fd
     raise TypeError(f"cannot wait on a {type(run).__name__}")
+
+
+PIPE_BYTES = 1 << 20  # the pipe a serialised model comes through (Linux's largest without privileges)
+
+
+def _widen_pipe(run: ScriptProcess) -> None:
+    """Let the script's process send the model in 1 MiB steps instead of the default 64 KiB: on a busy
+    machine every step waits for both processes to be scheduled, and a 50 MB model takes 800 of them."""
+    if not isinstance(run, ForkedRun) or sys.platform != "linux":
+        return
+    import fcntl
+
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        try:
+            fcntl.fcntl(run.reader.fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # (a smaller limit set by the administrator: the default size works, in more steps)
 
 
 def _how_read(prepared: Prepared) -> str:

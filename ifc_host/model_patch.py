@@ -1,9 +1,11 @@
 """The committed model rebuilt in memory from the records a commit changed, instead of re-reading the file.
 
 A commit's model comes from the script's process as IFC-SPF text; model_diff.py finds the records that differ
-from the committed model's own serialisation. `apply_records` writes exactly those into a second parsed copy
-of the committed model (the keeper's *shadow*, read from the committed file while the script ran): created
-entities are created under their ids, rewritten ones get their new values, deleted ones are removed. Then it
+from the committed model's own serialisation. `InPlace` writes exactly those into the keeper's committed model
+itself, and can take them out again from the records they replaced (a refused, held or failed commit), both
+checked the same way; `apply_records` writes them into a second parsed copy of the committed model (the
+keeper's *shadow*, read from the committed file, only for a run with a rule set). Created entities are
+created under their ids, rewritten ones get their new values, deleted ones are removed. Then it
 checks the result as strictly as a full parse would be checked (model_diff.check_against_model): every
 record it applied must come back, written by IfcOpenShell from the shadow, byte for byte as sent, and the
 shadow must hold one entity per record. The text between the records (the header) must be a well-formed

@@ -8,8 +8,8 @@ Instead, once the keeper is idle, it forks a child (POSIX only; the keeper is si
 is safe) that serialises its copy of the model at a lower priority into an anonymous file (no name anyone
 could open; the descriptor is closed in every script's process: the caller adds it to the fork strategy's
 private fds), the records first, their length last. Only keeper code runs in that child, so the records are
-the keeper's own. A commit that comes before the child is done, or finds anything unexpected, stops the
-child and serialises the model itself, as before.
+the keeper's own. A commit that comes before the child is done waits for it (it started first); one that
+finds anything unexpected serialises the model itself, as before.
 """
 from __future__ import annotations
 
@@ -47,22 +47,27 @@ class BaselineChild:
         self.pid: int | None = pid
 
     def take(self) -> bytes | None:
-        """The records if the child has written them all; otherwise None, and the child is stopped."""
-        records = None
-        try:
-            head = os.pread(self.fd, _LENGTH.size, 0)
-            if len(head) == _LENGTH.size and _LENGTH.unpack(head)[0]:
-                length = _LENGTH.unpack(head)[0]
-                records = os.pread(self.fd, length, _LENGTH.size)
-                if len(records) != length:
-                    records = None
-        except OSError:
-            records = None
+        """The records, once the child has written them all (waiting for it if it is not done: it started
+        first, so it ends before a serialisation started now would); None if it failed."""
+        records = self._read()
+        if records is None and self.reap(block=True):
+            records = self._read()
         if records is None:
             self.discard()
         else:
             self._close()
         return records
+
+    def _read(self) -> bytes | None:
+        try:
+            head = os.pread(self.fd, _LENGTH.size, 0)
+            if len(head) != _LENGTH.size or not _LENGTH.unpack(head)[0]:
+                return None  # not done yet
+            length = _LENGTH.unpack(head)[0]
+            records = os.pread(self.fd, length, _LENGTH.size)
+        except OSError:
+            return None
+        return records if len(records) == length else None
 
     def discard(self) -> None:
         """Not needed any more (the committed model changed, or the keeper stops): stop the child."""

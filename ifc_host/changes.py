@@ -476,17 +476,60 @@ def changes_between(before: ifcopenshell.file, after: ifcopenshell.file, created
     """The ChangeSet of a run from the two models themselves: `created` ids exist only in `after`, `deleted`
     only in `before`, `differing` in both with text that differs (ifc_host.model_diff). An entity whose
     values are the same in both (a value written back unchanged) changed nothing."""
+    return changes_after(read_before(before, deleted, differing), after, created, deleted, differing)
+
+
+@dataclass
+class BeforeSide:
+    """What the ChangeSet of a run needs of the model before it (read_before): the keeper reads it from the
+    committed model and then patches that same model into the one after the run (model_patch.InPlace), so
+    the two never need to exist at once."""
+
+    max_id: int
+    snapshots: dict[int, Snapshot]  # every deleted or differing entity's values before the run
+    kinds: dict[int, str]  # of the deleted entities
+    relationships: dict[int, _RelationshipSnapshot]  # what each deleted or differing entity linked
+    deleted_info: dict[int, dict[str, Any]]  # describe_element of each deleted element, links intact
+    deleted_products: set[int]
+
+
+def read_before(before: ifcopenshell.file, deleted: set[int], differing: set[int]) -> BeforeSide:
+    """The BeforeSide of a run that deleted `deleted` and rewrote `differing`, read from the model before it."""
+    reader = _ElementMapping(before)
+    side = BeforeSide(before.get_max_id(), {}, {}, {}, {}, set())
+    labels: dict[int, str] | None = None
+    for entity_id in sorted(differing | deleted):
+        old = before.by_id(entity_id)
+        side.snapshots[entity_id] = snapshot_of(old)
+        relating, related = reader._relationship_sides(old)
+        side.relationships[entity_id] = _RelationshipSnapshot(frozenset(relating), frozenset(related),
+                                                              *reader._rel_flags(old))
+        if entity_id not in deleted:
+            continue
+        kind = side.kinds[entity_id] = reader._kinds.kind(old)
+        if kind == OWNER:
+            if labels is None:
+                labels = storey_labels(before)
+            side.deleted_info[entity_id] = describe_element(old, labels)  # read before: links intact
+            if old.is_a("IfcProduct"):
+                side.deleted_products.add(entity_id)
+    return side
+
+
+def changes_after(before: BeforeSide, after: ifcopenshell.file, created: set[int], deleted: set[int],
+                  differing: set[int]) -> ChangeSet:
+    """changes_between, with what it needs of the model before the run read beforehand (read_before)."""
     return _DiffMapping(before, after, set(created), set(deleted), differing).finish()
 
 
 class _DiffMapping(_ElementMapping):
-    def __init__(self, before: ifcopenshell.file, after: ifcopenshell.file, created: set[int], deleted: set[int],
+    def __init__(self, before: BeforeSide, after: ifcopenshell.file, created: set[int], deleted: set[int],
                  differing: set[int]) -> None:
         super().__init__(after)
-        self._initial_max_id = before.get_max_id()
+        self._initial_max_id = before.max_id
         for entity_id in sorted(differing):
-            old, new = before.by_id(entity_id), after.by_id(entity_id)
-            was = snapshot_of(old)  # (another class under the same id is an edit of everything: cls differs)
+            new = after.by_id(entity_id)
+            was = before.snapshots[entity_id]  # (another class under the same id is an edit of everything: cls differs)
             if was == snapshot_of(new):
                 continue
             kind = self._kinds.kind(new)
@@ -494,24 +537,20 @@ class _DiffMapping(_ElementMapping):
             self._before[entity_id] = was
             self.counts["edited"] += 1
             if kind == RELATIONSHIP:
-                self._snapshots[entity_id] = _RelationshipSnapshot(*self._relationship_sides(old), *self._rel_flags(old))
-            elif kind == OWNER and self._geometry_differs(old, new):
+                self._snapshots[entity_id] = before.relationships[entity_id]
+            elif kind == OWNER and self._geometry_differs(was, new):
                 self._geometric_owners.add(entity_id)
-        labels: dict[int, str] | None = None
         for entity_id in sorted(deleted):
-            old = before.by_id(entity_id)
-            kind = self._kinds.kind(old)
+            kind = before.kinds[entity_id]
             self._touched[entity_id] = kind
-            self._before[entity_id] = snapshot_of(old)
+            self._before[entity_id] = before.snapshots[entity_id]
             self._deleted.add(entity_id)
             self.counts["deleted"] += 1
             if kind == RELATIONSHIP:
-                self._snapshots[entity_id] = _RelationshipSnapshot(*self._relationship_sides(old), *self._rel_flags(old))
+                self._snapshots[entity_id] = before.relationships[entity_id]
             elif kind == OWNER:
-                if labels is None:
-                    labels = storey_labels(before)
-                self._deleted_info[entity_id] = describe_element(old, labels)  # read before: links intact
-                if old.is_a("IfcProduct"):
+                self._deleted_info[entity_id] = before.deleted_info[entity_id]
+                if entity_id in before.deleted_products:
                     self._deleted_products.add(entity_id)
         for entity_id in sorted(created):
             new = after.by_id(entity_id)
@@ -522,9 +561,9 @@ class _DiffMapping(_ElementMapping):
             if kind == RELATIONSHIP:
                 self._snapshots[entity_id] = _RelationshipSnapshot(frozenset(), frozenset(), *self._rel_flags(new))
 
-    def _geometry_differs(self, old: ifcopenshell.entity_instance, new: ifcopenshell.entity_instance) -> bool:
-        if old.is_a() != new.is_a():
+    def _geometry_differs(self, old: Snapshot, new: ifcopenshell.entity_instance) -> bool:
+        if old.cls != new.is_a():
             return True
         names = self._kinds.attribute_names(new)
-        return any(plain_value(old[i]) != plain_value(new[i]) for i, name in enumerate(names)
+        return any(old.values[i] != plain_value(new[i]) for i, name in enumerate(names)
                    if name in GEOMETRIC_ATTRIBUTES)

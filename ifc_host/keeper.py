@@ -6,10 +6,15 @@ safe. A script's failure, hang or native crash only ever ends its own process: r
 whatever the model's size. A successful automation's process sends the serialised model; the keeper compares
 it with the committed model entity by entity, and from that alone works out what the run changed, its report,
 validation and IDS check (trusted_report.py: nothing the script's process says decides them). A run that
-changed nothing writes nothing. Otherwise the keeper writes it beside the saved file; the model it adopts is
-a shadow copy of the committed file (read while the script's process serialises) with the changed records
-applied and checked one by one (model_patch.py), or, when that cannot be shown exact, the written file
-re-opened (checked). Holding a lock on the folder, it renames the file over the saved one unless that file
+changed nothing writes nothing. Otherwise the keeper writes it beside the saved file and patches its own
+committed model with the records that changed, each checked as applied (model_patch.InPlace; what the report
+needs of the model before the run is read first), so nothing is parsed in full; a refused, held or failed
+commit puts the model back the same checked way (or, if that cannot be shown exact, reads it again). A run
+with a rule set (its checks read both models at once) rebuilds a shadow copy of the committed file instead,
+and when neither can be shown exact the written file is re-opened (checked). The records a commit compares
+against are the previous commit's, or the file's as the predecessor keeper wrote it, or, for the keeper that
+opened the file, serialised ahead by a forked child while it was idle (baseline_child.py). Holding a lock on
+the folder, it renames the file over the saved one unless that file
 changed on disk since this keeper last read or wrote it (another host or program saved it: the commit is
 refused rather than silently overwriting their work). After a commit the runtime replaces this keeper by a
 fresh one on the new file (executor.py); this one then prepares no more script processes ahead. A held automation (policy ask) is worked out the same way when it is held, and
@@ -45,6 +50,7 @@ from typing import Any
 
 import ifcopenshell
 
+from ifc_host.baseline_child import BaselineChild, serialisable_ahead
 from ifc_host.isolation import (
     ISOLATIONS,
     ForkedRun,
@@ -54,7 +60,7 @@ from ifc_host.isolation import (
     SpawnStrategy,
     default_isolation,
 )
-from ifc_host.model_diff import NotCanonical, data_section
+from ifc_host.model_diff import DATA_START, NotCanonical, data_section
 from ifc_host.model_file import (
     BadModelError,
     describe_context,
@@ -65,6 +71,7 @@ from ifc_host.model_file import (
     replace_atomically,
     write_beside,
 )
+from ifc_host.model_patch import ModelSpoilt
 from ifc_host.refs import ReferenceProblem
 from ifc_host.script import STDOUT_CAP_BYTES
 from ifc_host.trusted_report import IdsStates, Prepared, prepare, warm_ids
@@ -119,6 +126,9 @@ class Keeper:
         self._frozen_model: ifcopenshell.file | None = None
         self._freezes_since_collect = 0
         self.baseline: bytes | None = None  # the committed model's records as IfcOpenShell writes them
+        self._baseline_child: BaselineChild | None = None  # serialising them ahead of the first commit
+        self._baseline_tried = False
+        self._baseline_spent: BaselineChild | None = None
         self._ids_states = IdsStates()
         self._freeze_for_fork()
         self.sandbox = self.strategy.probe(model, self.committed_path)
@@ -282,6 +292,7 @@ class Keeper:
         """Adopt the file on disk (edited by another program) as the committed model."""
         if self.held is not None:
             return {"ok": False, "error": "an automation awaits a decision"}
+        self._drop_baseline_child()
         signature = file_signature(path)
         self.seen_signature = signature  # read or not, this version is known: it is not reloaded again
         try:
@@ -353,10 +364,47 @@ class Keeper:
         """Housekeeping the caller need not wait for: reap finished scripts, free the model a commit replaced,
         get the next spare ready."""
         self.reap_retired(wait=False)
+        if self._baseline_spent is not None and self._baseline_spent.reap(block=False):
+            self._baseline_spent = None
         self.replaced_models.clear()
         if self.held is None:
             self._freeze_for_fork()
             self.strategy.replenish(self.model, self.committed_path)
+            self._serialise_ahead()
+
+    def _serialise_ahead(self) -> None:
+        """Once idle, with no records of the committed model to compare a commit against: have a forked child
+        serialise them (baseline_child.py), once per committed model."""
+        if self.baseline is not None or self._baseline_tried or not serialisable_ahead():
+            return
+        self._baseline_tried = True
+        try:
+            self._baseline_child = BaselineChild(self.model)
+        except OSError:
+            return  # the first commit serialises the model itself
+        if isinstance(self.strategy, ForkStrategy):  # never left open in a script's process
+            self.strategy.private_fds = (*self.strategy.private_fds, self._baseline_child.fd)
+
+    def _take_baseline(self) -> bytes | None:
+        child = self._baseline_child
+        if child is None:
+            return None
+        self._forget_baseline_fd(child)
+        self._baseline_child = None
+        records = child.take()
+        self._baseline_spent = child  # reaped after the reply: a process sharing a big model ends slowly
+        return records
+
+    def _drop_baseline_child(self) -> None:
+        """The committed model is another one now: what the child serialises is not its records."""
+        child, self._baseline_child, self._baseline_tried = self._baseline_child, None, False
+        if child is not None:
+            self._forget_baseline_fd(child)
+            child.discard()
+
+    def _forget_baseline_fd(self, child: BaselineChild) -> None:
+        if isinstance(self.strategy, ForkStrategy):
+            self.strategy.private_fds = tuple(fd for fd in self.strategy.private_fds if fd != child.fd)
 
     def _freeze_for_fork(self) -> None:
         """Fork: move the keeper's Python objects out of the cyclic collector's reach before the next script's
@@ -374,6 +422,9 @@ class Keeper:
         gc.freeze()
 
     def shutdown(self) -> None:
+        self._drop_baseline_child()
+        if self._baseline_spent is not None:
+            self._baseline_spent.discard()
         self.reap_retired()
         if self.held is not None:
             self.held.run.close()
@@ -436,6 +487,7 @@ class Keeper:
                                script_ms, started)
         if isinstance(prepared, dict):
             return prepared
+        self._revert(prepared)  # the committed model stays as it is until the decision (keeping patches it again)
         if not prepared.result.get("ok"):
             self._retire(run)
             return self._timed(self._finish(run, prepared.result, committed=False), script_ms, started)
@@ -456,8 +508,9 @@ class Keeper:
         try:
             if prepared.data is not None:
                 prepared.path = _write(written, write_beside(target, prepared.data))
+                self._patch_again(prepared)
             return self._put_in_place(held.run, prepared, target, held.script_ms, started)
-        except OSError as exc:
+        except (OSError, BadModelError) as exc:
             return self._timed(self._commit_failed(held.run, held.result, f"saving to {self.save_path} failed: {exc}"),
                                held.script_ms, started)
         finally:
@@ -466,13 +519,34 @@ class Keeper:
             if held_file is not None:
                 held_file.unlink(missing_ok=True)
 
+    def _patch_again(self, prepared: Prepared) -> None:
+        """Keeping a held automation whose report was worked out on the committed model patched in place: patch
+        it again (checked as the first time), or, if that cannot be shown exact, read the written file."""
+        if prepared.patch is None:
+            return
+        try:
+            prepared.patch.apply()
+            return
+        except NotCanonical:
+            pass
+        except ModelSpoilt:
+            self._reread_committed()
+        assert prepared.path is not None
+        prepared.patch, prepared.rebuilt = None, False
+        prepared.adopted = open_checked(prepared.path)
+
     def _prepare(self, run: ScriptProcess, result: dict[str, Any], job: dict[str, Any], op: str,
                  write: Any) -> Prepared | dict[str, Any]:
         """The model from the script's process and the trusted report of it, or the failed reply."""
         script_ms = _ms_since(run.started)
         started = time.monotonic()
+        _widen_pipe(run)
         run.send({"op": op})
-        shadow = self._read_shadow() if op == "commit" else None  # while the script's process serialises
+        # While the script's process serialises (on the other core): the committed model's own records, if no
+        # earlier commit left them; a shadow copy only for a rule set (its checks need both models at once).
+        if self.baseline is None:
+            self.baseline = self._take_baseline() or data_section(self.model.to_string().encode("utf-8"))
+        shadow = self._read_shadow() if op == "commit" and job.get("rules") else None
         data = _read_model(run, time.monotonic() + (COMMIT_TIMEOUT_S if op == "commit" else SNAPSHOT_TIMEOUT_S))
         if op == "commit":
             self._retire(run)
@@ -481,16 +555,51 @@ class Keeper:
                 self._retire(run)
             return self._timed(self._commit_failed(run, result, f"the model could not be written: {data}"),
                                script_ms, started)
-        if self.baseline is None:
-            self.baseline = data_section(self.model.to_string().encode("utf-8"))
-        prepared = prepare(self.model, self.baseline, data, result,
-                           {**job, "mode": run.mode or job.get("mode"), "model_name": self.save_path.name},
-                           write, self.workdir, self._ids_states, shadow)
+        report_job = {**job, "mode": run.mode or job.get("mode"), "model_name": self.save_path.name}
+        try:
+            prepared = prepare(self.model, self.baseline, data, result, report_job, write, self.workdir,
+                               self._ids_states, shadow, in_place=True)
+        except ModelSpoilt:
+            self._reread_committed()
+            prepared = prepare(self.model, self.baseline, data, result, report_job, write, self.workdir,
+                               self._ids_states, shadow)
         if isinstance(prepared, str):
             if op != "commit":
                 self._retire(run)
             return self._timed(self._commit_failed(run, result, prepared), script_ms, started)
         return prepared
+
+    def _reread_committed(self) -> None:
+        """The committed model again, after patching it in place went wrong and could not be undone
+        (model_patch.ModelSpoilt): from its file when that is still the one it was read from, else from its
+        own records (the baseline: IfcOpenShell's serialisation of it before the patch)."""
+        model = None
+        path, expected = self.committed_path, self.committed_signature
+        if expected is not None and file_signature(path) == expected:
+            try:
+                model = open_checked(path)
+            except BadModelError:
+                model = None
+        if model is None:
+            assert self.baseline is not None
+            text = self.model.to_string()
+            header = text[:text.find(DATA_START.decode("ascii"))]
+            model = ifcopenshell.file.from_string(header + DATA_START.decode("ascii") + self.baseline.decode("utf-8")
+                                                  + "ENDSEC;\nEND-ISO-10303-21;\n")
+        self.replaced_models.append(self.model)
+        self.model = model
+        self._ids_states.forget()
+        self._frozen_model = None
+        self.strategy.after_run(self.committed_path, model_changed=True)
+
+    def _revert(self, prepared: Prepared | None) -> None:
+        """Put the committed model back as it was if the prepared commit patched it in place."""
+        if prepared is None or prepared.patch is None or not prepared.patch.applied:
+            return
+        try:
+            prepared.patch.revert()
+        except ModelSpoilt:
+            self._reread_committed()
 
     def _read_shadow(self) -> ifcopenshell.file | None:
         """A second copy of the committed model, read from its file while the script's process serialises the
@@ -519,11 +628,18 @@ class Keeper:
         assert prepared.path is not None and prepared.adopted is not None
         with directory_lock(target.parent):
             if file_signature(target) != self.disk_signature:
+                self._revert(prepared)
                 return self._timed(self._conflict(run, result, target), script_ms, started)
-            replace_atomically(prepared.path, target)
+            try:
+                replace_atomically(prepared.path, target)
+            except OSError:
+                self._revert(prepared)
+                raise
             self.disk_signature = file_signature(target)
             self.committed_signature = self.seen_signature = self.disk_signature
-        self.replaced_models.append(self.model)
+        if prepared.adopted is not self.model:
+            self.replaced_models.append(self.model)
+        self._frozen_model = None  # collect what the commit left before the next fork (see _freeze_for_fork)
         if self.hands_over:  # its successor prepares the next scripts' processes; until then they start on demand
             self.strategy.replenishing = False
         self.model = prepared.adopted
@@ -533,9 +649,9 @@ class Keeper:
         self.committed_path = self.save_path
         # What the host's next hello says about the model, in this reply: asking for it separately would wait
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
-        document = describe_document(self.model, self.save_path)
+        document = describe_document(self.model, self.save_path, prepared.entities)
         return self._timed({**self._finish(run, result, committed=True), "document": document,
-                            "model_read": "changed records" if prepared.rebuilt else "whole file"}, script_ms, started)
+                            "model_read": _how_read(prepared)}, script_ms, started)
 
     def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
         return {**reply, "script_ms": script_ms, "commit_ms": _ms_since(started)}
@@ -548,6 +664,7 @@ class Keeper:
         try:
             signature = file_signature(target)
             self.model = open_checked(target)
+            self._drop_baseline_child()
             self.committed_signature = signature
             self.committed_path = self.save_path
             self.baseline = None
@@ -591,6 +708,30 @@ def _readable_handle(run: ScriptProcess) -> Any:
     if isinstance(run, ForkedRun):
         return run.reader.fd
     raise TypeError(f"cannot wait on a {type(run).__name__}")
+
+
+PIPE_BYTES = 1 << 20  # the pipe a serialised model comes through (Linux's largest without privileges)
+
+
+def _widen_pipe(run: ScriptProcess) -> None:
+    """Let the script's process send the model in 1 MiB steps instead of the default 64 KiB: on a busy
+    machine every step waits for both processes to be scheduled, and a 50 MB model takes 800 of them."""
+    if not isinstance(run, ForkedRun) or sys.platform != "linux":
+        return
+    import fcntl
+
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        try:
+            fcntl.fcntl(run.reader.fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # (a smaller limit set by the administrator: the default size works, in more steps)
+
+
+def _how_read(prepared: Prepared) -> str:
+    """How the committed model came to be the one the commit saved (the reply's `model_read`)."""
+    if prepared.patch is not None:
+        return "changed records in place"  # the keeper's own model, patched: nothing was read in full
+    return "changed records" if prepared.rebuilt else "whole file"
 
 
 def _ms_since(started: float) -> float:

@@ -33,7 +33,9 @@ class EntityDiff:
     deleted: set[int] = field(default_factory=set)
     differing: set[int] = field(default_factory=set)  # in both, with different text
     records: int = 0  # entity records in the new text
+    records_before: int = 0  # entity records in the old text (one entity each: the keeper's own serialisation)
     new_records: dict[int, bytes] = field(default_factory=dict)  # the created and differing records
+    old_records: dict[int, bytes] = field(default_factory=dict)  # the deleted and differing records, as they were
 
     @property
     def empty(self) -> bool:
@@ -79,10 +81,12 @@ def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] |
     if in_before is not None:
         diff = _diff_in_place(old_lines, new_lines, in_before)
         if diff is not None:
+            diff.records_before = len(old_lines)
             return diff
     old_set = set(old_lines)
     new_set = set(new_lines)
-    gone = {_record_id(line) for line in old_lines if line not in new_set}
+    old_records = {_record_id(line): line for line in old_lines if line not in new_set}
+    gone = set(old_records)
     came: dict[int, bytes] = {}
     for line in new_lines:
         if line not in old_set:
@@ -90,7 +94,7 @@ def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] |
             if entity_id in came:
                 raise NotCanonical("two records with the same id")
             came[entity_id] = line
-    diff = EntityDiff(records=len(new_lines), new_records=came)
+    diff = EntityDiff(records=len(new_lines), records_before=len(old_lines), new_records=came, old_records=old_records)
     diff.differing = gone & came.keys()
     diff.created = set(came) - gone
     diff.deleted = gone - came.keys()
@@ -120,6 +124,7 @@ def _diff_in_place(old_lines: list[bytes], new_lines: list[bytes], in_before: Ca
                     return None  # shifted: something was deleted (or reordered)
                 diff.differing.add(entity_id)
                 diff.new_records[entity_id] = new
+                diff.old_records[entity_id] = old
     for line in new_lines[common:]:
         entity_id = _record_id(line)
         if entity_id in diff.new_records or in_before(entity_id):

@@ -199,8 +199,9 @@ def _has_trailer(path: Path, size: int) -> bool:
         return handle.read().rstrip().endswith(STEP_TRAILER)
 
 
-def describe_document(model: ifcopenshell.file, path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The `document` block of the host's hello: title, schema, path and the storeys (the views)."""
+def describe_document(model: ifcopenshell.file, path: str | os.PathLike[str], entities: int | None = None) -> dict[str, Any]:
+    """The `document` block of the host's hello: title, schema, path and the storeys (the views). `entities`:
+    the model's entity count when the caller knows it (counting them walks the whole model)."""
     projects = model.by_type("IfcProject")
     title = (projects[0].Name if projects and projects[0].Name else None) or Path(path).stem or "IFC model"
     storeys = sorted(model.by_type("IfcBuildingStorey"), key=lambda s: (_elevation(s), s.id()))
@@ -209,7 +210,7 @@ def describe_document(model: ifcopenshell.file, path: str | os.PathLike[str]) ->
         "schema": model.schema_identifier,
         "path": str(Path(path).resolve()),
         "storeys": _labels_in_order(model, storeys)[:100],
-        "entities": len(model.entity_names()),
+        "entities": len(model.entity_names()) if entities is None else entities,
     }
     warnings = open_warnings(model)
     if warnings:

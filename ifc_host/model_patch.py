@@ -1,9 +1,11 @@
 """The committed model rebuilt in memory from the records a commit changed, instead of re-reading the file.
 
 A commit's model comes from the script's process as IFC-SPF text; model_diff.py finds the records that differ
-from the committed model's own serialisation. `apply_records` writes exactly those into a second parsed copy
-of the committed model (the keeper's *shadow*, read from the committed file while the script ran): created
-entities are created under their ids, rewritten ones get their new values, deleted ones are removed. Then it
+from the committed model's own serialisation. `InPlace` writes exactly those into the keeper's committed model
+itself, and can take them out again from the records they replaced (a refused, held or failed commit), both
+checked the same way; `apply_records` writes them into a second parsed copy of the committed model (the
+keeper's *shadow*, read from the committed file, only for a run with a rule set). Created entities are
+created under their ids, rewritten ones get their new values, deleted ones are removed. Then it
 checks the result as strictly as a full parse would be checked (model_diff.check_against_model): every
 record it applied must come back, written by IfcOpenShell from the shadow, byte for byte as sent, and the
 shadow must hold one entity per record. The text between the records (the header) must be a well-formed
@@ -80,36 +82,136 @@ def _text_only(value: Any) -> bool:
 def apply_records(shadow: ifcopenshell.file, diff: EntityDiff, deleted_inverses: bool = True) -> None:
     """Make `shadow` (a copy of the committed model) the model whose records `diff` describes; NotCanonical
     when it cannot be shown to be exactly that (the shadow is then spoilt: parse the text instead)."""
+    _carry_out(shadow, diff, _plan(shadow, diff, deleted_inverses))
+    if len(shadow.entity_names()) != diff.records:
+        raise NotCanonical(f"{diff.records} records but {len(shadow.entity_names())} entities once applied")
+
+
+class ModelSpoilt(RuntimeError):
+    """The committed model could not be put back as it was: read it again from its file (or its records)."""
+
+
+class InPlace:
+    """The committed model itself made into the model a commit's records describe (`apply`), and put back
+    (`revert`, from the records the diff replaced): no second copy of the model is read. Both directions are
+    checked as `apply_records` checks a shadow: every record applied comes back byte for byte as written;
+    created entities exist and deleted ones are gone, and the records sent number those before, less the
+    deleted, plus the created (the committed model holds one entity per record of its own serialisation, so
+    the count follows without counting the model; a record sent twice is refused). Everything that needs no change
+    (parsing the records, classes, attribute counts, referrers of deleted entities) is checked in the
+    constructor, so a commit refused there leaves the model untouched (NotCanonical)."""
+
+    def __init__(self, model: ifcopenshell.file, diff: EntityDiff) -> None:
+        if set(diff.old_records) != diff.deleted | diff.differing:
+            raise NotCanonical("the records the run replaced are not all known")
+        if diff.records != diff.records_before - len(diff.deleted) + len(diff.created):
+            # e.g. a record sent twice: the same line again is no difference, but the file would hold it twice
+            raise NotCanonical(f"{diff.records} records, but {diff.records_before} before, "
+                               f"{len(diff.created)} created and {len(diff.deleted)} deleted")
+        self.model, self.diff = model, diff
+        self.undo = EntityDiff(created=set(diff.deleted), deleted=set(diff.created), differing=set(diff.differing),
+                               records=diff.records_before, records_before=diff.records,
+                               new_records=dict(diff.old_records), old_records=dict(diff.new_records))
+        self._forward = _plan(model, diff, deleted_inverses=True)
+        self.applied = False
+
+    def named_guids(self) -> set[str]:
+        """The GlobalIds the records write (a rooted entity's first attribute; any text there is taken)."""
+        return {arguments[0] for _, arguments in self._forward.values() if arguments and isinstance(arguments[0], str)}
+
+    def apply(self) -> None:
+        """NotCanonical when the records cannot be shown applied exactly (the model is then put back as it
+        was; ModelSpoilt if even that fails)."""
+        if self.applied:
+            return
+        try:
+            _carry_out(self.model, self.diff, self._forward)
+            _check_population(self.model, self.diff)
+        except NotCanonical:
+            self._put_back()
+            raise
+        self.applied = True
+
+    def revert(self) -> None:
+        """Put the committed model back as it was before `apply` (ModelSpoilt when it cannot be shown)."""
+        if self.applied:
+            self._put_back()
+            self.applied = False
+
+    def _put_back(self) -> None:
+        try:
+            _carry_out(self.model, self.undo, _plan(self.model, self.undo, deleted_inverses=True))
+            _check_population(self.model, self.undo)
+        except NotCanonical as exc:
+            raise ModelSpoilt(f"the committed model could not be put back: {exc}") from exc
+
+
+def _check_population(model: ifcopenshell.file, diff: EntityDiff) -> None:
+    for entity_id in diff.created:
+        if not _exists(model, entity_id):
+            raise NotCanonical(f"#{entity_id} was not created")
+    for entity_id in diff.deleted:
+        if _exists(model, entity_id):
+            raise NotCanonical(f"#{entity_id} was not removed")
+
+
+def _exists(model: ifcopenshell.file, entity_id: int) -> bool:
+    try:
+        model.by_id(entity_id)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _plan(model: ifcopenshell.file, diff: EntityDiff, deleted_inverses: bool) -> dict[int, tuple[str, list[Any]]]:
+    """The parsed records of `diff`, after the checks that need no change to `model` (NotCanonical)."""
     parsed = {entity_id: _parse_record(entity_id, line) for entity_id, line in diff.new_records.items()}
     touched = diff.differing | diff.deleted
     try:
         if deleted_inverses:
             for entity_id in diff.deleted:
-                for referrer in shadow.get_inverse(shadow.by_id(entity_id)):
+                for referrer in model.get_inverse(model.by_id(entity_id)):
                     if referrer.id() not in touched:
                         raise NotCanonical(f"#{referrer.id()} still refers to the deleted #{entity_id}")
+        for entity_id in diff.created:
+            if _exists(model, entity_id):
+                raise NotCanonical(f"#{entity_id} is created but exists already")
+        for entity_id in diff.differing:
+            cls, arguments = parsed[entity_id]
+            entity = model.by_id(entity_id)
+            if entity.is_a().upper() != cls:
+                raise NotCanonical(f"#{entity_id} changed class")
+            if len(arguments) != len(entity):
+                raise NotCanonical(f"#{entity_id} has {len(arguments)} attributes, {cls} has {len(entity)}")
+    except NotCanonical:
+        raise
+    except Exception as exc:  # noqa: BLE001 - not an entity of the model: the text decides, parsed in full
+        raise NotCanonical(f"a record could not be applied ({type(exc).__name__}: {exc})") from exc
+    return parsed
+
+
+def _carry_out(model: ifcopenshell.file, diff: EntityDiff, parsed: dict[int, tuple[str, list[Any]]]) -> None:
+    try:
         for entity_id in sorted(diff.created):
-            shadow.create_entity(parsed[entity_id][0], id=entity_id)
+            model.create_entity(parsed[entity_id][0], id=entity_id)
         for entity_id, (cls, arguments) in parsed.items():
-            entity = shadow.by_id(entity_id)
+            entity = model.by_id(entity_id)
             if entity.is_a().upper() != cls:
                 raise NotCanonical(f"#{entity_id} changed class")
             if len(arguments) != len(entity):
                 raise NotCanonical(f"#{entity_id} has {len(arguments)} attributes, {cls} has {len(entity)}")
             for index, value in enumerate(arguments):
                 if value is not _DERIVED:
-                    entity[index] = _resolve(shadow, value)
+                    entity[index] = _resolve(model, value)
         for entity_id in diff.deleted:
-            shadow.remove(shadow.by_id(entity_id))
+            model.remove(model.by_id(entity_id))
     except NotCanonical:
         raise
     except Exception as exc:  # noqa: BLE001 - IfcOpenShell refused a value: the text decides, parsed in full
         raise NotCanonical(f"a record could not be applied ({type(exc).__name__}: {exc})") from exc
     for entity_id, line in diff.new_records.items():
-        if (_SPF_TEXT(shadow.by_id(entity_id), True) + ";").encode("utf-8") != line:
+        if (_SPF_TEXT(model.by_id(entity_id), True) + ";").encode("utf-8") != line:
             raise NotCanonical(f"record #{entity_id} did not come back as sent")
-    if len(shadow.entity_names()) != diff.records:
-        raise NotCanonical(f"{diff.records} records but {len(shadow.entity_names())} entities once applied")
 
 
 def _resolve(model: ifcopenshell.file, value: Any) -> Any:

@@ -19,7 +19,14 @@ from typing import Any
 import ifcopenshell
 
 from ifc_host.change_details import KIND_WORDS, describe_changes
-from ifc_host.changes import ChangeRecorder, ChangeSet, changes_between
+from ifc_host.changes import (
+    ChangeRecorder,
+    ChangeSet,
+    changes_after,
+    changes_between,
+    read_before,
+    snapshot_of,
+)
 from ifc_host.ids_check import IdsProblem, IdsRun, IdsState, parsed_ids
 from ifc_host.model_diff import (
     DATA_START,
@@ -30,7 +37,7 @@ from ifc_host.model_diff import (
     diff_records,
 )
 from ifc_host.model_file import BadModelError, open_checked
-from ifc_host.model_patch import apply_records, check_header
+from ifc_host.model_patch import InPlace, ModelSpoilt, apply_records, check_header
 from ifc_host.rules_after import apply_rules
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, run_code
 from ifc_host.spatial import storey_ids, storey_labels
@@ -49,11 +56,63 @@ class Prepared:
     adopted: ifcopenshell.file | None = None  # `data` parsed: the committed model once renamed into place
     path: Path | None = None  # where `data` was written to be parsed
     ids_after: tuple[str, IdsState] | None = None
-    rebuilt: bool = False  # `adopted` is the shadow rebuilt from the changed records, not a parse of `data`
+    rebuilt: bool = False  # `adopted` is rebuilt from the changed records, not a parse of `data`
+    patch: CommittedPatch | None = None  # `adopted` is the committed model itself, patched in place
+    entities: int | None = None  # how many entities `adopted` holds, when known without counting them
 
     @property
     def unchanged(self) -> bool:
         return self.data is None
+
+
+class CommittedPatch:
+    """The committed model patched in place into the model a prepared commit writes (model_patch.InPlace):
+    `revert` puts it back as it was (a refused, held or failed commit), `apply` patches it again (keeping a
+    held automation). ModelSpoilt when either cannot be shown exact: the keeper then reads its model again."""
+
+    def __init__(self, in_place: InPlace) -> None:
+        self.in_place = in_place
+        self.warnings = list(getattr(in_place.model, "_nexus_open_warnings", None) or [])
+
+    @property
+    def applied(self) -> bool:
+        return self.in_place.applied
+
+    def apply(self) -> None:
+        self.in_place.apply()
+        self.in_place.model._nexus_open_warnings = []  # the model of the file the commit writes, which reads cleanly
+
+    def revert(self) -> None:
+        self.in_place.revert()
+        self.in_place.model._nexus_open_warnings = list(self.warnings)
+
+
+class GuidsBefore:
+    """The one thing validation asks of the model before the run besides the change set (which entity held a
+    GlobalId, validation._Checker._holder_before), read beforehand for the GlobalIds the run's records name."""
+
+    def __init__(self, before: ifcopenshell.file, guids: set[str]) -> None:
+        self._holders: dict[str, int] = {}
+        for guid in guids:
+            try:
+                holder = before.by_guid(guid)
+            except RuntimeError:
+                continue
+            if holder is not None:
+                self._holders[guid] = holder.id()
+
+    def by_guid(self, guid: str) -> _Holder:
+        if guid not in self._holders:
+            raise RuntimeError(f"no entity had the GlobalId {guid} before the run")
+        return _Holder(self._holders[guid])
+
+
+class _Holder:
+    def __init__(self, entity_id: int) -> None:
+        self._id = entity_id
+
+    def id(self) -> int:
+        return self._id
 
 
 class IdsStates:
@@ -67,6 +126,10 @@ class IdsStates:
     def get(self, model: ifcopenshell.file, text: str) -> IdsState | None:
         return self._states.get(text) if model is self._model else None
 
+    def forget(self) -> None:
+        """The committed model was changed in place: nothing known of it holds any more."""
+        self._model, self._states = None, {}
+
     def put(self, model: ifcopenshell.file, text: str, state: IdsState) -> None:
         if model is not self._model:
             self._model, self._states = model, {}
@@ -77,10 +140,13 @@ class IdsStates:
 
 def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported: dict[str, Any],
             job: dict[str, Any], write: Callable[[bytes], Path], workdir: Path,
-            ids_states: IdsStates, shadow: ifcopenshell.file | None = None) -> Prepared | str:
+            ids_states: IdsStates, shadow: ifcopenshell.file | None = None,
+            in_place: bool = False) -> Prepared | str:
     """The trusted result of a run whose process sent `data`, or why it cannot be committed (a message).
-    `shadow`: a second copy of the committed model, parsed from its file; the model `data` describes is
-    rebuilt in it from the records that changed (model_patch.py) instead of parsing all of `data`."""
+    `in_place`: the model `data` describes may be made of `committed` itself, patched with the records that
+    changed (model_patch.InPlace; the Prepared's `patch` puts it back): nothing is parsed in full. Otherwise,
+    or when that cannot be shown exact, `shadow` (a second copy of the committed model, parsed from its
+    file) is rebuilt the same way, or else all of `data` is parsed."""
     result = {**reported, "failures": list(reported.get("failures") or [])}
     recorded = reported.get("changes") or {"added": [], "modified": [], "deleted": []}
     try:
@@ -93,6 +159,10 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
         _fill(committed, changes, result, recorded, job, workdir, ids_states, committed_model=True)
         return Prepared(result)
     path = write(data)
+    if in_place and diff is not None and records is not None:
+        patched = _prepare_in_place(committed, data, records, diff, path, result, recorded, job, workdir, ids_states)
+        if patched is not None:
+            return patched
     unreadable = None
     adopted = _rebuilt(shadow, committed, data, diff)
     try:
@@ -135,6 +205,50 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
                     rebuilt=adopted is shadow)
 
 
+def _prepare_in_place(committed: ifcopenshell.file, data: bytes, records: bytes, diff: EntityDiff, path: Path,
+                      result: dict[str, Any], recorded: dict[str, Any], job: dict[str, Any], workdir: Path,
+                      ids_states: IdsStates) -> Prepared | None:
+    """`prepare` with `committed` patched in place into the model `data` describes: what the report needs of
+    the model before the run is read first (the change set's before side, GlobalId holders, the IDS state),
+    then the records are applied and the rest is worked out on the patched model. A refused run, or one whose
+    rewritten records changed no value, puts the model back before returning. None, with the model untouched,
+    when the records cannot be applied exactly or the run has a rule set (its checks read the whole model
+    before and after at once): then `prepare` goes the other way."""
+    if job.get("rules"):
+        return None
+    try:
+        check_header(data[:data.find(DATA_START) + 1], committed.schema_identifier)
+        patch = CommittedPatch(InPlace(committed, diff))
+    except NotCanonical:
+        return None
+    before = read_before(committed, diff.deleted, diff.differing)
+    guids = GuidsBefore(committed, patch.in_place.named_guids())
+    ids_run = _start_ids(committed, job, ids_states)
+    try:
+        patch.apply()
+    except NotCanonical:
+        return None  # put back as it was (ModelSpoilt, raised to the keeper, if not)
+    ids_states.forget()
+    try:
+        changes = changes_after(before, committed, diff.created, diff.deleted, diff.differing)
+        ids_after = _fill(committed, changes, result, recorded, job, workdir, ids_states, committed_model=False,
+                          before_model=guids, ids_run=ids_run)  # type: ignore[arg-type]
+    except Exception:
+        patch.revert()  # whatever failed, the committed model is not left patched
+        raise
+    if (result.get("error") or {}).get("type") == "EpilogueModifiedModel":
+        raise ModelSpoilt("the change-report script modified the model")  # more than the records can put back
+    if not result.get("ok"):
+        patch.revert()
+        return Prepared(result)
+    if changes.empty and not (diff.created or diff.deleted) and \
+            not any(before.snapshots[i] != snapshot_of(committed.by_id(i)) for i in diff.differing):
+        patch.revert()
+        return Prepared(result)  # only the text differed (values written back unchanged): nothing to write
+    return Prepared(result, data=data, records=records, adopted=committed, path=path, ids_after=ids_after,
+                    rebuilt=True, patch=patch, entities=diff.records)
+
+
 def _has_entity(model: ifcopenshell.file, entity_id: int) -> bool:
     try:
         model.by_id(entity_id)
@@ -165,16 +279,20 @@ def _anything_differs(before: ifcopenshell.file, after: ifcopenshell.file, diffe
 
 def _fill(model: ifcopenshell.file, changes: ChangeSet, result: dict[str, Any], recorded: dict[str, Any],
           job: dict[str, Any], workdir: Path, ids_states: IdsStates, committed_model: bool,
-          before_model: ifcopenshell.file | None = None) -> tuple[str, IdsState] | None:
-    """Changes, before → after, validation, IDS and the epilogue's report of `changes` on `model`."""
+          before_model: ifcopenshell.file | None = None, ids_run: IdsRun | None = None) -> tuple[str, IdsState] | None:
+    """Changes, before → after, validation, IDS and the epilogue's report of `changes` on `model`. `ids_run`:
+    the IDS check already started on the model before the run (then `before_model` only answers by_guid)."""
     result["changes"] = changes.as_contract()
     result["geometry_changed"] = list(changes.geometry)
     changes.details = result["change_details"] = describe_changes(model, changes)
     _compare_with_recorded(changes, recorded, result)
     validate_run(model, changes, job.get("validation"), result, before_model)
-    ids_after = _check_ids(before_model or model, model, job, result, ids_states, committed_model)
-    apply_rules(before_model or model, model, changes, job, result, job.get("model_name") or "model.ifc",
-                same_model=committed_model)
+    if ids_run is not None:
+        ids_after = _finish_ids(ids_run, model, job, result, committed_model)
+    else:
+        ids_after = _check_ids(before_model or model, model, job, result, ids_states, committed_model)
+    apply_rules(model if ids_run is not None else before_model or model, model, changes, job, result,
+                job.get("model_name") or "model.ifc", same_model=committed_model)
     if job.get("epilogue_code") and result["ok"]:
         run_epilogue(model, job["epilogue_code"], changes, workdir, result)
     return ids_after
@@ -201,6 +319,12 @@ def _compare_with_recorded(changes: ChangeSet, recorded: dict[str, Any], result:
 
 def _check_ids(before: ifcopenshell.file, after: ifcopenshell.file, job: dict[str, Any], result: dict[str, Any],
                states: IdsStates, committed_model: bool) -> tuple[str, IdsState] | None:
+    run = _start_ids(before, job, states)
+    return None if run is None else _finish_ids(run, after, job, result, committed_model)
+
+
+def _start_ids(before: ifcopenshell.file, job: dict[str, Any], states: IdsStates) -> IdsRun | None:
+    """The run's IDS check started on the model before it (None: no IDS to check)."""
     text = job.get("ids")
     if not text or job.get("mode") != "automate":
         return None
@@ -209,8 +333,13 @@ def _check_ids(before: ifcopenshell.file, after: ifcopenshell.file, job: dict[st
     run.start(before, known)
     if known is None and run.before is not None:
         states.put(before, text, run.before)
+    return run
+
+
+def _finish_ids(run: IdsRun, after: ifcopenshell.file, job: dict[str, Any], result: dict[str, Any],
+                committed_model: bool) -> tuple[str, IdsState] | None:
     after_state = run.finish(after, job.get("validation"), result, same_model=committed_model)
-    return (text, after_state) if after_state is not None else None
+    return (job["ids"], after_state) if after_state is not None else None
 
 
 def warm_ids(text: str) -> None:

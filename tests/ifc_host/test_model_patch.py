@@ -96,14 +96,14 @@ def test_a_commit_rebuilds_its_model_from_the_changed_records_and_saves_what_was
         code = "sorted(model.by_type('IfcDoor'), key=lambda d: d.id())[0].Name = 'rebuilt'"
         reply = runner.execute(execute_command("c1", "automate", code, 60))
         assert reply["committed"] is True, reply.get("error")
-        assert reply["model_read"] == "changed records"
+        assert reply["model_read"] == "changed records in place"
         assert reply["changes"]["modified"], reply["changes"]
         saved = sample.read_bytes()
         read = runner.execute(execute_command("r1", "collect", "print(model.to_string())", 60))
         # The keeper's committed model (as the next script's process gets it) is the saved file's model.
         assert data_section(read["stdout"].encode("utf-8")) == data_section(saved)
         reply = runner.execute(execute_command("c2", "automate", code.replace("rebuilt", "again"), 60))
-        assert reply["committed"] is True and reply["model_read"] == "changed records"
+        assert reply["committed"] is True and reply["model_read"] == "changed records in place"
         assert hashlib.sha256(sample.read_bytes()).digest() != hashlib.sha256(saved).digest()
     finally:
         runner.close()

@@ -5,7 +5,6 @@ tested in test_keeper_handover.py."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -21,21 +20,7 @@ from ifc_host.handover import (
 )
 from ifc_host.sample import write_sample_model
 from tests.conformance.ifc_models import write_small_building
-
-RENAME_FIRST_DOOR = "sorted(model.by_type('IfcDoor'), key=lambda d: d.id())[0].Name = {name!r}"
-FIRST_DOOR_NAME = "print(sorted(model.by_type('IfcDoor'), key=lambda d: d.id())[0].Name)"
-
-
-def commit(executor: IsolatedExecutor, request_id: str, name: str) -> dict:
-    reply = executor.execute(execute_command(request_id, "automate", RENAME_FIRST_DOOR.format(name=name), 60))
-    assert reply["committed"] is True and reply["ok"], reply.get("error")
-    return reply
-
-
-def first_door(executor: IsolatedExecutor) -> str:
-    reply = executor.execute(execute_command(f"read-{time.monotonic_ns()}", "collect", FIRST_DOOR_NAME, 60))
-    assert reply["ok"], reply.get("error")
-    return reply["stdout"].strip()
+from tests.ifc_host.door_renames import RENAME_FIRST_DOOR, commit, first_door
 
 
 def keepers_of(model: Path) -> set[int]:

@@ -19,9 +19,8 @@ from ifc_host.handover import ALWAYS
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import file_signature
 from ifc_host.sample import write_sample_model
+from tests.ifc_host.door_renames import RENAME_FIRST_DOOR, commit, first_door
 
-RENAME_FIRST_DOOR = "sorted(model.by_type('IfcDoor'), key=lambda d: d.id())[0].Name = {name!r}"
-FIRST_DOOR_NAME = "print(sorted(model.by_type('IfcDoor'), key=lambda d: d.id())[0].Name)"
 HALF_DONE_THEN_FAIL = ("for wall in model.by_type('IfcWall')[:10]:\n    wall.Name = 'half done'\n"
                        "raise RuntimeError('boom')\n")
 
@@ -35,18 +34,6 @@ def rss_kb(pid: int) -> int:
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def commit(executor: IsolatedExecutor, request_id: str, name: str) -> dict:
-    reply = executor.execute(execute_command(request_id, "automate", RENAME_FIRST_DOOR.format(name=name), 60))
-    assert reply["committed"] is True and reply["ok"], reply.get("error")
-    return reply
-
-
-def first_door(executor: IsolatedExecutor) -> str:
-    reply = executor.execute(execute_command(f"read-{time.monotonic_ns()}", "collect", FIRST_DOOR_NAME, 60))
-    assert reply["ok"], reply.get("error")
-    return reply["stdout"].strip()
 
 
 @pytest.fixture(scope="module")

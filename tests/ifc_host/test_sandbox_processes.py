@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
-from ifc_host.sample import write_sample_model
 
 _counter = iter(range(1_000_000))
 
@@ -32,17 +29,6 @@ if child == 0:
 os.waitpid(child, 0)
 print("escaped", os.read(r, 32).decode().strip())
 """
-
-
-@pytest.fixture(scope="module", params=ISOLATIONS)
-def executor(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IsolatedExecutor]:
-    """One keeper per isolation for the module's tests: none of them changes the model (a keeper start costs
-    seconds of CPU, under spawn more)."""
-    model = tmp_path_factory.mktemp(f"sandbox-{request.param}") / "model.ifc"
-    write_sample_model(str(model))
-    runner = IsolatedExecutor(model, isolation=request.param)
-    yield runner
-    runner.close()
 
 
 def run(executor: IsolatedExecutor, code: str, mode: str = "collect", timeout_s: float = 60) -> dict:
@@ -70,29 +56,29 @@ def wait_until_gone(marker: str, seconds: float) -> list[int]:
 
 
 @pytest.mark.parametrize("mode", ["collect", "automate"])
-def test_a_double_fork_with_setsid_ends_with_the_script(executor: IsolatedExecutor, mode: str):
+def test_a_double_fork_with_setsid_ends_with_the_script(shared_executor: IsolatedExecutor, mode: str):
     marker = f"6{next(_counter)}{os.getpid()}.5"
-    reply = run(executor, ESCAPE.format(marker=marker), mode)
+    reply = run(shared_executor, ESCAPE.format(marker=marker), mode)
     assert reply["ok"], reply.get("error")
     pid = int(reply["stdout"].split()[1])
     assert pid > 1
     # The reply comes after the script's end: by then its tree is being killed; nothing of it may stay.
     assert wait_until_gone(marker, 10) == [], f"the script's grandchild {pid} outlived it"
-    assert run(executor, "print('next')")["stdout"].strip() == "next"
+    assert run(shared_executor, "print('next')")["stdout"].strip() == "next"
 
 
-def test_a_grandchild_is_killed_at_the_deadline_too(executor: IsolatedExecutor):
+def test_a_grandchild_is_killed_at_the_deadline_too(shared_executor: IsolatedExecutor):
     marker = f"7{next(_counter)}{os.getpid()}.5"
     code = ESCAPE.format(marker=marker) + "import sys\nsys.stdout.flush()\nwhile True:\n    pass\n"
     started = time.monotonic()
-    reply = run(executor, code, "automate", timeout_s=4)
+    reply = run(shared_executor, code, "automate", timeout_s=4)
     assert reply["error"]["type"] == "Timeout" and time.monotonic() - started < 40
     assert wait_until_gone(marker, 10) == []
 
 
-def test_joining_the_keepers_process_group_does_not_outlive_the_deadline(executor: IsolatedExecutor):
+def test_joining_the_keepers_process_group_does_not_outlive_the_deadline(shared_executor: IsolatedExecutor):
     """M1: the script moves into its parent's (before: the keeper's) process group, then spins."""
-    keeper = executor.keeper_pid
+    keeper = shared_executor.keeper_pid
     code = f"""
 import os
 for group in (os.getppid(), {keeper}):
@@ -104,14 +90,14 @@ while True:
     pass
 """
     started = time.monotonic()
-    reply = run(executor, code, "automate", timeout_s=4)
+    reply = run(shared_executor, code, "automate", timeout_s=4)
     assert reply["ok"] is False and reply["error"]["type"] == "Timeout", reply.get("error")
     assert time.monotonic() - started < 40, "the deadline was not honoured"
     started = time.monotonic()
-    after = run(executor, "print(len(model.by_type('IfcWall')))")
+    after = run(shared_executor, "print(len(model.by_type('IfcWall')))")
     assert after["ok"] and int(after["stdout"]) > 0
     assert time.monotonic() - started < 30, "the next script was not answered promptly"
 
 
-def test_the_sandbox_report_names_how_the_tree_ends(executor: IsolatedExecutor):
-    assert "own PID namespace" in executor.sandbox["processes"]
+def test_the_sandbox_report_names_how_the_tree_ends(shared_executor: IsolatedExecutor):
+    assert "own PID namespace" in shared_executor.sandbox["processes"]

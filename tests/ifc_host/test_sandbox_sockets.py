@@ -119,17 +119,6 @@ def test_the_listeners_are_reachable_outside_the_sandbox(listeners: list[Listene
         assert listener.connections() == 1
 
 
-@pytest.fixture(scope="module", params=ISOLATIONS)
-def executor(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IsolatedExecutor]:
-    """One keeper per isolation for the module's tests: none of them changes the model (a keeper start costs
-    seconds of CPU, under spawn more)."""
-    model = tmp_path_factory.mktemp(f"sandbox-{request.param}") / "model.ifc"
-    write_sample_model(str(model))
-    runner = IsolatedExecutor(model, isolation=request.param)
-    yield runner
-    runner.close()
-
-
 @pytest.fixture(params=ISOLATIONS)
 def own_executor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IsolatedExecutor]:
     """A keeper of the test's own, for a test that commits (the module's shared one stays as it was)."""
@@ -145,11 +134,11 @@ def run(executor: IsolatedExecutor, code: str, mode: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["collect", "automate"])
-def test_a_script_reaches_no_socket_file(executor: IsolatedExecutor, listeners: list[Listener], mode: str):
-    reply = run(executor, probe_code(listeners), mode)
+def test_a_script_reaches_no_socket_file(shared_executor: IsolatedExecutor, listeners: list[Listener], mode: str):
+    reply = run(shared_executor, probe_code(listeners), mode)
     assert reply["ok"], reply.get("error")
     assert_nothing_reached(reply["stdout"], listeners)
-    assert "seccomp" in executor.sandbox.get("sockets", "")  # what the host log's `what they can reach` says
+    assert "seccomp" in shared_executor.sandbox.get("sockets", "")  # what the host log's `what they can reach` says
 
 
 def test_ordinary_scripts_still_work(own_executor: IsolatedExecutor):

@@ -32,6 +32,7 @@ def _traced(store: Store) -> list[str]:
             statements.append(sql)
 
     event.listen(store.engine, "checkout", lambda dbapi_conn, *_: dbapi_conn.set_trace_callback(trace))
+    store.db.return_ready()  # so that every connection used from now on is checked out (and traced)
     return statements
 
 

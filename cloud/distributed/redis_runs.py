@@ -7,6 +7,10 @@ chunks from memory. Either way a waiting stream costs no Redis call of its own b
 A cancel sets a key and wakes the driving process. Chunks published while Redis is unreachable are kept
 and sent, in order, once it is back; the run itself goes on. A finished run's list expires after the
 retention time; a run whose process died is ended by whichever process recovers its session.
+The run's own thread does not wait for Redis: a chunk is in memory (where this process's followers read it) when
+`publish` returns, and one flusher thread per process hands Redis what each run has added since its last flush
+(one script call and one wake-up for however many chunks came meanwhile); a run's end is flushed by the run
+itself, before its record is marked done.
 Each chunk and the cancel mark are sealed with the deployment's secret (cloud.distributed.signing): a
 follower skips a chunk this deployment did not write, and only a signed cancel mark cancels.
 """
@@ -35,6 +39,7 @@ ACTIVE = PREFIX + "runs"
 POLL_S = 1.0
 FLUSH_PATIENCE_S = 120.0  # how long a finished run keeps trying to hand its last chunks to Redis
 MISSING_PATIENCE_S = 10.0  # a follower waits this long for a run's record Redis lost to be written again
+RETRY_FLUSH_S = 0.5  # how often the flusher retries the runs whose chunks Redis could not take
 
 
 # KEYS: the chunk list. ARGV: the length this process expects it to have, then the chunks to append. -1 (and
@@ -113,9 +118,11 @@ class RedisRun(Run):
     """A run's chunk stream in Redis. Driven here (`cancel` is a local event, followers here read the
     chunks from memory) or elsewhere (`cancel` reaches the driving process, followers read Redis)."""
 
-    def __init__(self, bus: Bus, session_id: str, driven_here: bool, retain_s: float = RETAIN_S) -> None:
+    def __init__(self, bus: Bus, session_id: str, driven_here: bool, retain_s: float = RETAIN_S,
+                 flusher: Flusher | None = None) -> None:
         super().__init__(session_id)
         self.bus = bus
+        self._flusher = flusher  # None: each publish flushes at once, on the publishing thread
         self._retain_s = retain_s
         self._sent = 0  # how many of `chunks` (every chunk published here) Redis has
         self._owner = ""
@@ -143,7 +150,15 @@ class RedisRun(Run):
     def publish(self, chunk: Chunk) -> None:
         with self._send_lock:
             super().publish(chunk)  # followers in this process have it at once
-            self._flush()
+            if self._flusher is None:
+                self._flush()
+        if self._flusher is not None:
+            self._flusher.mark(self)
+
+    def flush(self) -> bool:
+        """Hand Redis what it does not have yet; False when Redis could not take it (then try again later)."""
+        with self._send_lock:
+            return self._flush()
 
     def _sealed(self, start: int) -> list[str]:
         return [_sealed_chunk(self.bus, self.session_id, c) for c in self.chunks[start:]]
@@ -258,6 +273,48 @@ def mark_done(bus: Bus, session_id: str, retain_s: float) -> None:
     bus.signal(chunk_signal(session_id))
 
 
+class Flusher:
+    """The one thread of a process that hands Redis the chunks its runs published (see the module's docstring)."""
+
+    def __init__(self, stopped: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._dirty: dict[int, RedisRun] = {}  # id -> run, in the order they were marked
+        self._woken = threading.Event()
+        self._stopped = stopped
+        self.thread = threading.Thread(target=self._loop, name="run-chunks", daemon=True)
+        self.thread.start()
+
+    def mark(self, run: RedisRun) -> None:
+        with self._lock:
+            self._dirty[id(run)] = run
+        self._woken.set()
+
+    def wake(self) -> None:
+        self._woken.set()
+
+    def _loop(self) -> None:
+        while True:
+            self._woken.wait(RETRY_FLUSH_S)
+            self._woken.clear()
+            stopping = self._stopped.is_set()  # one last pass after the stop, for what was published before it
+            with self._lock:
+                runs, self._dirty = list(self._dirty.values()), {}
+            failed = []
+            for run in runs:
+                try:
+                    if not run.flush():
+                        failed.append(run)
+                except Exception:  # one run's failure must not stop the others' chunks
+                    log.exception("run %s: flushing its chunks failed", run.session_id)
+                    failed.append(run)
+            if stopping:
+                return
+            if failed:  # retried after RETRY_FLUSH_S, unless a publish marks them (or others) sooner
+                with self._lock:
+                    for run in failed:
+                        self._dirty.setdefault(id(run), run)
+
+
 class RedisRunRegistry(RunRegistry):
     def __init__(self, bus: Bus, leases: RunLeases | None = None, retain_s: float = RETAIN_S,
                  lease_ttl_s: float = LEASE_TTL_S) -> None:
@@ -265,9 +322,11 @@ class RedisRunRegistry(RunRegistry):
         super().__init__(leases, owner=bus.process, retain_s=retain_s, lease_ttl_s=lease_ttl_s)
         bus.watch(self._on_signal)
         threading.Thread(target=self._poll_cancels, name="run-cancels", daemon=True).start()
+        self._flusher = Flusher(self.stopped)
+        self.background.append(self._flusher.thread)
 
     def _new_run(self, session_id: str) -> Run:
-        run = RedisRun(self.bus, session_id, driven_here=True, retain_s=self._retain_s)
+        run = RedisRun(self.bus, session_id, driven_here=True, retain_s=self._retain_s, flusher=self._flusher)
         run.start(self.owner)
         return run
 
@@ -312,6 +371,8 @@ class RedisRunRegistry(RunRegistry):
 
     def close(self) -> None:
         super().close()
+        self._flusher.wake()
+        self._flusher.thread.join(5)  # what the runs published goes out before the bus closes
         self.bus.close()
 
     def _poll_cancels(self) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from cloud.distributed.bus import PREFIX, Bus
+from cloud.distributed.bus import BROADCAST, PREFIX, Bus
 from cloud.distributed.redis_runs import cancel_signal
 from cloud.rendezvous import ANSWERED_MEMORY, Answer, Delivery
 
@@ -65,13 +65,16 @@ return {'accepted', p[6] or (p[1] .. ':' .. p[3]), p[2], p[1], p[3], p[4] or '',
 """
 SIGNED_FIELDS = ("request_id", "tool_call_id", "kind", "host_id", "pending_id")
 
-# KEYS: pending hash. ARGV: pending_id, result JSON. The answer's copy, only on the request it answers.
+# KEYS: pending hash. ARGV: pending_id, result JSON, the bus's channel, the sealed wake-up. The answer's copy, only
+# on the request it answers, then the waiting process's wake-up: one round trip, and the copy is there before it.
 _KEEP_COPY = """
+local kept = 0
 if redis.call('HGET', KEYS[1], 'pending_id') == ARGV[1] then
   redis.call('HSET', KEYS[1], 'result', ARGV[2])
-  return 1
+  kept = 1
 end
-return 0
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return kept
 """
 
 
@@ -106,6 +109,7 @@ class RedisToolResultChannel:
         self._check = self._redis.register_script(_CHECK)
         self._keep_copy = self._redis.register_script(_KEEP_COPY)
         self._opened: dict[str, dict[str, str]] = {}  # session_id -> what this process opened (to restore)
+        self._opened_at: dict[str, int] = {}  # session_id -> its wake-up's generation when it was opened
         self._lock = threading.Lock()
         threading.Thread(target=self._sweep_records, name="delivery-records", daemon=True).start()
 
@@ -135,6 +139,8 @@ class RedisToolResultChannel:
             if session_id in self._opened:
                 raise RuntimeError(f"session {session_id} already has a pending request")
             self._opened[session_id] = fields
+            # Counted from before the request exists in Redis: an answer's wake-up cannot come earlier.
+            self._opened_at[session_id] = self.bus.generation(wake_key(session_id))
         self._write_pending(session_id, fields)
 
     def _write_pending(self, session_id: str, fields: dict[str, str]) -> None:
@@ -171,10 +177,12 @@ class RedisToolResultChannel:
         if not self.deliveries.record_delivery(session_id, pending_id, pending_call, kind, result):
             log.info("session %s: a second delivery for %s refused (already applied)", session_id, pending_call)
             return Delivery.ALREADY_ANSWERED
+        key = wake_key(session_id)
         try:
             self._keep_copy(keys=[_pending_key(session_id)],
-                            args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id))])
-            self.bus.signal(wake_key(session_id))
+                            args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id)),
+                                  BROADCAST, self.bus.seal(key, BROADCAST)])
+            self.bus.wake_here(key)  # the other processes' wake-up went out with the copy
         except redis.RedisError as exc:  # recorded: the waiting call finds it on the records sweep
             log.warning("session %s: answer recorded, Redis unreachable to wake its run: %s", session_id, exc)
         return Delivery.ACCEPTED
@@ -197,13 +205,19 @@ class RedisToolResultChannel:
                      alive: Callable[[], bool] | None = None) -> Answer:
         key, cancelled = wake_key(session_id), cancel_signal(session_id)
         deadline = time.monotonic() + timeout_s
-        read, woken = True, False
+        with self._lock:
+            opened_at = self._opened_at.get(session_id)
+        # The first look reads Redis only if a wake-up came since the request was opened here (else the answer
+        # is not there yet, and its wake-up, or the probe's first reading, says when it is).
+        read, woken, first = opened_at is None, False, True
         try:
             # The hash's field count changes when an answer's copy lands or Redis loses the request: the
             # bus's probe wakes this call then, should the delivery's own wake-up be lost.
             with self.bus.probing(key, ("HLEN", _pending_key(session_id))):
                 while True:
                     seen = {key: self.bus.generation(key), cancelled: self.bus.generation(cancelled)}
+                    if first:
+                        read, first = read or seen[key] != opened_at, False
                     if read:  # woken (the delivery, the probe, the records sweep, a reconnect), or the first look
                         result = self._read_result(session_id, woken)
                         if result is not None:
@@ -249,6 +263,7 @@ class RedisToolResultChannel:
     def close(self, session_id: str) -> None:
         with self._lock:
             fields = self._opened.pop(session_id, None)
+            self._opened_at.pop(session_id, None)
         if fields is None:
             return
         try:

@@ -10,7 +10,9 @@ After a commit on a big model, or once the keeper's memory has grown well past o
 says when), the keeper is replaced by a fresh one that opened the new file (`_hand_over`): a process that has
 parsed one model, however many commits came before, so its memory and the cost of forking it do not grow with
 the commits (IfcOpenShell keeps what a replaced model used). After a commit on a small model the keeper goes on
-serving (`_keep_keeper`): a fresh interpreter would cost more than the memory it saves. The successor starts in the
+serving: a fresh interpreter would cost more than the memory it saves. The keeper applies the policy itself
+(sent with every request) and says in its commit reply whether a successor follows, so a commit costs one
+round trip either way. The successor starts in the
 background while the old keeper goes on serving; it takes over between requests, once nothing is held, with
 the old keeper's late decisions and early aborts, and only if the saved file is still the one the old keeper
 wrote (otherwise the old keeper stays, and sees the change as before). A successor that fails to start costs
@@ -33,7 +35,7 @@ import subprocess
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -170,6 +172,7 @@ class IsolatedExecutor:
         self._successor: subprocess.Popen[bytes] | SpawnedKeeper | None = None  # starting, not yet in service
         self.handovers = 0
         self._rss_at_open: int | None = None  # the keeper's resident memory once its model was open
+        self._resume_spares = False  # a successor a commit announced did not take over: the next request says so
         self._state = KeeperState(self.model_path, None)  # replaced by the keeper's own account as it starts
         self.document = self._start(self.model_path, launched)
 
@@ -340,6 +343,9 @@ class IsolatedExecutor:
             try:
                 if self._conn is None:
                     raise OSError("the keeper is not running")
+                request = {**request, "handover": asdict(self.handover_policy)}
+                if self._resume_spares:
+                    request["resume_spares"], self._resume_spares = True, False
                 with self._send_lock:
                     self._conn.send(request)
                 if not self._conn.poll(timeout_s):
@@ -349,10 +355,9 @@ class IsolatedExecutor:
                 written = self._state.signature
                 if written and reply.get("committed") and not reply.get("unchanged"):
                     # Under the lock: no older successor takes over now.
-                    if self.handover_policy.hands_over(written[2], resident_bytes(self.keeper_pid), self._rss_at_open):
+                    self._generation += 1
+                    if reply.get("successor"):
                         self._replace_keeper(written)
-                    else:
-                        self._keep_keeper()
                 return reply
             except (EOFError, OSError, TimeoutError) as exc:
                 self._state = self._state.without_hold()  # whatever it held went with it
@@ -376,7 +381,7 @@ class IsolatedExecutor:
         proc, conn = launched or self._launch(path)
         reply = self._hello(proc, conn, path)
         self._proc, self._conn = proc, conn
-        self._rss_at_open = resident_bytes(proc.pid)
+        self._rss_at_open = reply.get("rss_at_open") or resident_bytes(proc.pid)
         self._take_state(reply)
         self._note_sandbox(reply)
         return reply["document"]
@@ -413,30 +418,8 @@ class IsolatedExecutor:
                      "; ".join(f"{k}: {v}" for k, v in self.sandbox.items()))
 
     # --- replacing the keeper after a commit -------------------------------------------------------
-    def _keep_keeper(self) -> None:
-        """The keeper that committed goes on serving (caller holds self._lock): a successor still loading an
-        older commit is stale, and the keeper, which expects one after every commit, prepares its next
-        scripts' processes again. If it cannot be told, the commit it replied stays on disk and the next
-        request finds the keeper gone and restarts it from that file."""
-        self._generation += 1
-        conn = self._conn
-        if conn is None:
-            return
-        try:
-            with self._send_lock:
-                conn.send({"op": "no_successor"})
-            if conn.poll(STARTUP_TIMEOUT_S):
-                self._take_state(conn.recv())
-                return
-        except (EOFError, OSError):
-            return
-        log.error("the model keeper did not answer within %g s after a commit; it is restarted", STARTUP_TIMEOUT_S)
-        if self._proc is not None:
-            self._proc.kill()
-
     def _replace_keeper(self, written: tuple[int, ...]) -> None:
         """Start a successor keeper on the file just committed (see the module's doc); returns at once."""
-        self._generation += 1
         thread = threading.Thread(target=self._hand_over, args=(self._generation, written),
                                   name="keeper-handover", daemon=True)
         self._handover = thread
@@ -480,12 +463,10 @@ class IsolatedExecutor:
                 _retire_keeper(proc, conn)
 
     def _no_successor(self, generation: int) -> None:
-        """The current keeper stays in service: it prepares its next scripts' processes again."""
+        """The current keeper stays in service: the next request tells it to prepare its scripts' processes
+        again (no extra round trip; until then a script's process starts on demand)."""
         if generation == self._generation and not self._closed:
-            try:
-                self._call({"op": "no_successor"}, 60)
-            except KeeperUnavailable:
-                pass
+            self._resume_spares = True
 
     def _take_over(self, proc: subprocess.Popen[bytes] | SpawnedKeeper, conn: Connection,
                    reply: dict[str, Any]) -> bool:
@@ -507,7 +488,7 @@ class IsolatedExecutor:
                 raise OSError("the successor keeper did not take the handover")
             old_proc, old_conn = self._proc, self._conn
             self._proc, self._conn = proc, conn
-            self._rss_at_open = resident_bytes(proc.pid)
+            self._rss_at_open = reply.get("rss_at_open") or resident_bytes(proc.pid)
             self._take_state(adopted)
         self._note_sandbox(reply)
         self.handovers += 1

@@ -16,8 +16,10 @@ against are the previous commit's, or the file's as the predecessor keeper wrote
 opened the file, serialised ahead by a forked child while it was idle (baseline_child.py). Holding a lock on
 the folder, it renames the file over the saved one unless that file
 changed on disk since this keeper last read or wrote it (another host or program saved it: the commit is
-refused rather than silently overwriting their work). After a commit the runtime replaces this keeper by a
-fresh one on the new file (executor.py); this one then prepares no more script processes ahead. A held automation (policy ask) is worked out the same way when it is held, and
+refused rather than silently overwriting their work). The keeper applies the handover policy the runtime
+sends with each request (handover.py) and says in its commit reply (`successor`) whether a fresh keeper on the
+new file takes over; the runtime starts one only then (executor.py), and this keeper then prepares no more
+script processes ahead unless a later request says the successor did not come (`resume_spares`). A held automation (policy ask) is worked out the same way when it is held, and
 keeping it commits exactly the model that was reported.
 
 Requests arrive as dicts on a multiprocessing Connection (one at a time) and each gets one reply, except
@@ -34,6 +36,7 @@ there (executor.KeeperState) rather than keeping copies of its own.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import re
@@ -51,6 +54,7 @@ from typing import Any
 import ifcopenshell
 
 from ifc_host.baseline_child import BaselineChild, serialisable_ahead
+from ifc_host.handover import HandoverPolicy, resident_bytes
 from ifc_host.isolation import (
     ISOLATIONS,
     ForkedRun,
@@ -62,6 +66,7 @@ from ifc_host.isolation import (
 )
 from ifc_host.model_diff import DATA_START, NotCanonical, data_section
 from ifc_host.model_file import (
+    BackgroundFsync,
     BadModelError,
     describe_context,
     describe_document,
@@ -136,7 +141,10 @@ class Keeper:
         self.runtime_gone = False  # the connection ended mid-script: nobody will read a reply
         self.aborted: OrderedDict[str, None] = OrderedDict()  # request ids an abort named
         self.queued: deque[dict[str, Any]] = deque()  # requests that arrived while a script ran
-        self.hands_over = False  # a successor keeper takes over after each commit (executor.py): no new spares
+        # When a commit hands over to a successor keeper (handover.py; the runtime sends its policy with each
+        # execute and decide). None: never (a keeper not started by the runtime's serve loop).
+        self.handover: HandoverPolicy | None = None
+        self.rss_at_open: int | None = None  # this process's resident memory once its model was open
 
     def note_abort(self, request_id: str) -> None:
         self.aborted[request_id] = None
@@ -146,6 +154,10 @@ class Keeper:
     # --- requests -----------------------------------------------------------------------------------
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
+        if request.get("handover") is not None:
+            self.handover = HandoverPolicy(**request["handover"])
+        if request.get("resume_spares"):  # the successor a commit announced did not take over: serve on
+            self.strategy.replenishing = True
         if op == "execute":
             return self.execute(ExecuteCommand.from_dict(request["command"]), request.get("model_name"))
         if op == "decide":
@@ -166,9 +178,6 @@ class Keeper:
             return {"ok": True, **self.handover_state()}
         if op == "adopt_state":
             self.adopt_state(request)
-            return {"ok": True}
-        if op == "no_successor":  # the successor keeper failed to start: this one serves on, spares and all
-            self.strategy.replenishing = True
             return {"ok": True}
         return {"ok": False, "message": f"unknown keeper request {op!r}"}
 
@@ -461,15 +470,29 @@ class Keeper:
         started = time.monotonic()
         target = Path(os.path.realpath(self.save_path))  # a symlinked model path stays a symlink
         written: list[Path] = []
+        syncs: list[BackgroundFsync] = []  # the disk's wait runs while the report is worked out
+
+        def write(data: bytes) -> Path:
+            path = _write(written, write_beside(target, data, sync=False))
+            syncs.append(BackgroundFsync(path))
+            return path
+
+        def durable() -> None:
+            for sync in syncs:
+                sync.wait()
+
         try:
-            prepared = self._prepare(run, result, job, "commit", lambda data: _write(written, write_beside(target, data)))
+            prepared = self._prepare(run, result, job, "commit", write)
             if isinstance(prepared, dict):
                 return prepared
-            return self._put_in_place(run, prepared, target, script_ms, started)
+            return self._put_in_place(run, prepared, target, script_ms, started, durable)
         except OSError as exc:
             return self._timed(self._commit_failed(run, result, f"saving to {self.save_path} failed: {exc}"),
                                script_ms, started)
         finally:
+            for sync in syncs:
+                with contextlib.suppress(OSError):
+                    sync.wait()
             for path in written:
                 path.unlink(missing_ok=True)
 
@@ -616,8 +639,9 @@ class Keeper:
         return shadow if file_signature(path) == expected else None
 
     def _put_in_place(self, run: ScriptProcess, prepared: Prepared, target: Path, script_ms: float,
-                      started: float) -> dict[str, Any]:
-        """Rename the prepared model over the saved file (nothing to do when it changed nothing)."""
+                      started: float, durable: Any = None) -> dict[str, Any]:
+        """Rename the prepared model over the saved file (nothing to do when it changed nothing); `durable`
+        returns once the written file is on disk (raises OSError if it could not be)."""
         result = prepared.result
         if not result.get("ok"):
             return self._timed(self._finish(run, result, committed=False), script_ms, started)
@@ -631,6 +655,8 @@ class Keeper:
                 self._revert(prepared)
                 return self._timed(self._conflict(run, result, target), script_ms, started)
             try:
+                if durable is not None:
+                    durable()
                 replace_atomically(prepared.path, target)
             except OSError:
                 self._revert(prepared)
@@ -640,7 +666,8 @@ class Keeper:
         if prepared.adopted is not self.model:
             self.replaced_models.append(self.model)
         self._frozen_model = None  # collect what the commit left before the next fork (see _freeze_for_fork)
-        if self.hands_over:  # its successor prepares the next scripts' processes; until then they start on demand
+        successor = self._successor_follows()
+        if successor:  # the successor prepares the next scripts' processes; until then they start on demand
             self.strategy.replenishing = False
         self.model = prepared.adopted
         self.baseline = prepared.records
@@ -651,7 +678,14 @@ class Keeper:
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
         document = describe_document(self.model, self.save_path, prepared.entities)
         return self._timed({**self._finish(run, result, committed=True), "document": document,
-                            "model_read": _how_read(prepared)}, script_ms, started)
+                            "model_read": _how_read(prepared), "successor": successor}, script_ms, started)
+
+    def _successor_follows(self) -> bool:
+        """Whether the commit just renamed into place hands over to a fresh keeper (handover.py): the reply
+        says so, and the runtime starts the successor only then."""
+        if self.handover is None or self.disk_signature is None:
+            return False
+        return self.handover.hands_over(self.disk_signature[2], resident_bytes(os.getpid()), self.rss_at_open)
 
     def _timed(self, reply: dict[str, Any], script_ms: float, started: float) -> dict[str, Any]:
         return {**reply, "script_ms": script_ms, "commit_ms": _ms_since(started)}
@@ -684,7 +718,11 @@ class Keeper:
 
     def _finish(self, run: ScriptProcess, result: dict[str, Any], committed: bool) -> dict[str, Any]:
         if self.held is None:
-            self.strategy.after_run(self.committed_path, model_changed=committed or bool(result.get("conflict")))
+            changed = committed or bool(result.get("conflict"))
+            if changed:  # spares of the old model: killed now, torn down after the reply (reap_retired)
+                while self.strategy.spares:
+                    self._retire(self.strategy.spares.pop()[0])
+            self.strategy.after_run(self.committed_path, model_changed=changed)
         return {**result, "committed": committed, "duration_ms": _ms_since(run.started)}
 
 
@@ -810,8 +848,10 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
         keeper.committed_signature = opened_signature
         keeper.seen_signature = file_signature(model_path)
     keeper.connection = connection
-    keeper.hands_over = True
+    keeper.handover = HandoverPolicy()  # the defaults, until the runtime's first execute sends its own
+    keeper.rss_at_open = resident_bytes(os.getpid())
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
+                     "rss_at_open": keeper.rss_at_open,
                      "isolation": keeper.strategy.name, "sandbox": keeper.sandbox, "keeper": keeper.state()})
     try:
         while True:

@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -293,21 +294,49 @@ def directory_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def write_beside(target: str | os.PathLike[str], data: bytes) -> Path:
+def write_beside(target: str | os.PathLike[str], data: bytes, sync: bool = True) -> Path:
     """Write `data` to a fresh file beside `target` (resolved through symlinks) with the target's permissions
-    (or the umask's default for a new file), fsynced, ready for `replace_atomically`."""
+    (or the umask's default for a new file), fsynced (`sync`; else see BackgroundFsync), ready for
+    `replace_atomically`."""
     real = Path(os.path.realpath(target))
     temp = temp_path_beside(real)
     try:
         with open(temp, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         _copy_permissions(real, temp)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
     return temp
+
+
+class BackgroundFsync:
+    """fsync a written file on a thread (the kernel's wait for the disk holds no lock), so the caller works
+    meanwhile (the keeper: the change report); `wait` before renaming the file into place raises the
+    OSError the fsync met. Joined before the keeper forks again (no thread outlives a commit)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY)
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._sync, name="commit-fsync", daemon=True)
+        self._thread.start()
+
+    def _sync(self) -> None:
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._error = exc
+
+    def wait(self) -> None:
+        if self._fd >= 0:
+            self._thread.join()
+            os.close(self._fd)
+            self._fd = -1
+        if self._error is not None:
+            raise self._error
 
 
 def _copy_permissions(source: Path, temp: Path) -> None:

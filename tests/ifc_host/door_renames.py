@@ -1,8 +1,9 @@
 """Renaming the first door and reading its name back through a real keeper: the commits and reads the
-handover tests (test_keeper_handover.py, test_handover_policy.py) count on."""
+handover tests (test_keeper_handover.py, test_handover_policy.py) count on, and the keeper's live children."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from ifc_host.executor import IsolatedExecutor, execute_command
 
@@ -20,3 +21,16 @@ def first_door(executor: IsolatedExecutor) -> str:
     reply = executor.execute(execute_command(f"read-{time.monotonic_ns()}", "collect", FIRST_DOOR_NAME, 60))
     assert reply["ok"], reply.get("error")
     return reply["stdout"].strip()
+
+
+def live_children(pid: int | None) -> set[int]:
+    """The processes `pid` forked that have not ended (its script processes kept ready, and their scripts')."""
+    found = set()
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            found.add(int(child))
+    return found

@@ -5,6 +5,7 @@ tested in test_keeper_handover.py."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from ifc_host.handover import (
 )
 from ifc_host.sample import write_sample_model
 from tests.conformance.ifc_models import write_small_building
-from tests.ifc_host.door_renames import RENAME_FIRST_DOOR, commit, first_door
+from tests.ifc_host.door_renames import RENAME_FIRST_DOOR, commit, first_door, live_children
 
 
 def keepers_of(model: Path) -> set[int]:
@@ -81,17 +82,36 @@ def test_a_file_at_the_size_threshold_hands_over_and_one_byte_less_does_not(tmp_
         size = model.stat().st_size
         original = executor.keeper_pid
         executor.handover_policy = HandoverPolicy(min_bytes=size + 1, growth_bytes=None)
-        commit(executor, "c1", "bbbb")
+        assert commit(executor, "c1", "bbbb")["successor"] is False  # the keeper applies the policy it is sent
         assert model.stat().st_size == size
         executor.wait_warm()
         assert executor.keeper_pid == original and executor.handovers == 0
         executor.handover_policy = HandoverPolicy(min_bytes=size, growth_bytes=None)
-        commit(executor, "c2", "cccc")
+        assert commit(executor, "c2", "cccc")["successor"] is True
         assert model.stat().st_size == size
         executor.wait_warm()
         assert executor.keeper_pid != original and executor.handovers == 1
         assert first_door(executor) == "cccc"
         assert keepers_of(model) == {executor.keeper_pid}
+    finally:
+        executor.close()
+
+
+def test_a_keeper_that_serves_on_prepares_its_next_processes_unasked(tmp_path: Path):
+    """The commit reply says no successor follows, and the keeper forks its next scripts' processes after it
+    on its own: no second message from the runtime is needed (or sent) after the commit."""
+    model = write_small_building(tmp_path / "model.ifc")
+    executor = IsolatedExecutor(model, isolation="fork", handover=NEVER)
+    try:
+        executor.wait_warm()
+        before = live_children(executor.keeper_pid)
+        reply = commit(executor, "c0", "first")
+        assert reply["successor"] is False and executor._handover is None
+        deadline = time.monotonic() + 60
+        while len(live_children(executor.keeper_pid) - before) < 2:  # ForkStrategy.ahead
+            assert time.monotonic() < deadline, "the keeper did not prepare its next scripts' processes"
+            time.sleep(0.05)
+        assert first_door(executor) == "first"
     finally:
         executor.close()
 

@@ -19,7 +19,7 @@ from ifc_host.handover import ALWAYS
 from ifc_host.isolation import ISOLATIONS
 from ifc_host.model_file import file_signature
 from ifc_host.sample import write_sample_model
-from tests.ifc_host.door_renames import RENAME_FIRST_DOOR, commit, first_door
+from tests.ifc_host.door_renames import RENAME_FIRST_DOOR, commit, first_door, live_children
 
 HALF_DONE_THEN_FAIL = ("for wall in model.by_type('IfcWall')[:10]:\n    wall.Name = 'half done'\n"
                        "raise RuntimeError('boom')\n")
@@ -139,6 +139,11 @@ def test_a_successor_that_dies_while_loading_loses_nothing(executor: IsolatedExe
     executor.wait_handover()
     assert executor.keeper_pid == original and executor.handovers == 0
     assert first_door(executor) == "before the crash"
+    # That read told the keeper its successor is not coming: it prepares its scripts' processes again.
+    deadline = time.monotonic() + 60
+    while len(live_children(original)) < 2:  # ForkStrategy.ahead
+        assert time.monotonic() < deadline, "the keeper whose successor died did not prepare spares again"
+        time.sleep(0.05)
     commit(executor, "c1", "after the crash")  # the old keeper goes on committing, and hands over then
     executor.wait_warm()
     assert executor.keeper_pid != original and executor.handovers == 1

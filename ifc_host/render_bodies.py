@@ -21,7 +21,7 @@ builds each element on its own, journalled, so the next crash names its element 
 Every view has a budget: with a ``deadline`` (the wall clock, set by the parent from the view's timeout)
 tessellation stops when it passes, and the elements not reached are *undrawn*, listed apart in
 ``Bodies.out_of_time`` so the view says they ran out of time; those with a cheaper representation are drawn
-from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
+from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` (its Box, or the opening a window or door fills) or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
 next view of the same model starts from it and gets further.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
-from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins
+from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins, opening_stand_ins
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
@@ -81,7 +81,7 @@ class Bodies:
     meshes: dict[int, Mesh] = field(default_factory=dict)
     undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it (or no time)
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
-    boxed: list[int] = field(default_factory=list)  # out of time, drawn as their own Box representation instead
+    boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box (or the opening they fill)
     sketched: list[int] = field(default_factory=list)  # out of time, no Box: drawn from their FootPrint or Axis
     candidates: int = 0  # elements of the view with a body
 
@@ -165,10 +165,12 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
         known = {**(memory or {}), **bodies.meshes}
         bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
-        # The rest is drawn from a cheaper representation, counted apart: its Box, else its FootPrint, else its Axis.
-        boxes = box_stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
-        bodies.meshes.update(boxes)
-        bodies.boxed.extend(sorted(boxes))
+        # The rest is drawn from a cheaper representation, counted apart: its Box, else the opening it fills (a box
+        # too), else its FootPrint, else its Axis.
+        for stand_ins in (box_stand_ins, opening_stand_ins):
+            boxes = stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
+            bodies.meshes.update(boxes)
+            bodies.boxed.extend(sorted(boxes))
         for stand_ins in (footprint_stand_ins, axis_stand_ins):
             sketches = stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
             bodies.meshes.update(sketches)

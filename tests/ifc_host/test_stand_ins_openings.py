@@ -92,3 +92,37 @@ def test_a_plan_out_of_time_draws_the_openings_and_says_so_on_the_image(revit_mo
     assert f"{len(drawing.boxed)} drawn as boxes" in title
     (tmp_path / "plan.png").write_bytes(drawing.png)
     assert drawing.png.startswith(b"\x89PNG")
+
+
+def _many_faced_window(model: ifcopenshell.file, rows: int, columns: int) -> ifcopenshell.entity_instance:
+    """The first of the model's windows, its body replaced by a sheet of 2 * rows * columns triangles (in the
+    window's frame, across its opening), as Revit writes its detailed windows: an IfcFaceBasedSurfaceModel."""
+    window = next(w for w in model.by_type("IfcWindow") if opening_stand_ins(model, [w]))
+    body = next(r for r in window.Representation.Representations if r.RepresentationIdentifier == "Body")
+    width, height = float(window.OverallWidth or 900), float(window.OverallHeight or 1200)
+    grid = [[model.createIfcCartesianPoint((width * i / columns, 0.0, height * j / rows)) for j in range(rows + 1)]
+            for i in range(columns + 1)]
+    faces = []
+    for i in range(columns):
+        for j in range(rows):
+            for corners in ((grid[i][j], grid[i + 1][j], grid[i + 1][j + 1]), (grid[i][j], grid[i + 1][j + 1], grid[i][j + 1])):
+                faces.append(model.createIfcFace([model.createIfcFaceOuterBound(model.createIfcPolyLoop(corners), True)]))
+    sheet = model.createIfcFaceBasedSurfaceModel([model.createIfcConnectedFaceSet(faces)])
+    window.Representation.Representations = [model.createIfcShapeRepresentation(
+        body.ContextOfItems, "Body", "SurfaceModel", [sheet])]
+    return window
+
+
+def test_a_many_faced_body_that_would_not_fit_the_budget_is_left_for_later_and_drawn_as_its_opening():
+    from ifc_host.render_bodies import COSTLY_FACES, SECONDS_PER_FACE
+
+    model = _open(REVIT_FILE)
+    window = _many_faced_window(model, 100, 200)  # 40 000 triangles: 0.64 s by the estimate
+    others = [e for e in _fillings(model) if e.id() != window.id()][:8]
+    assert 40_000 > COSTLY_FACES and 40_000 * SECONDS_PER_FACE > 0.5
+    memory: dict = {}
+    bodies = tessellate_bodies(model, [window, *others], BodyOptions(deadline=time.time() + 0.5, memory=memory))
+    assert window.id() in bodies.boxed and window.id() not in bodies.undrawn  # deferred: its opening stands in
+    assert window.id() not in memory and set(memory) == {e.id() for e in others}  # the others were built
+    built = tessellate_bodies(model, [window], BodyOptions())  # no budget: built, however many faces
+    assert not built.boxed and len(built.meshes[window.id()].faces) == 40_000

@@ -13,7 +13,8 @@ Runs inside the render child only. Geometry kernels fail in three ways on real f
 - neither kernel places an element on an ``IfcGridPlacement`` (columns on a structural grid): their body is
   built in object coordinates and placed here, at the intersection of the two grid axes.
 
-The fast path tessellates everything in one iterator, in object coordinates: elements that share a
+The fast path tessellates in one iterator, in object coordinates (bodies of more than ``COSTLY_FACES`` faces in a
+second one, after the rest, so a budget they would eat leaves the rest built): elements that share a
 representation (instances of one IfcMappedItem source) get one geometry from the kernel, built once and placed
 per element (their meshes share the triangle arrays); a *careful* run (after a crash in the fast path)
 builds each element on its own, journalled, so the next crash names its element exactly.
@@ -21,7 +22,7 @@ builds each element on its own, journalled, so the next crash names its element 
 Every view has a budget: with a ``deadline`` (the wall clock, set by the parent from the view's timeout)
 tessellation stops when it passes, and the elements not reached are *undrawn*, listed apart in
 ``Bodies.out_of_time`` so the view says they ran out of time; those with a cheaper representation are drawn
-from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
+from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` (its Box, or the opening a window or door fills) or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
 next view of the same model starts from it and gets further.
 """
 from __future__ import annotations
@@ -37,11 +38,14 @@ import numpy as np
 
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
-from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins
+from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins, opening_stand_ins
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
 BODY_IDENTIFIERS = ("Body", "Facetation")
+# Faces past which a faceted body is built after the others (a window of Revit's BasicHouse: 87 000 faces, 1.4 s).
+COSTLY_FACES = 10_000
+SECONDS_PER_FACE = 1.6e-5  # the manifold kernel on those windows, one core of the reference machine (CPU time)
 # Representation types that describe a 3D body when a representation carries no identifier.
 _SOLID_TYPES = ("SweptSolid", "AdvancedSweptSolid", "Brep", "AdvancedBrep", "CSG", "Clipping", "SolidModel",
                 "SurfaceModel", "Tessellation", "MappedRepresentation")
@@ -81,7 +85,7 @@ class Bodies:
     meshes: dict[int, Mesh] = field(default_factory=dict)
     undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it (or no time)
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
-    boxed: list[int] = field(default_factory=list)  # out of time, drawn as their own Box representation instead
+    boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box (or the opening they fill)
     sketched: list[int] = field(default_factory=list)  # out of time, no Box: drawn from their FootPrint or Axis
     candidates: int = 0  # elements of the view with a body
 
@@ -134,6 +138,7 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     fast = [e for e in candidates if e.id() not in exact_ids and e.id() not in grid_ids]
     exact = [e for e in candidates if e.id() in exact_ids and e.id() not in grid_ids]
     journal = Journal(options.journal_path)
+    deferred: set[int] = set()  # many-faced bodies left for a later view: they would not fit in the budget
     try:
         if on_grid:
             frames = PlacementFrames(model)
@@ -147,12 +152,22 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
                     break
                 _one(model, element, FAST_LIBRARY, journal, bodies)
         elif fast and not _out_of_time(options):
-            journal.write("batch")
-            bodies.meshes.update(_iterate(model, fast, options.deadline, options.threads))
-            journal.write("batch done")
+            # The many-faced bodies last, so that a budget spent on them leaves the rest built, not undrawn; and
+            # only those whose estimated time fits what is left of it (the kernel cannot be stopped in a body).
+            faces = {e.id(): _face_count(e) for e in fast}
+            cheap = [e for e in fast if faces[e.id()] <= COSTLY_FACES]
+            for batch in (cheap, [e for e in fast if faces[e.id()] > COSTLY_FACES]):
+                if batch is not cheap:
+                    batch, later = _fitting(batch, faces, options)
+                    deferred.update(e.id() for e in later)
+                if batch and not _out_of_time(options):
+                    journal.write("batch")
+                    bodies.meshes.update(_iterate(model, batch, options.deadline, options.threads))
+                    journal.write("batch done")
         # What the fast kernel could not build gets a second chance with the exact one (time allowing).
-        tried = set(bodies.meshes) | ({e.id() for e in fast} if not _out_of_time(options) else set())
-        exact.extend(e for e in fast if e.id() not in bodies.meshes and e.id() not in exact_ids)
+        tried = set(bodies.meshes) | ({e.id() for e in fast} - deferred if not _out_of_time(options) else set())
+        exact.extend(e for e in fast if e.id() not in bodies.meshes and e.id() not in exact_ids
+                     and e.id() not in deferred)
         for element in exact:
             if _out_of_time(options):
                 break
@@ -161,14 +176,16 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
                 tried.add(element.id())
     finally:
         journal.close()
-    if _out_of_time(options):
+    if _out_of_time(options) or deferred:
         # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
         known = {**(memory or {}), **bodies.meshes}
         bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
-        # The rest is drawn from a cheaper representation, counted apart: its Box, else its FootPrint, else its Axis.
-        boxes = box_stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
-        bodies.meshes.update(boxes)
-        bodies.boxed.extend(sorted(boxes))
+        # The rest is drawn from a cheaper representation, counted apart: its Box, else the opening it fills (a box
+        # too), else its FootPrint, else its Axis.
+        for stand_ins in (box_stand_ins, opening_stand_ins):
+            boxes = stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
+            bodies.meshes.update(boxes)
+            bodies.boxed.extend(sorted(boxes))
         for stand_ins in (footprint_stand_ins, axis_stand_ins):
             sketches = stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
             bodies.meshes.update(sketches)
@@ -425,6 +442,41 @@ def _kin_of_offenders(elements: list[ifcopenshell.entity_instance], offenders: f
         return set()
     signatures = {_body_signature(e) for e in elements if e.id() in offenders}
     return {e.id() for e in elements if _body_signature(e) in signatures}
+
+
+def _fitting(elements: list[ifcopenshell.entity_instance], faces: dict[int, int],
+             options: BodyOptions) -> tuple[list[ifcopenshell.entity_instance], list[ifcopenshell.entity_instance]]:
+    """The many-faced elements whose estimated building time fits in what is left of the budget (all of them
+    without a budget), the smallest first; and the others."""
+    if options.deadline is None:
+        return elements, []
+    room = max(0.0, options.deadline - time.time()) * max(1, options.threads)
+    fits: list[ifcopenshell.entity_instance] = []
+    later: list[ifcopenshell.entity_instance] = []
+    for element in sorted(elements, key=lambda e: faces[e.id()]):
+        cost = faces[element.id()] * SECONDS_PER_FACE
+        (fits if cost <= room else later).append(element)
+        room -= cost if cost <= room else 0.0
+    return fits, later
+
+
+def _face_count(element: ifcopenshell.entity_instance) -> int:
+    """Faces of the element's faceted body items (through mapped items): what the kernel's time grows with."""
+    stack = list(_body_items(element))
+    count = seen = 0
+    while stack and seen < 64:
+        item, seen = stack.pop(), seen + 1
+        if item.is_a("IfcMappedItem"):
+            stack.extend(item.MappingSource.MappedRepresentation.Items or ())
+        elif item.is_a("IfcFaceBasedSurfaceModel"):
+            count += sum(len(faces.CfsFaces) for faces in item.FbsmFaces)
+        elif item.is_a("IfcShellBasedSurfaceModel"):
+            count += sum(len(shell.CfsFaces) for shell in item.SbsmBoundary)
+        elif item.is_a("IfcManifoldSolidBrep"):
+            count += len(item.Outer.CfsFaces) + sum(len(void.CfsFaces) for void in getattr(item, "Voids", None) or ())
+        elif item.is_a("IfcTessellatedFaceSet"):
+            count += len(item.Faces) if item.is_a("IfcPolygonalFaceSet") else len(item.CoordIndex)
+    return count
 
 
 def _has_unbounded_half_space(element: ifcopenshell.entity_instance) -> bool:

@@ -1,8 +1,11 @@
 """Cheap stand-ins for the bodies a view had no time to build, from the element's other representations, in this
 order: its own ``Box`` (an ``IfcBoundingBox``, which some exporters, ArchiCAD among them, write beside the body)
-drawn as a box, no geometry kernel; its ``FootPrint`` curves (ArchiCAD's spaces) drawn as the flat area they
-enclose; the ``Axis`` of a wall, beam, column or member (Revit's and ArchiCAD's walls) drawn as a thin bar along
-it. Curves are read by IfcOpenShell's geometry (a wire, no solid to build: milliseconds per element).
+drawn as a box, no geometry kernel; for a window or a door, the opening it fills when that opening is a plain
+extrusion (a window of Revit's BasicHouse has 87 000 faces, over a second to build; its opening, the window's
+place through the wall's thickness, is a prism built in milliseconds), drawn and counted as a box; its
+``FootPrint`` curves (ArchiCAD's spaces) drawn as the flat area they enclose; the ``Axis`` of a wall, beam, column
+or member (Revit's and ArchiCAD's walls) drawn as a thin bar along it. Curves are read by IfcOpenShell's geometry
+(a wire, no solid to build: milliseconds per element).
 
 A stand-in is drawn, but it is not the body: the view counts these apart ("N drawn as boxes", "N drawn as their
 footprint or axis") so the person and the model know which parts of the image are approximate. In a plan a
@@ -43,6 +46,44 @@ def box_stand_ins(model: ifcopenshell.file, elements: list[ifcopenshell.entity_i
         boxes[element.id()] = Mesh(element.id(), element.is_a(), world, _FACES.copy(),
                                    np.full(len(_FACES), box.id(), dtype=np.int32))
     return boxes
+
+
+def opening_stand_ins(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:
+    """World-coordinate meshes of the openings the elements fill, each an extrusion (a window's or a door's
+    bounding prism in its wall); elements that fill none, or an opening of another shape, are absent."""
+    settings = ifcopenshell.geom.settings()
+    settings.set("use-world-coords", True)
+    settings.set("no-normals", True)
+    found: dict[int, Mesh] = {}
+    for element in elements:
+        opening = _filled_extrusion(element)
+        if opening is None:
+            continue
+        try:
+            shape = ifcopenshell.geom.create_shape(settings, opening)
+        except Exception:  # the kernel could not build the opening: no stand-in from it
+            continue
+        verts = np.frombuffer(shape.geometry.verts_buffer, dtype=np.float64).reshape(-1, 3)
+        faces = np.frombuffer(shape.geometry.faces_buffer, dtype=np.int32).reshape(-1, 3).astype(np.int64)
+        if len(faces) and np.isfinite(verts).all():
+            found[element.id()] = Mesh(element.id(), element.is_a(), verts.copy(), faces,
+                                       np.full(len(faces), opening.id(), dtype=np.int32))
+    return found
+
+
+def _filled_extrusion(element: ifcopenshell.entity_instance) -> ifcopenshell.entity_instance | None:
+    """The one opening element the element fills, when its body is nothing but extruded areas."""
+    fills = getattr(element, "FillsVoids", None) or ()
+    if len(fills) != 1:
+        return None
+    opening = fills[0].RelatingOpeningElement
+    representation = _representation(opening, "Body")
+    items = list(representation.Items or ()) if representation is not None else []
+    while items and len(items) == 1 and items[0].is_a("IfcMappedItem"):
+        items = list(items[0].MappingSource.MappedRepresentation.Items or ())
+    if not items or not all(item.is_a("IfcExtrudedAreaSolid") for item in items):
+        return None
+    return opening
 
 
 def footprint_stand_ins(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance]) -> dict[int, Mesh]:

@@ -113,15 +113,19 @@ def _many_faced_window(model: ifcopenshell.file, rows: int, columns: int) -> ifc
     return window
 
 
-def test_a_many_faced_body_that_would_not_fit_the_budget_is_left_for_later_and_drawn_as_its_opening():
-    from ifc_host.render_bodies import COSTLY_FACES, SECONDS_PER_FACE
+def test_a_many_faced_body_that_would_not_fit_the_budget_is_left_for_later_and_drawn_as_its_opening(monkeypatch):
+    from ifc_host import render_bodies
 
     model = _open(REVIT_FILE)
-    window = _many_faced_window(model, 100, 200)  # 40 000 triangles: 0.64 s by the estimate
+    window = _many_faced_window(model, 100, 200)  # 40 000 triangles
     others = [e for e in _fillings(model) if e.id() != window.id()][:8]
-    assert 40_000 > COSTLY_FACES and 40_000 * SECONDS_PER_FACE > 0.5
+    # A slower kernel by the estimate (40 s for this window), so that the budget leaves the others (about 0.2 s of
+    # CPU) ample time however loaded the machine, and the window none.
+    monkeypatch.setattr(render_bodies, "SECONDS_PER_FACE", 1e-3)
+    budget_s = 5.0
+    assert 40_000 > render_bodies.COSTLY_FACES and 40_000 * render_bodies.SECONDS_PER_FACE > budget_s
     memory: dict = {}
-    bodies = tessellate_bodies(model, [window, *others], BodyOptions(deadline=time.time() + 0.5, memory=memory))
+    bodies = tessellate_bodies(model, [window, *others], BodyOptions(deadline=time.time() + budget_s, memory=memory))
     assert window.id() in bodies.boxed and window.id() not in bodies.undrawn  # deferred: its opening stands in
     assert window.id() not in memory and set(memory) == {e.id() for e in others}  # the others were built
     built = tessellate_bodies(model, [window], BodyOptions())  # no budget: built, however many faces

@@ -39,7 +39,7 @@ Budget
     ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; an element not reached whose
     body is an instance (one IfcMappedItem) of a body already built is placed from that mesh instead, exactly,
     and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own, its
-    ``Box``, ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
+    ``Box``, the extruded opening a window or door fills, its ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
     ``RenderedView.sketched`` and said on the image; the meshes built are kept,
     so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
     ("nothing of view ... could be drawn"), never a blank image passed off as the view; a plan whose bodies all
@@ -98,7 +98,7 @@ class RenderedView:
     view: str
     undrawn: tuple[int, ...] = ()  # elements of the view whose body no geometry kernel could build (or no time)
     out_of_time: tuple[int, ...] = ()  # the undrawn ones tessellation did not reach within the budget
-    boxed: tuple[int, ...] = ()  # not reached in time, drawn as their own Box representation instead
+    boxed: tuple[int, ...] = ()  # not reached in time, drawn as their Box (or the opening they fill)
     sketched: tuple[int, ...] = ()  # not reached in time, no Box: drawn from their FootPrint or Axis instead
 
 

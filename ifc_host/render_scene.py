@@ -70,7 +70,7 @@ class Drawing:
     height: int
     undrawn: list[int]  # elements of the view that have a body no geometry kernel could build (or no time)
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
-    boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box representation instead
+    boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box (or the opening they fill)
     sketched: list[int] = field(default_factory=list)  # out of time, drawn from their FootPrint or Axis instead
 
 

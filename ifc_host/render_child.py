@@ -35,6 +35,7 @@ from typing import Any
 import ifcopenshell
 
 from ifc_host.render_axonometric import draw_axonometric
+from ifc_host.render_background import BackgroundBuilds
 from ifc_host.render_bodies import BodyOptions, tessellate_bodies
 from ifc_host.render_models import OpenModels, resident_mb
 from ifc_host.render_plan import draw_plan
@@ -52,12 +53,12 @@ def render_request(request: dict[str, Any], models: OpenModels | None = None) ->
     started, cpu = time.perf_counter(), time.process_time()
     if models is not None:
         kept = models.get(request["model_path"], request.get("content_key"))
-        model, memory = kept.model, kept.meshes
+        model, memory, builds = kept.model, kept.meshes, kept.builds
     else:
-        model, memory = open_model(request["model_path"]), None
+        model, memory, builds = open_model(request["model_path"]), None, None
     opened_s = time.perf_counter() - started
     try:
-        return _render(model, memory, request, models)
+        return _render(model, memory, request, models, builds)
     finally:  # on stderr, for a person reading the host's log and for bench/bench_corpus.py
         print(f"render {request.get('kind') or 'view'} {request.get('view')!r}: open {opened_s:.2f} s, "
               f"total {time.perf_counter() - started:.2f} s, cpu {time.process_time() - cpu:.2f} s, "
@@ -65,20 +66,20 @@ def render_request(request: dict[str, Any], models: OpenModels | None = None) ->
 
 
 def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: dict[str, Any],
-            models: OpenModels | None) -> dict[str, Any]:
+            models: OpenModels | None, builds: BackgroundBuilds | None = None) -> dict[str, Any]:
     element_ids = [int(i) for i in request.get("element_ids") or []]
     spec = resolve_view(model, request.get("view"), element_ids)
-    options = _options(request, memory)
+    options = _options(request, memory, builds)
     if request.get("kind") == "prepare" and spec.kind == "plan":  # drawn too: its sections and footprints are kept
         drawing = draw_plan(model, spec, [], PREPARE_PX, options)
         return {"ok": True, "view": spec.name, "undrawn": sorted(drawing.undrawn),
-                "out_of_time": sorted(drawing.out_of_time)}
+                "out_of_time": sorted(drawing.out_of_time), "later": sorted(drawing.later)}
     if request.get("kind") == "prepare":  # tessellate the view's elements for the views to come, draw nothing
         elements = elements_of_storey(spec.storey) if spec.storey is not None else [
             e for e in all_elements(model) if not e.is_a("IfcSpace")]
         bodies = tessellate_bodies(model, elements, options)
         return {"ok": True, "view": spec.name, "meshes": len(bodies.meshes), "undrawn": sorted(bodies.undrawn),
-                "out_of_time": sorted(bodies.out_of_time)}
+                "out_of_time": sorted(bodies.out_of_time), "later": sorted(bodies.later)}
     if spec.kind == "plan":
         drawing = draw_plan(model, spec, element_ids, int(request["max_px"]), options)
     else:  # reference models (a federated session's) greyed behind the working model
@@ -88,16 +89,19 @@ def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: d
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
             "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time),
-            "boxed": sorted(drawing.boxed), "sketched": sorted(drawing.sketched)}
+            "boxed": sorted(drawing.boxed), "sketched": sorted(drawing.sketched), "later": sorted(drawing.later)}
 
 
-def _options(request: dict[str, Any], memory: dict[int, Mesh] | None) -> BodyOptions:
+def _options(request: dict[str, Any], memory: dict[int, Mesh] | None,
+             builds: BackgroundBuilds | None = None) -> BodyOptions:
     return BodyOptions(careful=bool(request.get("careful")),
                        exact=frozenset(int(i) for i in request.get("exact") or ()),
                        skip=frozenset(int(i) for i in request.get("skip") or ()),
                        journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
                        deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory,
-                       threads=max(1, int(request.get("threads") or 1)))
+                       costly_deadline=float(request["costly_deadline"]) if request.get("costly_deadline") else None,
+                       threads=max(1, int(request.get("threads") or 1)), background=builds,
+                       build_threads=max(1, int(request.get("build_threads") or 1)))
 
 
 def answer(request: dict[str, Any], handle: Handler) -> int:

@@ -46,18 +46,22 @@ from tests.corpus.corpus_files import corpus_dirs, manifest  # noqa: E402
 
 
 def server_cpu_s() -> float:
-    """CPU seconds used so far by this process's live render servers (the machine may be shared: wall times
-    then stretch, CPU times do not)."""
-    total = 0
+    """CPU seconds used so far by this process's live render servers and their background builds, live or ended
+    (the machine may be shared: wall times then stretch, CPU times do not)."""
+    stats: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         try:
-            if not entry.name.isdigit():
-                continue
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == os.getpid() and b"render_child" in (entry / "cmdline").read_bytes():
-                total += int(fields[11]) + int(fields[12])
+            if entry.name.isdigit() and b"render_child" in (entry / "cmdline").read_bytes():
+                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, ValueError, IndexError):
             continue
+    servers = {pid for pid, fields in stats.items() if int(fields[1]) == os.getpid()}
+    total = 0
+    for pid, fields in stats.items():
+        if pid in servers:  # its own time and its reaped builds'
+            total += sum(int(f) for f in fields[11:15])
+        elif int(fields[1]) in servers:  # a build under way
+            total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
 
 
@@ -83,7 +87,8 @@ def describe(result: Any) -> str:
     late = len(getattr(result, "out_of_time", ()))
     stand_ins = len(getattr(result, "boxed", ())) + len(getattr(result, "sketched", ()))
     return (f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
-            + (f", {stand_ins} stand-ins" if stand_ins else ""))
+            + (f", {stand_ins} stand-ins" if stand_ins else "")
+            + (f" ({len(result.later)} being built)" if getattr(result, "later", ()) else ""))
 
 
 def one_shot(path: Path, view: str, max_px: int, meshes: Path, timeout_s: float = 900) -> Any:

@@ -41,7 +41,12 @@ Budget
     and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own, its
     ``Box``, the extruded opening a window or door fills, its ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
     ``RenderedView.sketched`` and said on the image; the meshes built are kept,
-    so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
+    so asking again gets further. Bodies of many faces (render_bodies.COSTLY_FACES) are built by the render
+    server in the background (render_background.py), and a view waits for them only within its budget; the
+    first view of a model content only ``FIRST_VIEW_BUDGET_S`` from the call (``NEXUS_RENDER_FIRST_VIEW_S``),
+    so that it answers in seconds after the open however detailed the model's windows are. Those not built by
+    then are drawn as their stand-ins, listed in ``RenderedView.later`` too, said on the image as being built
+    for the next view; the next view of the model draws them from the mesh cache, never building them twice. A view whose elements all failed to draw is a ``RenderError`` saying so
     ("nothing of view ... could be drawn"), never a blank image passed off as the view; a plan whose bodies all
     stand above the cut draws their outlines, as a roof plan, and says so in its title.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing

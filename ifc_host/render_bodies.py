@@ -24,6 +24,12 @@ tessellation stops when it passes, and the elements not reached are *undrawn*, l
 ``Bodies.out_of_time`` so the view says they ran out of time; those with a cheaper representation are drawn
 from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` (its Box, or the opening a window or door fills) or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
 next view of the same model starts from it and gets further.
+
+In a render server (``BodyOptions.background``) the bodies of more than ``COSTLY_FACES`` faces are not built by the
+view: a background build (render_background.py, a fork of the server) builds them into the mesh cache, and the view
+waits for it until the earlier of its deadline and its ``costly_deadline`` (a model's first view: a short budget,
+render.FIRST_VIEW_BUDGET_S); those not built by then get their stand-ins and are listed in ``Bodies.later``. A body a
+build is making is never built by a view too; one a build failed on is built by the views as without a server.
 """
 from __future__ import annotations
 

@@ -365,5 +365,5 @@ def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int =
     if sketched:
         title += f" \u2014 {sketched} drawn as their footprint or axis (no time for their shape)"
     if later:
-        title += f" \u2014 {later} of these being built: the next view draws {'them' if later != 1 else 'it'} in full"
+        title += f" \u2014 {later} of them being built for the next view"
     return title

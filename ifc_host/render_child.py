@@ -3,9 +3,11 @@
 
 Request: {model_path, view, element_ids, max_px, png_path, result_path}; cache_dir, where meshes of this model
 content are kept (render_mesh_cache.py); and, when an earlier attempt of the same render crashed, {careful, exact,
-skip, journal_path} (see render_bodies.py); deadline, the time.time() by which tessellation stops; content_key, the
+skip, journal_path} (see render_bodies.py); deadline, the time.time() by which tessellation stops; costly_deadline, the
+time.time() by which costly bodies are built or drawn as stand-ins (a model's first view); build_threads, of a
+server's background builds of costly bodies (render_background.py); content_key, the
 parent's digest of the model file (a server keeps an open model only for that content). The PNG goes to png_path
-and {ok, width, height, view, undrawn, out_of_time, boxed, sketched} or {ok: false, error} to result_path (not stdout:
+and {ok, width, height, view, undrawn, out_of_time, boxed, sketched, later} or {ok: false, error} to result_path (not stdout:
 IfcOpenShell's native logging may write there). Exit code 0 when rendered, 1 on a reported error. With kind
 "scene" the request builds a glTF scene instead (scene_gltf.py); with kind "prepare" it tessellates the
 view's elements into the mesh caches, for the views to come (render.prepare), and for a plan draws it and throws

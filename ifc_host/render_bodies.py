@@ -175,16 +175,17 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
             faces = {e.id(): _face_count(e) for e in fast}
             cheap = [e for e in fast if faces[e.id()] <= COSTLY_FACES]
             costly = [e for e in fast if faces[e.id()] > COSTLY_FACES]
-            if background is not None and options.cache_dir:
-                # A render server builds them in the background, into the mesh cache, for this view (within its
-                # budget) and the next ones; those a build failed on before are built here, as without one.
-                handed = [e for e in costly if e.id() not in background.failed]
-                background.start(_builder(model, handed, options.build_threads), {e.id() for e in handed},
-                                 options.cache_dir)
-                building |= background.pending() & {e.id() for e in handed}
-                deferred |= building
-                costly = [e for e in costly if e.id() not in building]
             for batch in (cheap, costly):
+                if batch is not cheap and background is not None and options.cache_dir:
+                    # A render server builds them in the background (once the rest is built: the view needs that
+                    # first), into the mesh cache, for this view within its budget and for the next ones; those a
+                    # build failed on before are built here, as without one.
+                    handed = [e for e in batch if e.id() not in background.failed]
+                    background.start(_builder(model, handed, options.build_threads), {e.id() for e in handed},
+                                     options.cache_dir)
+                    building |= background.pending() & {e.id() for e in handed}
+                    deferred |= building
+                    batch = [e for e in batch if e.id() not in building]
                 if batch is not cheap:
                     batch, later = _fitting(batch, faces, options)
                     deferred.update(e.id() for e in later)

@@ -46,18 +46,25 @@ from tests.corpus.corpus_files import corpus_dirs, manifest  # noqa: E402
 
 
 def server_cpu_s() -> float:
-    """CPU seconds used so far by this process's live render servers (the machine may be shared: wall times
-    then stretch, CPU times do not)."""
-    total = 0
+    """CPU seconds used so far by this process's live render servers and their background builds, live or ended
+    (the machine may be shared: wall times then stretch, CPU times do not)."""
+    stats: dict[int, list[str]] = {}
+    servers: set[int] = set()
     for entry in Path("/proc").iterdir():
         try:
-            if not entry.name.isdigit():
-                continue
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == os.getpid() and b"render_child" in (entry / "cmdline").read_bytes():
-                total += int(fields[11]) + int(fields[12])
+            if entry.name.isdigit():
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                stats[int(entry.name)] = fields
+                if int(fields[1]) == os.getpid() and b"render_child" in (entry / "cmdline").read_bytes():
+                    servers.add(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
+    total = 0
+    for pid, fields in stats.items():
+        if pid in servers:  # its own time and its reaped builds'
+            total += sum(int(f) for f in fields[11:15])
+        elif int(fields[1]) in servers:  # a build under way (or ended, not yet reaped: no cmdline then)
+            total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
 
 
@@ -83,7 +90,8 @@ def describe(result: Any) -> str:
     late = len(getattr(result, "out_of_time", ()))
     stand_ins = len(getattr(result, "boxed", ())) + len(getattr(result, "sketched", ()))
     return (f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
-            + (f", {stand_ins} stand-ins" if stand_ins else ""))
+            + (f", {stand_ins} stand-ins" if stand_ins else "")
+            + (f" ({len(result.later)} being built)" if getattr(result, "later", ()) else ""))
 
 
 def one_shot(path: Path, view: str, max_px: int, meshes: Path, timeout_s: float = 900) -> Any:
@@ -177,7 +185,7 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True, 
             plan_s, plan_cpu, plan = timed_servers(lambda: render_view(committed, first, [], max_px, timeout_s=900))
             view_3d_s, view_3d_cpu, view_3d = timed_servers(lambda: render_view(committed, "3D", [], max_px,
                                                                                 timeout_s=900))
-            again_s, again_cpu, _ = timed_servers(lambda: render_view(committed, first, [], max_px, timeout_s=900))
+            again_s, again_cpu, again = timed_servers(lambda: render_view(committed, first, [], max_px, timeout_s=900))
             commit_note, after_s = "(no commit)", 0.0
             if commit:
                 commit_s, result = timed(lambda: executor.execute(execute_command("bench", "automate", EDIT_SCRIPT, 1800)))
@@ -192,7 +200,7 @@ def bench_file(path: Path, max_px: int, keep: Path | None, commit: bool = True, 
             executor.close()
         print(f"    first plan  old {old_plan_s:6.2f} s (cpu {old_plan_cpu:5.2f} s) [{describe(old_plan)}]   new "
               f"{plan_s:6.2f} s (cpu {plan_cpu:5.2f} s) after the host's open of {open_s:6.2f} s "
-              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s); load average "
+              f"[{describe(plan)}]; again {again_s:5.2f} s (cpu {again_cpu:5.2f} s) [{describe(again)}]; load average "
               f"{os.getloadavg()[0]:.1f}")
         print(f"    3D          old {old_3d_s:6.2f} s (cpu {old_3d_cpu:5.2f} s) [{describe(old_3d)}]   new "
               f"{view_3d_s:6.2f} s (cpu {view_3d_cpu:5.2f} s) [{describe(view_3d)}]")

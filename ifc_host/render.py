@@ -41,7 +41,12 @@ Budget
     and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own, its
     ``Box``, the extruded opening a window or door fills, its ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
     ``RenderedView.sketched`` and said on the image; the meshes built are kept,
-    so asking again gets further. A view whose elements all failed to draw is a ``RenderError`` saying so
+    so asking again gets further. Bodies of many faces (render_bodies.COSTLY_FACES) are built by the render
+    server in the background (render_background.py), and a view waits for them only within its budget; the
+    first view of a model content only ``FIRST_VIEW_BUDGET_S`` from the call (``NEXUS_RENDER_FIRST_VIEW_S``),
+    so that it answers in seconds after the open however detailed the model's windows are. Those not built by
+    then are drawn as their stand-ins, listed in ``RenderedView.later`` too, said on the image as being built
+    for the next view; the next view of the model draws them from the mesh cache, never building them twice. A view whose elements all failed to draw is a ``RenderError`` saying so
     ("nothing of view ... could be drawn"), never a blank image passed off as the view; a plan whose bodies all
     stand above the cut draws their outlines, as a roof plan, and says so in its title.
     ``render_view_from_bytes`` renders a model held in memory (e.g. ``file.to_string()``) by writing
@@ -84,6 +89,12 @@ PREPARE_ENV = "NEXUS_RENDER_PREPARE_MB"  # models at least this big are prepared
 DEFAULT_PREPARE_MB = 8.0  # smaller models open in about a second: nothing to win
 PREPARE_TIMEOUT_S = 300.0  # in the background: a big file on a loaded machine takes minutes
 PREPARE_MAX_THREADS = 2  # the first view waits for the prepare: Revit's windows build in parallel on an idle core
+# The first view of a model content waits at most this long (from the call) for its costly bodies (render_bodies
+# COSTLY_FACES): those not built by then are drawn as their stand-ins while the render server goes on building them
+# for the next views. Issue 25 item 7 asks for BasicHouse's first plan within 4 s of the host's open; its six
+# 87,000-face windows alone are 7.8 s of CPU, and drawing the plan takes about a second after this budget.
+FIRST_VIEW_BUDGET_S = 2.5
+FIRST_VIEW_ENV = "NEXUS_RENDER_FIRST_VIEW_S"  # seconds, replacing FIRST_VIEW_BUDGET_S; "off": no first-view budget
 
 log = logging.getLogger("nexus.render")
 
@@ -100,6 +111,7 @@ class RenderedView:
     out_of_time: tuple[int, ...] = ()  # the undrawn ones tessellation did not reach within the budget
     boxed: tuple[int, ...] = ()  # not reached in time, drawn as their Box (or the opening they fill)
     sketched: tuple[int, ...] = ()  # not reached in time, no Box: drawn from their FootPrint or Axis instead
+    later: tuple[int, ...] = ()  # of those, the ones being built in the background: a later view draws them in full
 
 
 @dataclass
@@ -115,6 +127,9 @@ _recipes_lock = threading.Lock()
 # Prepares under way, by model path: the file's signature and the thread (a second prepare of it waits for none).
 _preparing: dict[str, tuple[tuple[int, int, int, int] | None, threading.Thread]] = {}
 _preparing_lock = threading.Lock()
+# Model contents a view was drawn of (by this process): the next view of one is not its first.
+_viewed: OrderedDict[str, None] = OrderedDict()
+_viewed_lock = threading.Lock()
 # Content digests by path and file signature: hashing a 50 MB file costs a quarter of a second per view.
 _content_keys: OrderedDict[tuple[str, tuple[int, int, int, int]], str] = OrderedDict()
 _content_keys_lock = threading.Lock()
@@ -226,7 +241,9 @@ def _prepare(model_path: str, timeout_s: float) -> None:
                        "exact": sorted(recipe.exact), "skip": sorted(recipe.skip), "journal_path": str(journal),
                        "cache_dir": str(_mesh_folders.folder(key)), "content_key": key,
                        "deadline": time.time() + timeout_s * (1 - DRAWING_RESERVE_SHARE),
-                       "threads": _prepare_threads()}
+                       # its costly bodies go straight to a background build: the first view waits for the prepare
+                       "costly_deadline": time.time(), "threads": _prepare_threads(),
+                       "build_threads": _prepare_threads()}
             crash = _attempt(request, what, timeout_s, timeout_s)
             if crash is not None and _learn(recipe, journal):
                 _remember(key, recipe)  # the view itself goes straight to what works
@@ -247,7 +264,9 @@ def _prepare_threads() -> int:
 def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px: int, timeout_s: float,
                work: Path, refs: list[str] | None = None) -> RenderedView:
     """Render in a child process, recovering from native crashes one offending element at a time."""
+    started = time.time()
     key = _content_key(model_path)
+    budget = _first_view_budget_s(key)
     with _recipes_lock:
         known = _recipes.get(key)
         recipe = _Recipe(known.careful, set(known.exact), set(known.skip)) if known is not None else _Recipe()
@@ -260,7 +279,9 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
                    "max_px": max_px, "png_path": str(work / "view.png"), "result_path": str(work / "result.json"),
                    "careful": recipe.careful, "exact": sorted(recipe.exact), "skip": sorted(recipe.skip),
                    "journal_path": str(journal), "cache_dir": str(meshes), "ref_paths": refs or [],
-                   "content_key": key}
+                   "content_key": key, "build_threads": _prepare_threads()}
+        if budget is not None:  # the model's first view: its costly bodies only within the first-view budget
+            request["costly_deadline"] = started + budget
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
@@ -270,13 +291,39 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
         if crash is None:
             if recipe.careful or recipe.exact or recipe.skip:
                 _remember(key, recipe)
-            return _read_result(work)
+            rendered = _read_result(work)
+            _mark_viewed(key)
+            return rendered
         if not _learn(recipe, journal):
             raise RenderError(crash)
     else:
         raise RenderError(f"the renderer crashed {MAX_RECOVERIES + 1} times while rendering {what}, each time on "
                           f"another element; gave up")
     raise RenderError(f"rendering {what} timed out after {timeout_s:g} s (the renderer was stopped)")
+
+
+def _first_view_budget_s(key: str) -> float | None:
+    """The first-view budget when no view of this model content was drawn yet (else None: the view's timeout)."""
+    with _viewed_lock:
+        if key in _viewed:
+            return None
+    setting = (os.environ.get(FIRST_VIEW_ENV) or "").strip().lower()
+    if setting == "off":
+        return None
+    try:
+        return max(0.0, float(setting)) if setting else FIRST_VIEW_BUDGET_S
+    except ValueError:
+        log.warning("%s=%r is not a number of seconds; the first view's budget is %g s", FIRST_VIEW_ENV, setting,
+                    FIRST_VIEW_BUDGET_S)
+        return FIRST_VIEW_BUDGET_S
+
+
+def _mark_viewed(key: str) -> None:
+    with _viewed_lock:
+        _viewed[key] = None
+        _viewed.move_to_end(key)
+        while len(_viewed) > _REMEMBERED_MODELS:
+            _viewed.popitem(last=False)
 
 
 def _drawing_reserve_s(timeout_s: float) -> float:
@@ -315,7 +362,8 @@ def _read_result(work: Path) -> RenderedView:
                         undrawn=tuple(int(i) for i in result.get("undrawn") or ()),
                         out_of_time=tuple(int(i) for i in result.get("out_of_time") or ()),
                         boxed=tuple(int(i) for i in result.get("boxed") or ()),
-                        sketched=tuple(int(i) for i in result.get("sketched") or ()))
+                        sketched=tuple(int(i) for i in result.get("sketched") or ()),
+                        later=tuple(int(i) for i in result.get("later") or ()))
 
 
 def _learn(recipe: _Recipe, journal: Path) -> bool:

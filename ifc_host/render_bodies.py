@@ -24,18 +24,25 @@ tessellation stops when it passes, and the elements not reached are *undrawn*, l
 ``Bodies.out_of_time`` so the view says they ran out of time; those with a cheaper representation are drawn
 from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` (its Box, or the opening a window or door fills) or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
 next view of the same model starts from it and gets further.
+
+In a render server (``BodyOptions.background``) the bodies of more than ``COSTLY_FACES`` faces are not built by the
+view: a background build (render_background.py, a fork of the server) builds them into the mesh cache, and the view
+waits for it until the earlier of its deadline and its ``costly_deadline`` (a model's first view: a short budget,
+render.FIRST_VIEW_BUDGET_S); those not built by then get their stand-ins and are listed in ``Bodies.later``. A body a
+build is making is never built by a view too; one a build failed on is built by the views as without a server.
 """
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import ifcopenshell
 import ifcopenshell.geom
 import numpy as np
 
+from ifc_host.render_background import BackgroundBuilds
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
 from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins, opening_stand_ins
@@ -60,9 +67,15 @@ class BodyOptions:
     journal_path: str | None = None
     cache_dir: str | None = None  # meshes kept for this model content (render_mesh_cache.py)
     deadline: float | None = None  # time.time() by which tessellation stops (the rest is out of time)
+    # time.time() by which the costly bodies must be built or drawn as stand-ins (a model's first view: the parent's
+    # render.FIRST_VIEW_BUDGET_S); None: the deadline alone
+    costly_deadline: float | None = None
     threads: int = 1  # of the one-pass iterator (a background prepare uses the machine's cores, up to two)
     # Meshes of this model kept in memory by a render server (render_models.py): read first, added to.
     memory: dict[int, Mesh] | None = field(default=None, compare=False, repr=False)
+    # A render server's builds of this model's costly bodies (render_background.py; needs cache_dir); None: none.
+    background: BackgroundBuilds | None = field(default=None, compare=False, repr=False)
+    build_threads: int = 1  # of a background build's iterator
 
 
 FIRST_ATTEMPT = BodyOptions()
@@ -87,6 +100,7 @@ class Bodies:
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
     boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box (or the opening they fill)
     sketched: list[int] = field(default_factory=list)  # out of time, no Box: drawn from their FootPrint or Axis
+    later: list[int] = field(default_factory=list)  # not drawn as their body: a background build is making it
     candidates: int = 0  # elements of the view with a body
 
     @property
@@ -137,8 +151,12 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     grid_ids = {e.id() for e in on_grid}
     fast = [e for e in candidates if e.id() not in exact_ids and e.id() not in grid_ids]
     exact = [e for e in candidates if e.id() in exact_ids and e.id() not in grid_ids]
+    background = options.background if options.cache_dir and not options.careful else None
+    # Costly bodies a background build is making: never built here too; waited for within the budget.
+    building = background.pending() & {e.id() for e in candidates} if background is not None else set()
+    on_grid, fast, exact = ([e for e in group if e.id() not in building] for group in (on_grid, fast, exact))
     journal = Journal(options.journal_path)
-    deferred: set[int] = set()  # many-faced bodies left for a later view: they would not fit in the budget
+    deferred: set[int] = set(building)  # many-faced bodies left for a later view: they would not fit in the budget
     try:
         if on_grid:
             frames = PlacementFrames(model)
@@ -156,7 +174,18 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
             # only those whose estimated time fits what is left of it (the kernel cannot be stopped in a body).
             faces = {e.id(): _face_count(e) for e in fast}
             cheap = [e for e in fast if faces[e.id()] <= COSTLY_FACES]
-            for batch in (cheap, [e for e in fast if faces[e.id()] > COSTLY_FACES]):
+            costly = [e for e in fast if faces[e.id()] > COSTLY_FACES]
+            for batch in (cheap, costly):
+                if batch is not cheap and background is not None and options.cache_dir:
+                    # A render server builds them in the background (once the rest is built: the view needs that
+                    # first), into the mesh cache, for this view within its budget and for the next ones; those a
+                    # build failed on before are built here, as without one.
+                    handed = [e for e in batch if e.id() not in background.failed]
+                    background.start(_builder(model, handed, options.build_threads), {e.id() for e in handed},
+                                     options.cache_dir)
+                    building |= background.pending() & {e.id() for e in handed}
+                    deferred |= building
+                    batch = [e for e in batch if e.id() not in building]
                 if batch is not cheap:
                     batch, later = _fitting(batch, faces, options)
                     deferred.update(e.id() for e in later)
@@ -176,7 +205,13 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
                 tried.add(element.id())
     finally:
         journal.close()
-    if _out_of_time(options) or deferred:
+    from_builds: set[int] = set()
+    if building and background is not None and options.cache_dir:
+        from_builds = background.collect(building, _costly_deadline(options))
+        bodies.meshes.update(MeshCache(options.cache_dir).load(from_builds))
+        from_builds &= set(bodies.meshes)
+        bodies.later.extend(sorted(building - from_builds))
+    if _out_of_time(options) or deferred - from_builds:
         # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
         known = {**(memory or {}), **bodies.meshes}
         bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
@@ -197,7 +232,7 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     if memory is not None:
         memory.update((mesh.element_id, mesh) for mesh in built)
     if cache is not None:
-        cache.store(built)
+        cache.store([mesh for mesh in built if mesh.element_id not in from_builds])  # a build stored those
     return bodies
 
 
@@ -218,11 +253,23 @@ def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instan
              deadline: float | None = None, threads: int = 1) -> dict[int, Mesh]:
     """One pass of the fast kernel in object coordinates: elements sharing a representation (instances of one
     IfcMappedItem source, a type's body) get one geometry, built once and placed per element here."""
+    return {mesh.element_id: mesh for mesh in _each_built(model, elements, deadline, threads)}
+
+
+def _builder(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
+             threads: int) -> Callable[[], Iterator[Mesh]]:
+    """What a background build runs (in its fork): the fast kernel's meshes of these elements, as they come."""
+    return lambda: _each_built(model, elements, None, threads)
+
+
+def _each_built(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance],
+                deadline: float | None = None, threads: int = 1) -> Iterator[Mesh]:
+    if not elements:
+        return
     iterator = ifcopenshell.geom.iterator(_settings(world=False), model, threads, include=elements,
                                           geometry_library=FAST_LIBRARY)
-    meshes: dict[int, Mesh] = {}
     if not iterator.initialize():
-        return meshes
+        return
     shared: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
     while True:
         shape = iterator.get()
@@ -234,10 +281,9 @@ def _iterate(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instan
             matrix = np.array(shape.transformation.matrix, dtype=np.float64).reshape(4, 4).T
             verts = arrays[0] @ matrix[:3, :3].T + matrix[:3, 3]
             if np.isfinite(verts).all():
-                meshes[int(shape.id)] = Mesh(int(shape.id), str(shape.type), verts, arrays[1], arrays[2])
+                yield Mesh(int(shape.id), str(shape.type), verts, arrays[1], arrays[2])
         if (deadline is not None and time.time() >= deadline) or not iterator.next():
             break
-    return meshes
 
 
 def _arrays(geometry: object) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -314,6 +360,12 @@ def _instance_matrix(element: ifcopenshell.entity_instance, frames: PlacementFra
 
 def _out_of_time(options: BodyOptions) -> bool:
     return options.deadline is not None and time.time() >= options.deadline
+
+
+def _costly_deadline(options: BodyOptions) -> float | None:
+    """When the costly bodies must be done: the earlier of the view's deadline and its budget for them."""
+    limits = [t for t in (options.deadline, options.costly_deadline) if t is not None]
+    return min(limits) if limits else None
 
 
 def _one(model: ifcopenshell.file, element: ifcopenshell.entity_instance, library: str, journal: Journal,
@@ -448,9 +500,10 @@ def _fitting(elements: list[ifcopenshell.entity_instance], faces: dict[int, int]
              options: BodyOptions) -> tuple[list[ifcopenshell.entity_instance], list[ifcopenshell.entity_instance]]:
     """The many-faced elements whose estimated building time fits in what is left of the budget (all of them
     without a budget), the smallest first; and the others."""
-    if options.deadline is None:
+    deadline = _costly_deadline(options)
+    if deadline is None:
         return elements, []
-    room = max(0.0, options.deadline - time.time()) * max(1, options.threads)
+    room = max(0.0, deadline - time.time()) * max(1, options.threads)
     fits: list[ifcopenshell.entity_instance] = []
     later: list[ifcopenshell.entity_instance] = []
     for element in sorted(elements, key=lambda e: faces[e.id()]):

@@ -347,10 +347,11 @@ def _polygons(geometry: BaseGeometry | None) -> list[Polygon]:
 
 
 def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int = 0, out_of_time: int = 0,
-                          boxed: int = 0, sketched: int = 0) -> str:
+                          boxed: int = 0, sketched: int = 0, later: int = 0) -> str:
     """A view's title, plus how many requested elements are highlighted and how many are not in the view,
-    how many elements of the view could not be drawn (no geometry kernel could, or the time ran out), and how
-    many stand in as their Box representation, or as their footprint or axis, because the time ran out."""
+    how many elements of the view could not be drawn (no geometry kernel could, or the time ran out), how
+    many stand in as their Box representation, or as their footprint or axis, because the time ran out, and how
+    many of those are being built in the background for the next view."""
     if shown or elsewhere:
         title += f" \u2014 {shown} highlighted"
         if elsewhere:
@@ -363,4 +364,6 @@ def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int =
         title += f" \u2014 {boxed} drawn as boxes (no time for their shape)"
     if sketched:
         title += f" \u2014 {sketched} drawn as their footprint or axis (no time for their shape)"
+    if later:
+        title += f" \u2014 {later} of them being built for the next view"
     return title

@@ -3,9 +3,11 @@
 
 Request: {model_path, view, element_ids, max_px, png_path, result_path}; cache_dir, where meshes of this model
 content are kept (render_mesh_cache.py); and, when an earlier attempt of the same render crashed, {careful, exact,
-skip, journal_path} (see render_bodies.py); deadline, the time.time() by which tessellation stops; content_key, the
+skip, journal_path} (see render_bodies.py); deadline, the time.time() by which tessellation stops; costly_deadline, the
+time.time() by which costly bodies are built or drawn as stand-ins (a model's first view); build_threads, of a
+server's background builds of costly bodies (render_background.py); content_key, the
 parent's digest of the model file (a server keeps an open model only for that content). The PNG goes to png_path
-and {ok, width, height, view, undrawn, out_of_time, boxed, sketched} or {ok: false, error} to result_path (not stdout:
+and {ok, width, height, view, undrawn, out_of_time, boxed, sketched, later} or {ok: false, error} to result_path (not stdout:
 IfcOpenShell's native logging may write there). Exit code 0 when rendered, 1 on a reported error. With kind
 "scene" the request builds a glTF scene instead (scene_gltf.py); with kind "prepare" it tessellates the
 view's elements into the mesh caches, for the views to come (render.prepare), and for a plan draws it and throws
@@ -35,6 +37,7 @@ from typing import Any
 import ifcopenshell
 
 from ifc_host.render_axonometric import draw_axonometric
+from ifc_host.render_background import BackgroundBuilds
 from ifc_host.render_bodies import BodyOptions, tessellate_bodies
 from ifc_host.render_models import OpenModels, resident_mb
 from ifc_host.render_plan import draw_plan
@@ -52,12 +55,12 @@ def render_request(request: dict[str, Any], models: OpenModels | None = None) ->
     started, cpu = time.perf_counter(), time.process_time()
     if models is not None:
         kept = models.get(request["model_path"], request.get("content_key"))
-        model, memory = kept.model, kept.meshes
+        model, memory, builds = kept.model, kept.meshes, kept.builds
     else:
-        model, memory = open_model(request["model_path"]), None
+        model, memory, builds = open_model(request["model_path"]), None, None
     opened_s = time.perf_counter() - started
     try:
-        return _render(model, memory, request, models)
+        return _render(model, memory, request, models, builds)
     finally:  # on stderr, for a person reading the host's log and for bench/bench_corpus.py
         print(f"render {request.get('kind') or 'view'} {request.get('view')!r}: open {opened_s:.2f} s, "
               f"total {time.perf_counter() - started:.2f} s, cpu {time.process_time() - cpu:.2f} s, "
@@ -65,20 +68,20 @@ def render_request(request: dict[str, Any], models: OpenModels | None = None) ->
 
 
 def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: dict[str, Any],
-            models: OpenModels | None) -> dict[str, Any]:
+            models: OpenModels | None, builds: BackgroundBuilds | None = None) -> dict[str, Any]:
     element_ids = [int(i) for i in request.get("element_ids") or []]
     spec = resolve_view(model, request.get("view"), element_ids)
-    options = _options(request, memory)
+    options = _options(request, memory, builds)
     if request.get("kind") == "prepare" and spec.kind == "plan":  # drawn too: its sections and footprints are kept
         drawing = draw_plan(model, spec, [], PREPARE_PX, options)
         return {"ok": True, "view": spec.name, "undrawn": sorted(drawing.undrawn),
-                "out_of_time": sorted(drawing.out_of_time)}
+                "out_of_time": sorted(drawing.out_of_time), "later": sorted(drawing.later)}
     if request.get("kind") == "prepare":  # tessellate the view's elements for the views to come, draw nothing
         elements = elements_of_storey(spec.storey) if spec.storey is not None else [
             e for e in all_elements(model) if not e.is_a("IfcSpace")]
         bodies = tessellate_bodies(model, elements, options)
         return {"ok": True, "view": spec.name, "meshes": len(bodies.meshes), "undrawn": sorted(bodies.undrawn),
-                "out_of_time": sorted(bodies.out_of_time)}
+                "out_of_time": sorted(bodies.out_of_time), "later": sorted(bodies.later)}
     if spec.kind == "plan":
         drawing = draw_plan(model, spec, element_ids, int(request["max_px"]), options)
     else:  # reference models (a federated session's) greyed behind the working model
@@ -88,16 +91,19 @@ def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: d
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
             "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time),
-            "boxed": sorted(drawing.boxed), "sketched": sorted(drawing.sketched)}
+            "boxed": sorted(drawing.boxed), "sketched": sorted(drawing.sketched), "later": sorted(drawing.later)}
 
 
-def _options(request: dict[str, Any], memory: dict[int, Mesh] | None) -> BodyOptions:
+def _options(request: dict[str, Any], memory: dict[int, Mesh] | None,
+             builds: BackgroundBuilds | None = None) -> BodyOptions:
     return BodyOptions(careful=bool(request.get("careful")),
                        exact=frozenset(int(i) for i in request.get("exact") or ()),
                        skip=frozenset(int(i) for i in request.get("skip") or ()),
                        journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
                        deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory,
-                       threads=max(1, int(request.get("threads") or 1)))
+                       costly_deadline=float(request["costly_deadline"]) if request.get("costly_deadline") else None,
+                       threads=max(1, int(request.get("threads") or 1)), background=builds,
+                       build_threads=max(1, int(request.get("build_threads") or 1)))
 
 
 def answer(request: dict[str, Any], handle: Handler) -> int:

@@ -40,10 +40,11 @@ class MeshCache:
                 continue
         return found
 
-    def store(self, meshes: list[Mesh]) -> None:
-        """Keep these meshes for the next render of the same content (nothing when the folder is full)."""
+    def store(self, meshes: list[Mesh]) -> bool:
+        """Keep these meshes for the next render of the same content (nothing when the folder is full); whether
+        they were kept."""
         if not meshes or self._size() >= MAX_FOLDER_BYTES:
-            return
+            return False
         self.folder.mkdir(parents=True, exist_ok=True)
         name = uuid.uuid4().hex
         partial = self.folder / f".{name}.partial"
@@ -53,6 +54,8 @@ class MeshCache:
             os.replace(partial, self.folder / f"{name}.npz")
         except OSError:  # a full disk costs the cache, not the render
             partial.unlink(missing_ok=True)
+            return False
+        return True
 
     def _files(self) -> list[Path]:
         try:

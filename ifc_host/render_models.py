@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import ifcopenshell
 
 from ifc_host.model_file import file_signature
+from ifc_host.render_background import BackgroundBuilds
 from ifc_host.render_scene import Mesh, open_model
 
 MAX_MODELS = 3
@@ -35,6 +36,7 @@ class OpenModel:
     content_key: str | None
     model: ifcopenshell.file
     meshes: dict[int, Mesh] = field(default_factory=dict)  # element id -> its mesh, for this content only
+    builds: BackgroundBuilds = field(default_factory=BackgroundBuilds)  # its costly bodies built meanwhile
 
 
 class OpenModels:
@@ -52,7 +54,7 @@ class OpenModels:
                 content_key is None or kept.content_key == content_key):
             self._models.move_to_end(path)
             return kept
-        self._models.pop(path, None)
+        self._forget(path)
         model = open_model(path)
         self.opens += 1
         if signature is None:  # the file went away while being read: nothing to keep
@@ -60,7 +62,7 @@ class OpenModels:
         entry = OpenModel(path, signature, content_key, model)
         self._models[path] = entry
         while len(self._models) > self._keep:
-            self._models.popitem(last=False)
+            self._forget(next(iter(self._models)))
         return entry
 
     def paths(self) -> list[str]:
@@ -71,14 +73,20 @@ class OpenModels:
         if resident_mb() <= memory_limit_mb():
             return True
         for path in [p for p in self._models if p != keep_path]:
-            del self._models[path]
+            self._forget(path)
         gc.collect()
         return resident_mb() <= memory_limit_mb()
 
     def _drop_stale(self) -> None:
         for path, entry in list(self._models.items()):
             if file_signature(path) != entry.signature:
-                del self._models[path]
+                self._forget(path)
+
+    def _forget(self, path: str) -> None:
+        """Drop the model kept for ``path`` (if any), stopping the builds of its bodies."""
+        entry = self._models.pop(path, None)
+        if entry is not None:
+            entry.builds.close()
 
 
 def memory_limit_mb() -> float:

@@ -72,6 +72,7 @@ class Drawing:
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
     boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box (or the opening they fill)
     sketched: list[int] = field(default_factory=list)  # out of time, drawn from their FootPrint or Axis instead
+    later: list[int] = field(default_factory=list)  # not drawn as their body: a background build is making it
 
 
 def open_model(path: str) -> ifcopenshell.file:

@@ -523,11 +523,11 @@ def scene_request(request: dict[str, Any], models: OpenModels | None = None) -> 
     meshes it built, is the one the scene reads (and the model as it was before a change is kept there too)."""
     from ifc_host.render_scene import open_model
 
-    memory = before_memory = None
+    memory = before_memory = builds = None
     before_path = request.get("before_path")
     if models is not None:
         kept = models.get(request["model_path"], request.get("content_key"))
-        model, memory = kept.model, kept.meshes
+        model, memory, builds = kept.model, kept.meshes, kept.builds
         kept_before = models.get(before_path) if before_path else None
         before, before_memory = (kept_before.model, kept_before.meshes) if kept_before is not None else (None, None)
     else:
@@ -536,7 +536,8 @@ def scene_request(request: dict[str, Any], models: OpenModels | None = None) -> 
     options = BodyOptions(careful=bool(request.get("careful")),
                           exact=frozenset(int(i) for i in request.get("exact") or ()),
                           skip=frozenset(int(i) for i in request.get("skip") or ()),
-                          journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"), memory=memory)
+                          journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"), memory=memory,
+                          background=builds)  # a costly body a view's background build is making is not built twice
     before_options = BodyOptions(careful=options.careful, exact=options.exact, skip=options.skip,
                                  journal_path=options.journal_path, cache_dir=request.get("before_cache_dir"),
                                  memory=before_memory)

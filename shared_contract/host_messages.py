@@ -296,6 +296,7 @@ class ExportViewResult(Message):
     undrawn: int | None = None
     boxed: int | None = None
     sketched: int | None = None
+    building: int | None = None
     error: str | None = None
 
 

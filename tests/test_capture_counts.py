@@ -18,3 +18,14 @@ def test_the_model_is_told_how_many_elements_were_undrawn_and_drawn_as_boxes(ali
     assert "2 element(s) of this view are drawn only from their footprint or axis" in text
     (result,) = [c["metadata"] for c in stream.of("Metadata", "tool_result")]
     assert (result["image"]["undrawn"], result["image"]["boxed"], result["image"]["sketched"]) == (1, 3, 2)  # the person's copy counts them too
+
+
+def test_the_model_is_told_that_a_later_capture_draws_the_bodies_built_in_the_background(alice, host, scripts_dir):
+    host.undrawn, host.boxed, host.sketched, host.building = 0, 6, 0, 6
+    spec = write_script(scripts_dir / "view.json", [
+        [{"tool_call": {"name": "capture_view", "input": {"view": "Level 1"}}}], say("Shown.")])
+    session_id = alice.new_session(host.host_id, spec)
+    alice.run(session_id, "show level 1")
+    (text,) = tool_result_texts(session(alice, session_id)["messages"])
+    assert "6 element(s) of this view are drawn as plain boxes" in text
+    assert "building the shape of 6 of them in the background" in text and "capture the view again" in text

@@ -20,6 +20,7 @@ class Exported:
     meta: ImageMeta | None = None  # None when the export failed
     part: dict[str, Any] | None = None  # the image as the model receives it
     error: str | None = None
+    building: int | None = None  # of the elements not drawn as their shape, those the host builds for a later view
 
     def person_meta(self) -> ImageMeta | dict[str, str]:
         return self.meta if self.meta is not None else {"error": self.error or ""}
@@ -46,7 +47,8 @@ def export_view(ctx: ToolContext, call_id: str, view: ViewRequest) -> Exported:
         ImageMeta(image_id, result["width"], result["height"], result["view"], result.get("undrawn"),
                   result.get("boxed"), result.get("sketched")),
         {"type": "image", "media_type": "image/png", "data": result["png_base64"],
-         "width": result["width"], "height": result["height"]})
+         "width": result["width"], "height": result["height"]},
+        building=result.get("building"))
 
 
 def capture_view(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, Any]) -> ToolOutput:
@@ -61,6 +63,8 @@ def capture_view(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, An
         text += message("capture_boxed", count=image.meta.boxed)
     if image.meta.sketched:
         text += message("capture_sketched", count=image.meta.sketched)
+    if image.building:
+        text += message("capture_building", count=image.building)
     person = ToolResult(call["id"], call["name"], True, text, image.meta).to_json()
     ctx.store.results.save_result(ctx.session.session_id, call["id"], person)
     yield chunks.metadata("tool_result", text, **person)

@@ -140,3 +140,56 @@ def test_a_prepared_plan_leaves_its_sections_for_the_first_view(model_path):
     assert models.opens == 1 and kept.meshes
     cut_z = resolve_view(kept.model, "Level 1", []).cut_z
     assert all(_memo.get(mesh, ("cut", cut_z))[0] for mesh in kept.meshes.values())  # the view recomputes none
+
+
+def _with_a_costly_storey(path: Path, rows: int = 100, columns: int = 200) -> int:
+    """Adds to the model at ``path`` a storey "Costly" holding one proxy only: a body of 2 * rows * columns triangles
+    (an IfcFaceBasedSurfaceModel, as Revit writes its detailed windows; a level sheet, drawn as an outline below the
+    cut) and a Box beside it, upright (cut by the plan). Its id."""
+    import ifcopenshell
+    import ifcopenshell.api.aggregate
+    import ifcopenshell.api.root
+    import ifcopenshell.api.spatial
+    import ifcopenshell.util.placement
+
+    model = ifcopenshell.open(str(path))
+    building = model.by_type("IfcBuilding")[0]
+    body_context = next(c for c in model.by_type("IfcGeometricRepresentationSubContext")
+                        if c.ContextIdentifier == "Body")
+    storey = ifcopenshell.api.root.create_entity(model, ifc_class="IfcBuildingStorey", name="Costly")
+    storey.Elevation = 20.0
+    ifcopenshell.api.aggregate.assign_object(model, products=[storey], relating_object=building)
+    proxy = ifcopenshell.api.root.create_entity(model, ifc_class="IfcBuildingElementProxy", name="Many faces")
+    ifcopenshell.api.spatial.assign_container(model, products=[proxy], relating_structure=storey)
+    origin = model.createIfcAxis2Placement3D(model.createIfcCartesianPoint((0.0, 0.0, 20.0)))
+    proxy.ObjectPlacement = model.createIfcLocalPlacement(None, origin)
+    width, height = 2.0, 2.0
+    grid = [[model.createIfcCartesianPoint((width * i / columns, width * j / rows, 0.5)) for j in range(rows + 1)]
+            for i in range(columns + 1)]
+    faces = [model.createIfcFace([model.createIfcFaceOuterBound(model.createIfcPolyLoop(corners), True)])
+             for i in range(columns) for j in range(rows)
+             for corners in ((grid[i][j], grid[i + 1][j], grid[i + 1][j + 1]),
+                             (grid[i][j], grid[i + 1][j + 1], grid[i][j + 1]))]
+    sheet = model.createIfcFaceBasedSurfaceModel([model.createIfcConnectedFaceSet(faces)])
+    box = model.createIfcBoundingBox(model.createIfcCartesianPoint((0.0, 0.0, 0.0)), width, width, height)
+    proxy.Representation = model.createIfcProductDefinitionShape(None, None, [
+        model.createIfcShapeRepresentation(body_context, "Body", "SurfaceModel", [sheet]),
+        model.createIfcShapeRepresentation(body_context, "Box", "BoundingBox", [box])])
+    model.write(str(path))
+    return proxy.id()
+
+
+def test_a_first_view_draws_a_costly_body_as_its_stand_in_and_the_next_view_draws_it_in_full(model_path, pool,
+                                                                                            monkeypatch):
+    """The first view of a model waits for its costly bodies only within the first-view budget (here none): the
+    body of 40 000 triangles is drawn as its Box, said as being built; the render server builds it meanwhile, and
+    the next view (its normal timeout) draws it in full, from the same server."""
+    proxy = _with_a_costly_storey(model_path)
+    monkeypatch.setenv(render.FIRST_VIEW_ENV, "0")
+    first = render_view(str(model_path), "Costly", [], 300)
+    assert first.boxed == (proxy,) and first.later == (proxy,) and not first.undrawn
+    after = render_view(str(model_path), "Costly", [], 300)
+    assert not after.boxed and not after.later and not after.undrawn
+    assert after.png != first.png
+    [server] = pool.servers()
+    assert server.opens == 1 and server.served == 2

@@ -130,3 +130,32 @@ def test_a_many_faced_body_that_would_not_fit_the_budget_is_left_for_later_and_d
     assert window.id() not in memory and set(memory) == {e.id() for e in others}  # the others were built
     built = tessellate_bodies(model, [window], BodyOptions())  # no budget: built, however many faces
     assert not built.boxed and len(built.meshes[window.id()].faces) == 40_000
+
+
+def test_a_first_view_draws_a_costly_body_as_its_stand_in_while_it_is_built_and_the_next_view_draws_it(tmp_path):
+    """A render server's first view of a model waits for its costly bodies only within the first-view budget: the
+    window of 40 000 triangles is handed to a background build (a fork) and drawn as its opening meanwhile, said as
+    being built; the next view (no budget of its own here) waits for that build and draws the window's body,
+    read from the mesh cache, without building it again (its journal has no batch of the kernel)."""
+    from ifc_host.render_background import BackgroundBuilds
+
+    model = _open(REVIT_FILE)
+    window = _many_faced_window(model, 100, 200)  # 40 000 triangles, over COSTLY_FACES
+    builds, memory, cache = BackgroundBuilds(), {}, str(tmp_path / "meshes")
+    first_journal, next_journal = tmp_path / "first.txt", tmp_path / "next.txt"
+    try:
+        first = tessellate_bodies(model, [window], BodyOptions(
+            deadline=time.time() + 60, costly_deadline=time.time() - 1, memory=memory, cache_dir=cache,
+            background=builds, journal_path=str(first_journal)))
+        assert first.boxed == [window.id()] and first.later == [window.id()]  # its opening, said as being built
+        assert not first.undrawn and not first.out_of_time and window.id() not in memory
+        assert window.id() in builds.pending() or window.id() in builds.reported
+        later = tessellate_bodies(model, [window], BodyOptions(memory=memory, cache_dir=cache, background=builds,
+                                                               journal_path=str(next_journal)))
+        assert not later.boxed and not later.later and not later.undrawn
+        assert len(later.meshes[window.id()].faces) == 40_000 and len(memory[window.id()].faces) == 40_000
+        assert builds.reported == {window.id()} and not builds.failed and not builds.pending()
+        journal = "".join(path.read_text() for path in (first_journal, next_journal) if path.exists())
+        assert "batch" not in journal  # neither view ran the kernel on it: the build did, once
+    finally:
+        builds.close()

@@ -79,6 +79,7 @@ class TestHost:
     undrawn: int | None = None  # reported with each view image, as the IFC host counts elements it could not draw
     boxed: int | None = None  # and those it drew as boxes, out of time for their shape
     sketched: int | None = None  # and those it drew from their footprint or axis
+    building: int | None = None  # and of those, how many it is building in the background for a later view
 
     def __post_init__(self) -> None:
         self._ws: websocket.WebSocket | None = None
@@ -212,7 +213,8 @@ class TestHost:
                 "height": image.height, "view": message.get("view") or "Level 1",
                 **({"undrawn": self.undrawn} if self.undrawn is not None else {}),
                 **({"boxed": self.boxed} if self.boxed is not None else {}),
-                **({"sketched": self.sketched} if self.sketched is not None else {})}
+                **({"sketched": self.sketched} if self.sketched is not None else {}),
+                **({"building": self.building} if self.building is not None else {})}
 
 
 def _printer(out: io.StringIO):

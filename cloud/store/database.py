@@ -280,7 +280,7 @@ class Database:
     def write_one(self, sql: str, args: Sequence[Any] = ()) -> int:
         """One write statement as a transaction of its own; the rows it changed. Inside a `write` on this thread
         it joins that transaction."""
-        if not self.postgres or getattr(self._open, "dbapi_conn", None) is not None:
+        if not self.postgres or self.in_write():
             with self.write() as db:
                 return db.execute(sql, args).rowcount
         pooled = self._checkout()
@@ -294,6 +294,15 @@ class Database:
             raise
         self._checkin(pooled)
         return count
+
+    def in_write(self) -> bool:
+        """Whether this thread is inside a `write` (whose transaction a statement would join)."""
+        return getattr(self._open, "dbapi_conn", None) is not None
+
+    @staticmethod
+    def is_key_conflict(exc: BaseException) -> bool:
+        """Whether a PostgreSQL statement failed on a duplicate primary or unique key (unique_violation)."""
+        return getattr(exc, "sqlstate", None) == "23505"
 
     @contextmanager
     def _alone(self, dbapi_conn: Any) -> Iterator[None]:

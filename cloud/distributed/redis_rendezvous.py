@@ -5,15 +5,19 @@ Same methods as cloud.rendezvous.ToolResultChannel. The pending request is a Red
 kind and sender; not answered yet), then recorded in the database by an insert-if-absent keyed by
 (session, pending_id): that row is the record and its key the gate, so of two deliveries of the same
 answer reaching two processes at once exactly one is applied and the other is refused as a duplicate,
-even when Redis lost the pending request in between. Redis then carries the answer's copy and wakes the
-waiting process. The waiting call re-reads the hash when woken (by the delivery, or by the bus's probe
-that reads every waiting call's hash in one pipeline a second), reads the database record when woken and after a sweep of every waiting call's record (one query
+even when Redis lost the pending request in between. A host's delivery names only its request: the check
+script looks its session up too (one round trip). Redis then carries the answer's copy and, in the same
+script call, the answer itself to the inbox of the process that opened the request (the hash names it), whose
+bus thread hands it to the waiting call: no read of Redis there. The waiting call re-reads the hash when woken
+without it (by the bus's probe that reads every waiting call's hash in one pipeline a second, should the message
+be lost), reads the database record when woken and after a sweep of every waiting call's record (one query
 every 10 s) and whenever Redis cannot say (unreachable, or restarted without persistence: the
 pending request is written back so an answer posted after Redis returns is still accepted).
 
 What Redis holds is signed (cloud.distributed.signing): the pending request's fields carry a signature
 checked before a delivery is recorded, and the answer's copy is sealed for its request; a forged or stale
-copy is dropped (logged) and the waiting call reads the database record instead.
+copy is dropped (logged) and the waiting call reads the database record instead. The inbox message is sealed
+for that inbox, and taken only for the request (session and pending_id) its process opened.
 """
 from __future__ import annotations
 

@@ -312,6 +312,8 @@ class Database:
         if not self.postgres:
             yield
             return
+        if dbapi_conn.info.transaction_status:  # not idle (0): psycopg refuses the switch inside a transaction
+            dbapi_conn.rollback()
         dbapi_conn.autocommit = True
         try:
             yield

@@ -109,6 +109,40 @@ def test_host_ownership_is_kept_in_the_database(store, tmp_path):
     assert Store(store.path).host_owner("h_1") == "alice"
 
 
+def test_entries_appended_together_stay_together_and_in_order_under_concurrent_appends(store):
+    # On PostgreSQL an append is one statement numbering from the last entry; of two racing for the same numbers
+    # the loser numbers again, whole: a batch is never split, reordered or half written.
+    session_id = store.create_session("alice", None, "scripted:x", {})
+    threads, per_thread = 6, 15
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    def write(n: int) -> None:
+        try:
+            start.wait()
+            for k in range(per_thread):
+                store.append_entries(session_id, [{"role": "assistant", "content": [f"{n}:{k}:{part}"]}
+                                                  for part in range(3)])
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    texts = [e["content"][0] for e in store.transcript(session_id)]
+    assert len(texts) == threads * per_thread * 3 == len(set(texts))
+    batches = [texts[i:i + 3] for i in range(0, len(texts), 3)]
+    assert all(len({t.rsplit(":", 1)[0] for t in b}) == 1 and [t.rsplit(":", 1)[1] for t in b] == ["0", "1", "2"]
+               for b in batches)
+    seqs = [r["seq"] for r in store.db.read("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq",
+                                            (session_id,))]
+    assert seqs == list(range(len(texts)))
+    assert store.get_session(session_id)["updated"] >= store.get_session(session_id)["created"]
+
+
 def test_concurrent_appends_from_many_threads_lose_nothing(store):
     session_id = store.create_session("alice", None, "scripted:x", {})
     threads, per_thread = 12, 40

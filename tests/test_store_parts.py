@@ -122,6 +122,7 @@ EXERCISES: dict[str, Steps] = {
         ("record_delivery", lambda p, s: p.record_delivery("s1", "p1", "c1", "host", {"ok": True})),
         ("delivery", lambda p, s: p.delivery("s1", "p1") == {"ok": True}),
         ("recorded_deliveries", lambda p, s: p.recorded_deliveries([("s1", "p1"), ("s1", "p2")]) == {("s1", "p1")}),
+        ("forget_old_deliveries", lambda p, s: p.forget_old_deliveries() == 0 and p.forget_old_deliveries(-1) == 1),
     ],
     "results": [
         ("save_result", lambda p, s: p.save_result("s1", "c-1", {"ok": True}) or True),

@@ -197,8 +197,12 @@ class Bus:
 
     def send_to(self, process: str, message: dict[str, Any]) -> int:
         """Publish to a process's inbox; the number of receivers (0: that process is gone)."""
+        return int(self.redis.publish(*self.sealed_for(process, message)))
+
+    def sealed_for(self, process: str, message: dict[str, Any]) -> tuple[str, str]:
+        """A process's inbox channel and `message` sealed for it (for a script to publish with other work)."""
         channel = f"{PREFIX}proc:{process}"
-        return int(self.redis.publish(channel, self.seal(json.dumps(message), channel)))
+        return channel, self.seal(json.dumps(message), channel)
 
     def close(self) -> None:
         self.closed.set()

@@ -5,15 +5,19 @@ Same methods as cloud.rendezvous.ToolResultChannel. The pending request is a Red
 kind and sender; not answered yet), then recorded in the database by an insert-if-absent keyed by
 (session, pending_id): that row is the record and its key the gate, so of two deliveries of the same
 answer reaching two processes at once exactly one is applied and the other is refused as a duplicate,
-even when Redis lost the pending request in between. Redis then carries the answer's copy and wakes the
-waiting process. The waiting call re-reads the hash when woken (by the delivery, or by the bus's probe
-that reads every waiting call's hash in one pipeline a second), reads the database record when woken and after a sweep of every waiting call's record (one query
+even when Redis lost the pending request in between. A host's delivery names only its request: the check
+script looks its session up too (one round trip). Redis then carries the answer's copy and, in the same
+script call, the answer itself to the inbox of the process that opened the request (the hash names it), whose
+bus thread hands it to the waiting call: no read of Redis there. The waiting call re-reads the hash when woken
+without it (by the bus's probe that reads every waiting call's hash in one pipeline a second, should the message
+be lost), reads the database record when woken and after a sweep of every waiting call's record (one query
 every 10 s) and whenever Redis cannot say (unreachable, or restarted without persistence: the
 pending request is written back so an answer posted after Redis returns is still accepted).
 
 What Redis holds is signed (cloud.distributed.signing): the pending request's fields carry a signature
 checked before a delivery is recorded, and the answer's copy is sealed for its request; a forged or stale
-copy is dropped (logged) and the waiting call reads the database record instead.
+copy is dropped (logged) and the waiting call reads the database record instead. The inbox message is sealed
+for that inbox, and taken only for the request (session and pending_id) its process opened.
 """
 from __future__ import annotations
 
@@ -38,35 +42,54 @@ log = logging.getLogger(__name__)
 
 HOST_CHECK_S = 1.0  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
 DB_POLL_S = 10.0  # the records sweep (one query for every waiting call), when Redis lost the answer's copy
+PRUNE_EVERY_S = 600.0  # how often the sweep drops the database records older than DELIVERY_KEEP_S
+ANSWER = "answer"  # the inbox message carrying an answer to the process waiting for it
 KEEP_S = 86400  # how long pending requests and the answered-id memory live in Redis
 
-# KEYS: pending hash, answered list. ARGV: tool_call_id, kind, request_id ('' when by tool call), host_id
-# ('' for a browser). A host's delivery names the request; a browser's the tool call. Returns the outcome,
-# and for 'accepted' the pending_id and tool_call_id the database record is keyed by, and the fields the
-# request's signature covers. An answer already given is refused by the database record (the gate), not by
-# the copy in the hash, which anyone with Redis access could write.
-_CHECK = """
-local p = redis.call('HMGET', KEYS[1], 'request_id', 'tool_call_id', 'kind', 'host_id', 'result', 'pending_id', 'sig')
-local function refused()
-  local ids = redis.call('LRANGE', KEYS[2], 0, -1)
-  for _, id in ipairs(ids) do
-    if id == ARGV[1] or (ARGV[3] ~= '' and id == ARGV[3]) then return {'already_answered'} end
+# The check of a delivery against the pending request in `pending` (hash) and the answered ids in `answered`
+# (list). ARGV: tool_call_id, kind, request_id ('' when by tool call), host_id ('' for a browser). A host's
+# delivery names the request; a browser's the tool call. Returns the outcome, and for 'accepted' the pending_id
+# and tool_call_id the database record is keyed by, the fields the request's signature covers, and the process
+# waiting for the answer. An answer already given is refused by the database record (the gate), not by the copy
+# in the hash, which anyone with Redis access could write.
+_CHECK_BODY = """
+local function check(pending, answered)
+  local p = redis.call('HMGET', pending, 'request_id', 'tool_call_id', 'kind', 'host_id', 'result', 'pending_id',
+                       'sig', 'waiter')
+  local function refused()
+    local ids = redis.call('LRANGE', answered, 0, -1)
+    for _, id in ipairs(ids) do
+      if id == ARGV[1] or (ARGV[3] ~= '' and id == ARGV[3]) then return {'already_answered'} end
+    end
+    return {'not_pending'}
   end
-  return {'not_pending'}
+  if not p[1] then return refused() end
+  if ARGV[3] ~= '' then
+    if p[1] ~= ARGV[3] or p[3] ~= ARGV[2] then return {'not_pending'} end
+    if p[4] ~= '' and p[4] ~= ARGV[4] then return {'wrong_sender'} end
+  else
+    if p[2] ~= ARGV[1] or p[3] ~= ARGV[2] then return refused() end
+  end
+  return {'accepted', p[6] or (p[1] .. ':' .. p[3]), p[2], p[1], p[3], p[4] or '', p[7] or '', p[8] or ''}
 end
-if not p[1] then return refused() end
-if ARGV[3] ~= '' then
-  if p[1] ~= ARGV[3] or p[3] ~= ARGV[2] then return {'not_pending'} end
-  if p[4] ~= '' and p[4] ~= ARGV[4] then return {'wrong_sender'} end
-else
-  if p[2] ~= ARGV[1] or p[3] ~= ARGV[2] then return refused() end
-end
-return {'accepted', p[6] or (p[1] .. ':' .. p[3]), p[2], p[1], p[3], p[4] or '', p[7] or ''}
+"""
+# KEYS: pending hash, answered list (a delivery by session: a browser's relay).
+_CHECK = _CHECK_BODY + "return check(KEYS[1], KEYS[2])"
+# KEYS: the request's key (its value names the session). ARGV: as above, then the key prefix. A host's delivery
+# names only its request: the session is looked up in the same round trip, and for 'accepted' appended to the
+# reply. The session's keys are named from the lookup, which a standalone Redis (the deployment's) allows.
+_CHECK_BY_REQUEST = _CHECK_BODY + """
+local session_id = redis.call('GET', KEYS[1])
+if not session_id then return {'not_pending'} end
+local checked = check(ARGV[5] .. 'pending:' .. session_id, ARGV[5] .. 'answered:' .. session_id)
+if checked[1] == 'accepted' then checked[#checked + 1] = session_id end
+return checked
 """
 SIGNED_FIELDS = ("request_id", "tool_call_id", "kind", "host_id", "pending_id")
 
-# KEYS: pending hash. ARGV: pending_id, result JSON, the bus's channel, the sealed wake-up. The answer's copy, only
-# on the request it answers, then the waiting process's wake-up: one round trip, and the copy is there before it.
+# KEYS: pending hash. ARGV: pending_id, result JSON, a channel, the sealed message for it. The answer's copy, only
+# on the request it answers, then the message (the answer itself to the waiting process's inbox, or a wake-up on
+# the bus's channel): one round trip, and the copy is there before the message.
 _KEEP_COPY = """
 local kept = 0
 if redis.call('HGET', KEYS[1], 'pending_id') == ARGV[1] then
@@ -107,16 +130,27 @@ class RedisToolResultChannel:
         self.bus, self.deliveries = bus, deliveries
         self._redis = bus.redis
         self._check = self._redis.register_script(_CHECK)
+        self._check_by_request = self._redis.register_script(_CHECK_BY_REQUEST)
         self._keep_copy = self._redis.register_script(_KEEP_COPY)
         self._opened: dict[str, dict[str, str]] = {}  # session_id -> what this process opened (to restore)
         self._opened_at: dict[str, int] = {}  # session_id -> its wake-up's generation when it was opened
+        self._arrived: dict[str, dict[str, Any]] = {}  # session_id -> the answer its inbox message brought
         self._lock = threading.Lock()
+        bus.on(ANSWER, self._answer_arrived)
         threading.Thread(target=self._sweep_records, name="delivery-records", daemon=True).start()
 
     def _sweep_records(self) -> None:
         """Every DB_POLL_S, one query for the records of every request waiting here: the fallback for an
-        answer recorded while Redis lost its copy (or its wake-up), without a query per waiting run."""
+        answer recorded while Redis lost its copy (or its wake-up), without a query per waiting run. Every
+        PRUNE_EVERY_S, the records older than a day go (their requests closed long before)."""
+        pruned_at = 0.0
         while not self.bus.closed.wait(DB_POLL_S):
+            if time.monotonic() - pruned_at >= PRUNE_EVERY_S:
+                pruned_at = time.monotonic()
+                try:
+                    self.deliveries.forget_old_deliveries()
+                except Exception:  # the next turn tries again
+                    log.exception("dropping the old answer records failed")
             with self._lock:
                 waiting = [(session_id, fields["pending_id"]) for session_id, fields in self._opened.items()]
             if not waiting:
@@ -146,8 +180,11 @@ class RedisToolResultChannel:
     def _write_pending(self, session_id: str, fields: dict[str, str]) -> None:
         with self._redis.pipeline() as pipe:
             pipe.delete(_pending_key(session_id))
+            # `waiter`: where a delivery sends the answer (not signed: the answer it carries is, and the waiter
+            # takes only the answer to the request it opened).
             pipe.hset(_pending_key(session_id), mapping={
-                **fields, "sig": self.bus.seal(_fields_text(fields), _pending_key(session_id))})
+                **fields, "waiter": self.bus.process,
+                "sig": self.bus.seal(_fields_text(fields), _pending_key(session_id))})
             pipe.expire(_pending_key(session_id), KEEP_S)
             pipe.set(_request_key(fields["request_id"]), session_id, ex=KEEP_S)
             pipe.execute()
@@ -159,14 +196,9 @@ class RedisToolResultChannel:
         kind, result = self._redis.hmget(_pending_key(session_id), "kind", "result")
         return kind == "approval" and result is None
 
-    def _run_delivery(self, session_id: str, tool_call_id: str, kind: str, result: dict[str, Any],
-                      request_id: str = "", host_id: str = "") -> Delivery:
-        checked = self._check(keys=[_pending_key(session_id), _answered_key(session_id)],
-                              args=[tool_call_id, kind, request_id, host_id])
-        delivery = Delivery(checked[0])
-        if delivery is not Delivery.ACCEPTED:
-            return delivery
-        pending_id, pending_call = checked[1], checked[2]
+    def _run_delivery(self, session_id: str, checked: list[str], kind: str, result: dict[str, Any]) -> Delivery:
+        """Record and hand over an answer the check script accepted (`checked`: its reply)."""
+        pending_id, pending_call, waiter = checked[1], checked[2], checked[7]
         written = {"request_id": checked[3], "tool_call_id": pending_call, "kind": checked[4],
                    "host_id": checked[5], "pending_id": pending_id}
         if self.bus.unseal(checked[6], _pending_key(session_id), KEEP_S) != _fields_text(written):
@@ -178,25 +210,48 @@ class RedisToolResultChannel:
             log.info("session %s: a second delivery for %s refused (already applied)", session_id, pending_call)
             return Delivery.ALREADY_ANSWERED
         key = wake_key(session_id)
+        if waiter and waiter != self.bus.process:  # the answer itself, to the waiting process: no read there
+            channel, message = self.bus.sealed_for(waiter, {"kind": ANSWER, "session_id": session_id,
+                                                            "pending_id": pending_id, "result": result})
+        else:
+            channel, message = BROADCAST, self.bus.seal(key, BROADCAST)
         try:
             self._keep_copy(keys=[_pending_key(session_id)],
                             args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id)),
-                                  BROADCAST, self.bus.seal(key, BROADCAST)])
-            self.bus.wake_here(key)  # the other processes' wake-up went out with the copy
+                                  channel, message])
+            self.bus.wake_here(key)  # the other processes' message went out with the copy
         except redis.RedisError as exc:  # recorded: the waiting call finds it on the records sweep
             log.warning("session %s: answer recorded, Redis unreachable to wake its run: %s", session_id, exc)
         return Delivery.ACCEPTED
 
     def deliver_from_host(self, request_id: str, host_id: str, result: dict[str, Any],
                           kind: str = "host") -> Delivery:
-        session_id = self._redis.get(_request_key(request_id))
-        if session_id is None:
-            return Delivery.NOT_PENDING
-        return self._run_delivery(session_id, "", kind, result, request_id=request_id, host_id=host_id)
+        checked = self._check_by_request(keys=[_request_key(request_id)],
+                                         args=["", kind, request_id, host_id, PREFIX])
+        delivery = Delivery(checked[0])
+        if delivery is not Delivery.ACCEPTED:
+            return delivery
+        return self._run_delivery(checked[-1], checked, kind, result)
 
     def deliver_tool_result(self, session_id: str, tool_call_id: str, result: dict[str, Any],
                             kind: str = "host") -> Delivery:
-        return self._run_delivery(session_id, tool_call_id, kind, result)
+        checked = self._check(keys=[_pending_key(session_id), _answered_key(session_id)],
+                              args=[tool_call_id, kind, "", ""])
+        delivery = Delivery(checked[0])
+        if delivery is not Delivery.ACCEPTED:
+            return delivery
+        return self._run_delivery(session_id, checked, kind, result)
+
+    def _answer_arrived(self, body: dict[str, Any]) -> None:
+        """An answer a delivery on another process sent here (on the bus's thread): kept for the call waiting
+        for that very request, which it wakes; anything else is dropped."""
+        session_id = body.get("session_id")
+        with self._lock:
+            fields = self._opened.get(session_id) if isinstance(session_id, str) else None
+            if fields is None or fields["pending_id"] != body.get("pending_id"):
+                return
+            self._arrived[session_id] = body["result"]
+        self.bus.wake_here(wake_key(session_id))
 
     def wait(self, session_id: str, timeout_s: float, cancel: threading.Event) -> dict[str, Any] | None:
         return self.await_answer(session_id, timeout_s, cancel).result
@@ -238,9 +293,13 @@ class RedisToolResultChannel:
             self.bus.forget(cancelled)
 
     def _read_result(self, session_id: str, check_record: bool) -> dict[str, Any] | None:
-        """The answer: Redis's copy, else (when `check_record`, or Redis cannot say) the database record."""
+        """The answer: the one its delivery sent here, else Redis's copy, else (when `check_record`, or Redis
+        cannot say) the database record."""
         with self._lock:
             fields = self._opened.get(session_id)
+            arrived = self._arrived.pop(session_id, None)
+        if arrived is not None:
+            return arrived
         try:
             stored = self._redis.hgetall(_pending_key(session_id))
             if "result" in stored:
@@ -264,6 +323,7 @@ class RedisToolResultChannel:
         with self._lock:
             fields = self._opened.pop(session_id, None)
             self._opened_at.pop(session_id, None)
+            self._arrived.pop(session_id, None)
         if fields is None:
             return
         try:

@@ -9,7 +9,7 @@ and sent, in order, once it is back; the run itself goes on. A finished run's li
 retention time; a run whose process died is ended by whichever process recovers its session.
 The run's own thread does not wait for Redis: a chunk is in memory (where this process's followers read it) when
 `publish` returns, and one flusher thread per process hands Redis what each run has added since its last flush
-(one script call and one wake-up for however many chunks came meanwhile); a run's end is flushed by the run
+(one script call, which also publishes the followers' wake-up, for however many chunks came meanwhile); a run's end is flushed by the run
 itself, before its record is marked done.
 Each chunk and the cancel mark are sealed with the deployment's secret (cloud.distributed.signing): a
 follower skips a chunk this deployment did not write, and only a signed cancel mark cancels.
@@ -27,7 +27,7 @@ import redis
 
 from cloud import chunks
 from cloud.chunks import Chunk
-from cloud.distributed.bus import PREFIX, Bus
+from cloud.distributed.bus import BROADCAST, PREFIX, Bus
 from cloud.runs import KEEPALIVE, LEASE_TTL_S, RETAIN_S, Run, RunRegistry
 
 if TYPE_CHECKING:
@@ -42,11 +42,15 @@ MISSING_PATIENCE_S = 10.0  # a follower waits this long for a run's record Redis
 RETRY_FLUSH_S = 0.5  # how often the flusher retries the runs whose chunks Redis could not take
 
 
-# KEYS: the chunk list. ARGV: the length this process expects it to have, then the chunks to append. -1 (and
-# nothing appended) when the list is not that long: Redis lost it, and the driver writes it again whole.
+# KEYS: the chunk list. ARGV: the bus's channel, the sealed wake-up for the followers, the length this process
+# expects the list to have, then the chunks to append. -1 (and nothing appended or published) when the list is
+# not that long: Redis lost it, and the driver writes it again whole. Appended, the followers' wake-up goes out
+# in the same round trip.
 _APPEND = """
-if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return -1 end
-return redis.call('RPUSH', KEYS[1], unpack(ARGV, 2))
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[3]) then return -1 end
+local length = redis.call('RPUSH', KEYS[1], unpack(ARGV, 4))
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return length
 """
 
 
@@ -171,7 +175,8 @@ class RedisRun(Run):
         key, signal = _chunks_key(self.session_id), chunk_signal(self.session_id)
         try:
             # A script in a pipeline costs redis-py a SCRIPT EXISTS round trip of its own: called alone it is one.
-            appended = self._append(keys=[key], args=[self._sent, *self._sealed(self._sent)])
+            appended = self._append(keys=[key], args=[BROADCAST, self.bus.seal(signal, BROADCAST), self._sent,
+                                                      *self._sealed(self._sent)])
             if appended < 0:  # Redis lost the stream (it restarted without persistence): write it again, whole
                 with self.bus.redis.pipeline() as pipe:
                     self._write_head(pipe)
@@ -183,10 +188,7 @@ class RedisRun(Run):
                         self.session_id, count - self._sent, exc)
             return False
         self._sent = count
-        if appended >= 0:
-            self.bus.signal(signal)  # a wake-up that fails to go out is found by the followers' probes
-        else:
-            self.bus.wake_here(signal)
+        self.bus.wake_here(signal)  # the other processes' wake-up went out with the chunks
         return True
 
     def finish(self) -> None:

@@ -264,21 +264,67 @@ class Database:
                 conn.info.pop("write", None)
 
     def read(self, sql: str, args: Sequence[Any] = ()) -> list[Mapping[str, Any]]:
-        """The rows of one query (SQLite: the statement's own snapshot; PostgreSQL: its transaction, ended)."""
+        """The rows of one query, in a snapshot of its own (the statement's own transaction on either database)."""
         pooled = self._checkout()
         try:
-            cursor = pooled.dbapi_connection.cursor()
-            try:
+            with self._alone(pooled.dbapi_connection):
+                cursor = pooled.dbapi_connection.cursor()
                 cursor.execute(self.sql(sql), tuple(args))
                 rows = _as_dicts(cursor)
-            finally:
-                if self.postgres:
-                    pooled.dbapi_connection.rollback()
         except BaseException:
             pooled.close()
             raise
         self._checkin(pooled)
         return rows
+
+    def write_one(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """One write statement as a transaction of its own; the rows it changed. Inside a `write` on this thread
+        it joins that transaction."""
+        if not self.postgres or self.in_write():
+            with self.write() as db:
+                return db.execute(sql, args).rowcount
+        pooled = self._checkout()
+        try:
+            with self._alone(pooled.dbapi_connection):
+                cursor = pooled.dbapi_connection.cursor()
+                cursor.execute(self.sql(sql), tuple(args))
+                count = cursor.rowcount
+        except BaseException:
+            pooled.close()
+            raise
+        self._checkin(pooled)
+        return count
+
+    def in_write(self) -> bool:
+        """Whether this thread is inside a `write` (whose transaction a statement would join)."""
+        return getattr(self._open, "dbapi_conn", None) is not None
+
+    @staticmethod
+    def is_key_conflict(exc: BaseException) -> bool:
+        """Whether a PostgreSQL statement failed on a duplicate primary or unique key (unique_violation)."""
+        return getattr(exc, "sqlstate", None) == "23505"
+
+    @contextmanager
+    def _alone(self, dbapi_conn: Any) -> Iterator[None]:
+        """On PostgreSQL, the statements of the block each commit by themselves (autocommit): one round trip
+        each, where psycopg's own transaction would add a BEGIN before and a COMMIT or ROLLBACK after.
+        SQLite's connections are in autocommit already (the writes' transactions are ours, see `_engine`)."""
+        if not self.postgres:
+            yield
+            return
+        if dbapi_conn.info.transaction_status:  # not idle (0): psycopg refuses the switch inside a transaction
+            dbapi_conn.rollback()
+        dbapi_conn.autocommit = True
+        try:
+            yield
+        finally:
+            # Back to psycopg's transactions, which `write` relies on; a connection that cannot be set back
+            # (it broke) is not used again.
+            try:
+                dbapi_conn.autocommit = False
+            except Exception:
+                dbapi_conn.close()
+                raise
 
     def return_ready(self) -> None:
         """Hand the connections kept ready back to the pool (each next call checks one out of it again)."""

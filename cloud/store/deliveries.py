@@ -21,15 +21,15 @@ class Deliveries:
     def record_delivery(self, session_id: str, pending_id: str, tool_call_id: str, kind: str,
                         result: dict[str, Any]) -> bool:
         """Record the answer to one pending request if it has none: True for the first delivery, False for
-        any other (a duplicate, from whichever process); rows older than a day are dropped."""
-        now = time.time()
-        with self.db.write() as db:
-            inserted = db.execute("INSERT INTO deliveries (session_id, pending_id, tool_call_id, kind, result, "
-                                  "created) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                                  (session_id, pending_id, tool_call_id, kind, json.dumps(result), now)).rowcount > 0
-            if inserted:
-                db.execute("DELETE FROM deliveries WHERE created < ?", (now - DELIVERY_KEEP_S,))
-        return inserted
+        any other (a duplicate, from whichever process). One statement, its own transaction: it is on the
+        path of every tool round trip (`forget_old_deliveries` drops the old rows, off that path)."""
+        return self.db.write_one("INSERT INTO deliveries (session_id, pending_id, tool_call_id, kind, result, "
+                                 "created) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                 (session_id, pending_id, tool_call_id, kind, json.dumps(result), time.time())) > 0
+
+    def forget_old_deliveries(self, keep_s: float = DELIVERY_KEEP_S) -> int:
+        """Drop the rows older than `keep_s` (their requests closed long before); how many went."""
+        return self.db.write_one("DELETE FROM deliveries WHERE created < ?", (time.time() - keep_s,))
 
     def delivery(self, session_id: str, pending_id: str) -> dict[str, Any] | None:
         """The answer recorded for a pending request, or None."""

@@ -17,13 +17,16 @@ class Ledger:
     def record_scripts(self, rows: list[dict[str, Any]]) -> None:
         """Audit rows of dispatched scripts: session, tool_call_id, user_name, host_id, host_app,
         capability_version, kind (model | epilogue), code and the sha256 of its exact bytes."""
+        if not rows:
+            return
         now = time.time()
-        with self.db.write() as db:
-            db.executemany("INSERT INTO audit (ts, session_id, tool_call_id, user_name, host_id, host_app, "
-                           "capability_version, kind, sha256, bytes, code) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                           [(now, r["session_id"], r["tool_call_id"], r["user_name"], r["host_id"], r["host_app"],
-                             r["capability_version"], r["kind"], r["sha256"], len(r["code"].encode()), r["code"])
-                            for r in rows])
+        # One statement for every row: its own transaction, one round trip on PostgreSQL.
+        self.db.write_one("INSERT INTO audit (ts, session_id, tool_call_id, user_name, host_id, host_app, "
+                          "capability_version, kind, sha256, bytes, code) VALUES "
+                          + ", ".join(["(?,?,?,?,?,?,?,?,?,?,?)"] * len(rows)),
+                          [value for r in rows for value in (
+                              now, r["session_id"], r["tool_call_id"], r["user_name"], r["host_id"], r["host_app"],
+                              r["capability_version"], r["kind"], r["sha256"], len(r["code"].encode()), r["code"])])
 
     def audit(self, sha256_prefix: str | None = None, session_id: str | None = None, limit: int = 200,
               user_name: str | None = None, kind: str | None = None, text: str | None = None) -> list[dict[str, Any]]:
@@ -49,12 +52,11 @@ class Ledger:
     def record_usage(self, *, session_id: str, user_name: str, model: str, usage: dict[str, int],
                      cost: float | None) -> None:
         now = time.time()
-        with self.db.write() as db:
-            db.execute("INSERT INTO usage (ts, day, session_id, user_name, model, uncached_input, cache_read, "
-                       "cache_write, output, reasoning, cost) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                       (now, time.strftime("%Y-%m-%d", time.gmtime(now)), session_id, user_name, model,
-                        usage.get("uncached_input", 0), usage.get("cache_read", 0), usage.get("cache_write", 0),
-                        usage.get("output", 0), usage.get("reasoning", 0), cost))
+        self.db.write_one("INSERT INTO usage (ts, day, session_id, user_name, model, uncached_input, cache_read, "
+                          "cache_write, output, reasoning, cost) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                          (now, time.strftime("%Y-%m-%d", time.gmtime(now)), session_id, user_name, model,
+                           usage.get("uncached_input", 0), usage.get("cache_read", 0), usage.get("cache_write", 0),
+                           usage.get("output", 0), usage.get("reasoning", 0), cost))
 
     def session_usage(self, session_id: str) -> dict[str, Any]:
         row = self.db.read("SELECT COALESCE(SUM(uncached_input),0) uncached_input, COALESCE(SUM(cache_read),0) "

@@ -19,10 +19,9 @@ class Results:
     def save_result(self, session_id: str, tool_call_id: str, result: dict[str, Any]) -> None:
         """The person's copy of a tool call's result, written by the process driving the run (the answer
         it was made from was applied once: see cloud/store/deliveries.py)."""
-        with self.db.write() as db:
-            db.execute("INSERT INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?) "
-                       "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET result = excluded.result",
-                       (session_id, tool_call_id, json.dumps(result)))
+        self.db.write_one("INSERT INTO results (session_id, tool_call_id, result) VALUES (?, ?, ?) "
+                          "ON CONFLICT (session_id, tool_call_id) DO UPDATE SET result = excluded.result",
+                          (session_id, tool_call_id, json.dumps(result)))
 
     def results_with_prefix(self, session_id: str, prefix: str) -> list[tuple[str, dict[str, Any]]]:
         """(tool call id, result) of the session's results whose id starts with `prefix` (letters, digits and

@@ -10,6 +10,7 @@ from cloud.store.database import Database
 
 TABLES = ("sessions", "messages")
 READS = ("usage",)  # a session's cost in the listings, summed from cloud/store/ledger.py's rows
+APPEND_ATTEMPTS = 1000  # each lost race is another append that went in: only a flood of writers comes near
 UPDATABLE = frozenset({"host_id", "model", "status", "state", "policy", "validation", "ids", "refs", "rules",
                        "bcf_in"})
 
@@ -45,9 +46,8 @@ class Sessions:
         if "state" in fields:
             fields["state"] = json.dumps(fields["state"])
         assignments = ", ".join(f"{k} = ?" for k in fields)
-        with self.db.write() as db:
-            db.execute(f"UPDATE sessions SET {assignments}, updated = ? WHERE id = ?",
-                       (*fields.values(), time.time(), session_id))
+        self.db.write_one(f"UPDATE sessions SET {assignments}, updated = ? WHERE id = ?",
+                          (*fields.values(), time.time(), session_id))
 
     def list_sessions(self, user_name: str | None = None, limit: int = 200, status: str | None = None,
                       text: str | None = None) -> list[dict[str, Any]]:
@@ -70,12 +70,34 @@ class Sessions:
         return [dict(r) for r in self.db.read(sql + " ORDER BY s.updated DESC LIMIT ?", (*args, limit))]
 
     def append_entries(self, session_id: str, entries: list[dict[str, Any]]) -> None:
+        if self.db.postgres and not self.db.in_write():
+            self._append_in_one_statement(session_id, entries)
+            return
         with self.db.write() as db:
             db.lock("messages:" + session_id)
             for entry in entries:  # each numbered after the last in one statement (a round trip less on PostgreSQL)
                 db.execute("INSERT INTO messages (session_id, seq, entry) SELECT ?, COALESCE(MAX(seq), -1) + 1, ? "
                            "FROM messages WHERE session_id = ?", (session_id, json.dumps(entry), session_id))
             db.execute("UPDATE sessions SET updated = ? WHERE id = ?", (time.time(), session_id))
+
+    def _append_in_one_statement(self, session_id: str, entries: list[dict[str, Any]]) -> None:
+        """PostgreSQL: the entries, numbered after the last, and the session's `updated`, in one statement that
+        is its own transaction (one round trip; two appends a tool round trip). Instead of a lock, the key
+        (session_id, seq): of two appends numbering from the same last entry, the second fails whole and
+        numbers again."""
+        for _ in range(APPEND_ATTEMPTS):
+            try:
+                self.db.write_one(
+                    "WITH added AS (INSERT INTO messages (session_id, seq, entry) "
+                    "SELECT ?, last.seq + e.n, e.entry FROM (SELECT COALESCE(MAX(seq), -1) AS seq FROM messages "
+                    "WHERE session_id = ?) AS last, unnest(CAST(? AS text[])) WITH ORDINALITY AS e(entry, n)) "
+                    "UPDATE sessions SET updated = ? WHERE id = ?",
+                    (session_id, session_id, [json.dumps(e) for e in entries], time.time(), session_id))
+                return
+            except Exception as exc:
+                if not self.db.is_key_conflict(exc):
+                    raise
+        raise RuntimeError(f"session {session_id}: {APPEND_ATTEMPTS} appends in a row lost the race for the next seq")
 
     def transcript(self, session_id: str) -> list[dict[str, Any]]:
         return [json.loads(r["entry"]) for r in self.db.read(

@@ -38,6 +38,8 @@ def test_a_dead_drivers_long_script_is_aborted_when_its_run_is_recovered(instanc
     try:
         host_id = a.wait_for_host("alice", timeout=60)
         on_a, on_b = Client(a.url, token), Client(b_url, token)
+        # A lists the host once it said hello; its record reaches Redis, where B looks, a moment later.
+        wait_until(lambda: _activity(on_b, host_id) != "gone", timeout=10)
         spec = write_script(scripts_dir / "lease.json", [
             automate(f"import time\ntime.sleep({SCRIPT_S})\nmodel.by_type('IfcDoor')[0].Name = 'Lease door'"),
             say("done")])

@@ -52,9 +52,10 @@ class Channel(Protocol):
 class PipeChannel:
     """Two raw pipes (a forked child)."""
 
-    def __init__(self, to_keeper: int, from_keeper: int) -> None:
+    def __init__(self, to_keeper: int, from_keeper: int, model_file: int | None = None) -> None:
         self.to_keeper = to_keeper
         self.reader = MessageReader(from_keeper)
+        self.model_file = model_file  # the keeper's anonymous file for the committed model (isolation._model_file)
 
     def send(self, message: dict[str, Any]) -> None:
         send_message(self.to_keeper, message)
@@ -64,6 +65,39 @@ class PipeChannel:
 
     def recv(self) -> dict[str, Any] | None:
         return self.reader.read(None)
+
+    def write_model(self, data: bytes) -> bool:
+        """Put the serialised model in the keeper's model file (ForkedRun.read_model); False when there is none,
+        or it is bigger than this process may write to one file (RLIMIT_FSIZE: writing past it ends the process),
+        or the write fails: then it goes over the pipe."""
+        if self.model_file is None or len(data) > _file_size_limit():
+            return False
+        view, done = memoryview(data), 0
+        try:
+            while done < len(data):
+                done += os.pwrite(self.model_file, view[done:], done)
+        except OSError:
+            return False
+        return True
+
+
+def _file_size_limit() -> float:
+    try:
+        import resource
+    except ImportError:
+        return float("inf")
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return float("inf") if soft == resource.RLIM_INFINITY else soft
+
+
+def send_model(channel: Channel, data: bytes) -> None:
+    """The serialised model to the keeper: in its model file where there is one (a forked child), else as a
+    frame after the message that announces it."""
+    if isinstance(channel, PipeChannel) and channel.write_model(data):
+        channel.send({"kind": "written", "ok": True, "bytes": len(data), "in_file": True})
+        return
+    channel.send({"kind": "written", "ok": True, "bytes": len(data)})
+    channel.send_frame(data)
 
 
 def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int], refs: list[LoadedRef]) -> NoReturn:
@@ -76,7 +110,7 @@ def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int], ref
         reset_signals()
         capture_output(fds["stdout"], fds["crash"])
         report = sandbox.apply(scratch, tree, limits)
-        channel = PipeChannel(fds["to_keeper"], fds["from_keeper"])
+        channel = PipeChannel(fds["to_keeper"], fds["from_keeper"], fds.get("model_out"))
         channel.send({"kind": "ready", "sandbox": report.as_dict(), "pid": tree.pid})
         job = channel.recv()
         if job is not None:
@@ -252,7 +286,6 @@ def _obey_keeper(model: ifcopenshell.file, channel: Channel) -> None:
             except Exception as exc:
                 channel.send({"kind": "written", "ok": False, "error": f"{type(exc).__name__}: {exc}"})
             else:
-                channel.send({"kind": "written", "ok": True, "bytes": len(data)})
-                channel.send_frame(data)
+                send_model(channel, data)
             if command["op"] == "commit":
                 return

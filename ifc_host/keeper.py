@@ -804,8 +804,12 @@ def _read_model(run: ScriptProcess, deadline: float) -> bytes | str:
     try:
         written = run.read(deadline)
         if written is not None and written.get("ok"):
-            data = run.read_frame(deadline)
-            if data is not None and len(data) == written.get("bytes"):
+            size = written.get("bytes")
+            if written.get("in_file") and isinstance(run, ForkedRun) and isinstance(size, int):
+                data = run.read_model(size)  # a forked script's process writes it to a file the keeper gave it
+            else:
+                data = run.read_frame(deadline)
+            if data is not None and len(data) == size:
                 return data
             written = None
     except TimeoutError:

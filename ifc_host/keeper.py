@@ -64,7 +64,7 @@ from ifc_host.isolation import (
     SpawnStrategy,
     default_isolation,
 )
-from ifc_host.model_diff import DATA_START, NotCanonical, data_section
+from ifc_host.model_diff import DATA_START, NotCanonical, data_section, record_count
 from ifc_host.model_file import (
     BackgroundFsync,
     BadModelError,
@@ -569,6 +569,7 @@ class Keeper:
         # earlier commit left them; a shadow copy only for a rule set (its checks need both models at once).
         if self.baseline is None:
             self.baseline = self._take_baseline() or data_section(self.model.to_string().encode("utf-8"))
+        baseline_records = record_count(self.baseline)  # counted now, not once the model has come
         shadow = self._read_shadow() if op == "commit" and job.get("rules") else None
         data = _read_model(run, time.monotonic() + (COMMIT_TIMEOUT_S if op == "commit" else SNAPSHOT_TIMEOUT_S))
         if op == "commit":
@@ -581,7 +582,7 @@ class Keeper:
         report_job = {**job, "mode": run.mode or job.get("mode"), "model_name": self.save_path.name}
         try:
             prepared = prepare(self.model, self.baseline, data, result, report_job, write, self.workdir,
-                               self._ids_states, shadow, in_place=True)
+                               self._ids_states, shadow, in_place=True, baseline_records=baseline_records)
         except ModelSpoilt:
             self._reread_committed()
             prepared = prepare(self.model, self.baseline, data, result, report_job, write, self.workdir,

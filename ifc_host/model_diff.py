@@ -65,16 +65,19 @@ def _record_id(line: bytes) -> int:
         raise NotCanonical(f"a record without a numeric id: {line[:80]!r}") from exc
 
 
-def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] | None = None) -> EntityDiff:
+def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] | None = None,
+                 records_before: int | None = None) -> EntityDiff:
     """Entity ids created, deleted and rewritten between two DATA sections (as data_section returns them).
 
     `in_before(id)`: whether the model `before` was written from has that entity. With it, a run that
     deleted nothing is compared line by line in place (blocks of equal lines at C speed) instead of through
     two sets of every line: each line either equals the one at its position, or is the same entity rewritten,
     or, after the last of them, an entity that did not exist. Anything else takes the general way.
-    Only the lines between the texts' common first and last lines are split and compared (_diff_trimmed)."""
+    Only the lines between the texts' common first and last lines are split and compared (_diff_trimmed);
+    `records_before`: record_count(before), when the caller counted it ahead (e.g. while the model to compare
+    was being serialised)."""
     if in_before is not None:
-        diff = _diff_trimmed(before, after, in_before)
+        diff = _diff_trimmed(before, after, in_before, record_count(before) if records_before is None else records_before)
         if diff is not None:
             return diff
     old_lines = _lines(before)
@@ -105,12 +108,13 @@ def _lines(text: bytes) -> list[bytes]:
     return lines
 
 
-def _line_count(text: bytes) -> int:
-    """len(_lines(text)), without splitting."""
+def record_count(text: bytes) -> int:
+    """How many records (lines) a DATA section holds, as diff_records counts them, without splitting it."""
     return text.count(b"\n") + (1 if text and not text.endswith(b"\n") else 0)
 
 
-def _diff_trimmed(before: bytes, after: bytes, in_before: Callable[[int], bool]) -> EntityDiff | None:
+def _diff_trimmed(before: bytes, after: bytes, in_before: Callable[[int], bool],
+                  records_before: int) -> EntityDiff | None:
     """_diff_in_place of the whole texts, worked out on the lines between their common first and last lines
     (found by comparing bytes, at C speed): a commit changes a few records of a big model, and splitting both
     texts into all their lines costs more than the rest of the comparison. Equal leading lines stand at the
@@ -121,7 +125,6 @@ def _diff_trimmed(before: bytes, after: bytes, in_before: Callable[[int], bool])
     common_tail = _common_suffix(before, after, min(len(before), len(after)) - start)
     newline = before.find(b"\n", len(before) - common_tail)  # inside the common tail: a line ends here in both
     tail = len(before) - (newline + 1) if newline >= 0 else 0  # the equal trailing lines, in bytes
-    records_before = _line_count(before)
     old_middle = _lines(before[start:len(before) - tail])
     new_middle = _lines(after[start:len(after) - tail])
     if len(old_middle) == len(new_middle):

@@ -141,17 +141,18 @@ class IdsStates:
 def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported: dict[str, Any],
             job: dict[str, Any], write: Callable[[bytes], Path], workdir: Path,
             ids_states: IdsStates, shadow: ifcopenshell.file | None = None,
-            in_place: bool = False) -> Prepared | str:
+            in_place: bool = False, baseline_records: int | None = None) -> Prepared | str:
     """The trusted result of a run whose process sent `data`, or why it cannot be committed (a message).
     `in_place`: the model `data` describes may be made of `committed` itself, patched with the records that
     changed (model_patch.InPlace; the Prepared's `patch` puts it back): nothing is parsed in full. Otherwise,
     or when that cannot be shown exact, `shadow` (a second copy of the committed model, parsed from its
-    file) is rebuilt the same way, or else all of `data` is parsed."""
+    file) is rebuilt the same way, or else all of `data` is parsed. `baseline_records`: model_diff.record_count
+    of `baseline`, when the caller counted it ahead."""
     result = {**reported, "failures": list(reported.get("failures") or [])}
     recorded = reported.get("changes") or {"added": [], "modified": [], "deleted": []}
     try:
         records = data_section(data)
-        diff = diff_records(baseline, records, functools.partial(_has_entity, committed))
+        diff = diff_records(baseline, records, functools.partial(_has_entity, committed), baseline_records)
     except NotCanonical:
         records, diff = None, None
     if diff is not None and diff.empty:

@@ -20,6 +20,7 @@ import ifcopenshell.ifcopenshell_wrapper as wrapper
 
 DATA_START = b"\nDATA;\n"
 DATA_END = b"ENDSEC;"
+HINT_MAX_RECORDS = 256  # the most records a script's process names as changed ahead of its model (child.change_hint)
 _SPF_TEXT = wrapper.entity_instance.to_string  # (entity, True): the record as the file writer writes it
 
 

@@ -576,8 +576,10 @@ class Keeper:
         ahead, written = None, None
         if op == "commit":  # the process says first which records it changed: the commit is worked out on that
             written = _read_message(run, deadline)
-            if written is not None and written.get("kind") == "hint":
-                ahead, written = self._work_out_ahead(written, result, report_job, baseline_records), None
+            if written is not None and written.get("kind") != "written":  # the hint (or whatever came instead)
+                if written.get("kind") == "hint":
+                    ahead = self._work_out_ahead(written, result, report_job, baseline_records)
+                written = None
         data = _read_model(run, deadline, written)
         if op == "commit":
             self._retire(run)
@@ -610,7 +612,10 @@ class Keeper:
         if not isinstance(records, dict) or not isinstance(deleted, list) or \
                 len(records) + len(deleted) > HINT_MAX_RECORDS:
             return None
-        changed = {_entity_id(key): line.encode("utf-8") for key, line in records.items() if isinstance(line, str)}
+        try:
+            changed = {_entity_id(key): line.encode("utf-8") for key, line in records.items() if isinstance(line, str)}
+        except UnicodeEncodeError:  # (a lone surrogate: no record IfcOpenShell writes)
+            return None
         gone = {_entity_id(value) for value in deleted}
         if None in changed or None in gone or len(changed) != len(records):
             return None
@@ -850,7 +855,7 @@ def _read_message(run: ScriptProcess, deadline: float) -> dict[str, Any] | None:
 
 def _entity_id(value: Any) -> int | None:
     """An entity id as a hint names it (a number, or its digits), or None."""
-    if isinstance(value, str) and value.isdigit() and len(value) < 10:
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
         value = int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31 else None
 

@@ -79,3 +79,28 @@ def test_more_changes_than_a_hint_names_are_worked_out_from_the_model_sent(execu
     reply = commit(executor, code)
     assert reply["worked_out_ahead"] is False
     assert reply["ok"] and reply["committed"]
+
+
+FORGED_HINTS = {  # what a script can make its own process send instead of its recorder's hint
+    "another record": "{'kind': 'hint', 'records': {str(WALL): FORGED}, 'deleted': []}",
+    "not records": "{'kind': 'hint', 'records': ['x'], 'deleted': 'all'}",
+    "odd ids and text": "{'kind': 'hint', 'records': {'\\u00b2': 'x', '-1': 'y', '7': '\\ud800'}, 'deleted': [2**40]}",
+    "no hint": "{'kind': 'written-not', 'records': None}",
+}
+
+
+@pytest.mark.parametrize("forged", sorted(FORGED_HINTS))
+def test_a_forged_hint_never_decides_what_is_committed(executor: IsolatedExecutor, forged: str):
+    wall = walls(executor)[0]
+    door = min(open_checked(executor.model_path).by_type("IfcDoor"), key=lambda d: d.id())
+    forged_line = f"#{wall.id()}=IFCWALL('{wall.GlobalId}',$,'forged',$,$,$,$,$,$);"
+    code = (f"import ifc_host.child\nWALL, FORGED = {wall.id()}, {forged_line!r}\n"
+            f"ifc_host.child.change_hint = lambda model, recorder: {FORGED_HINTS[forged]}\n"
+            f"model.by_id({door.id()}).Name = 'the real change'\n")
+    reply = commit(executor, code)
+    assert reply["worked_out_ahead"] is False
+    assert reply["changes"]["modified"] == [door.id()]
+    model = open_checked(executor.model_path)
+    assert model.by_id(door.id()).Name == "the real change" and model.by_id(wall.id()).Name == wall.Name
+    again = commit(executor, f"model.by_id({wall.id()}).Name = 'after the forgery'")
+    assert again["worked_out_ahead"] is True and again["changes"]["modified"] == [wall.id()]

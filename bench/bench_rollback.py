@@ -9,8 +9,11 @@ process), then --pairs commits of a one-attribute change, each right after its f
 fsync + rename of the same change in this process: on a shared machine the load changes from one minute to
 the next, so each commit is compared with the floor measured next to it). Printed: the first commit (the
 keeper that opened the file; its records were serialised ahead), the median commit of the rest (successor
-keepers, each on the file its predecessor wrote), each against its floor, and the reply's own `commit_ms`
-("in keeper": from the script's end to the reply). On the last
+keepers, each on the file its predecessor wrote, where the file is big enough to hand over: handover.py,
+8 MB by default; below that, the same keeper's later commits: the row says how many handovers there were),
+each against its floor, and the reply's own `commit_ms` ("in keeper": from the script's end to the reply),
+and how the commit's model was had (`model_read`; "ahead": worked out while the script's process serialised
+the model, trusted_report.ReportAhead). On the last
 model, after each of --commits commits on the same host: the rollback median again and the keeper's RSS
 (the keeper hands over to a fresh process after each commit, so both should stay flat). The files are
 copied to a scratch folder first (the originals are never written) and never into the repository.
@@ -85,7 +88,8 @@ def commit_ms(executor: IsolatedExecutor, wall_id: int, n: int) -> tuple[float, 
     result = executor.execute(execute_command(f"c{n}", "automate", f"model.by_id({wall_id}).Name = 'commit {n}'", 600))
     elapsed = (time.perf_counter() - started) * 1000
     assert result["committed"] and result["ok"], result.get("error")
-    return elapsed, float(result.get("commit_ms") or 0), str(result.get("model_read"))
+    how = str(result.get("model_read")) + (", ahead" if result.get("worked_out_ahead") else "")
+    return elapsed, float(result.get("commit_ms") or 0), how
 
 
 def bench(path: Path, isolation: str, rounds: int, commits: int, series: bool, pairs: int, settle: float) -> None:
@@ -114,7 +118,8 @@ def bench(path: Path, isolation: str, rounds: int, commits: int, series: bool, p
                   f" {first:>11.1f} {wall:>7.0f} {floor:>7.0f} {wall / floor:>5.2f} {inside / floor:>5.2f}"
                   f" {statistics.median(w for w, _, _, _ in rest):>7.0f}"
                   f" {statistics.median(f for _, _, f, _ in rest):>7.0f} {ratio:>5.2f}"
-                  f" {statistics.median(i / f for _, i, f, _ in rest):>5.2f} {rss:>7.0f}  {how}", flush=True)
+                  f" {statistics.median(i / f for _, i, f, _ in rest):>5.2f} {rss:>7.0f}  {how}"
+                  f" ({executor.handovers} handovers)", flush=True)
             if not series or commits < 1:
                 return
             print(f"\n  on {path.name} ({entities:,} entities), {pairs} commits so far, then after each commit:")
@@ -161,8 +166,8 @@ def main() -> None:
     print("rollback: a script renames one wall, then raises (median, wall-clock from the host's side); commit: a"
           "\none-attribute change, wall-clock (x: over the floor measured just before it; keeper x: the reply's"
           "\ncommit_ms over it); floor: to_string + write + fsync + rename of the same change in this process;"
-          "\nfirst: the keeper that opened the file; then: median of the successors' commits; RSS: the keeper's"
-          "\nbefore the first commit")
+          "\nfirst: the keeper that opened the file; then: median of the later commits (successor keepers where"
+          "\nthe file is big enough to hand over, see the row's handovers); RSS: the keeper's before the first commit")
     print(f"  {'':26} {'':5} {'':>9} {'':>7} {'':>11} {'first commit':^27} {'then (median)':^27}")
     print(f"  {'file':26} {'isol':5} {'entities':>9} {'MB':>7} {'rollback ms':>11} {'commit':>7} {'floor':>7}"
           f" {'x':>5} {'kpr x':>5} {'commit':>7} {'floor':>7} {'x':>5} {'kpr x':>5} {'RSS MB':>7}  model read as")

@@ -289,6 +289,13 @@ class _ElementMapping:
     def touched_anything(self) -> bool:
         return any(self.counts.values())
 
+    def records_touched(self) -> tuple[set[int], set[int]]:
+        """The entities the run created or touched that exist after it, and those it deleted that existed
+        before it: where the model written for commit should differ from the committed one (a guess: the
+        script may have gone round the recorder; see trusted_report.ReportAhead)."""
+        alive = (set(self._touched) | self._created) - self._deleted
+        return alive, self._deleted - self._created
+
     def finish(self) -> ChangeSet:
         created_alive = {i for i in self._created if i not in self._deleted}
         added = {i for i in created_alive if self._touched.get(i) == OWNER}

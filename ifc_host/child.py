@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 import ifcopenshell
+import ifcopenshell.ifcopenshell_wrapper as wrapper
 from ifcopenshell.file import Transaction
 
 from ifc_host import limits as script_limits
 from ifc_host import process_tree, sandbox
 from ifc_host.changes import ChangeRecorder
+from ifc_host.model_diff import HINT_MAX_RECORDS
 from ifc_host.pipes import MessageReader, send_frame, send_message
 from ifc_host.refs import LoadedRef, ReferenceModels, read_only_error
 from ifc_host.script import STDOUT_CAP_BYTES, CappedOutput, ScriptOutcome, run_code
@@ -52,9 +54,10 @@ class Channel(Protocol):
 class PipeChannel:
     """Two raw pipes (a forked child)."""
 
-    def __init__(self, to_keeper: int, from_keeper: int) -> None:
+    def __init__(self, to_keeper: int, from_keeper: int, model_file: int | None = None) -> None:
         self.to_keeper = to_keeper
         self.reader = MessageReader(from_keeper)
+        self.model_file = model_file  # the keeper's anonymous file for the committed model (isolation._model_file)
 
     def send(self, message: dict[str, Any]) -> None:
         send_message(self.to_keeper, message)
@@ -64,6 +67,39 @@ class PipeChannel:
 
     def recv(self) -> dict[str, Any] | None:
         return self.reader.read(None)
+
+    def write_model(self, data: bytes) -> bool:
+        """Put the serialised model in the keeper's model file (ForkedRun.read_model); False when there is none,
+        or it is bigger than this process may write to one file (RLIMIT_FSIZE: writing past it ends the process),
+        or the write fails: then it goes over the pipe."""
+        if self.model_file is None or len(data) > _file_size_limit():
+            return False
+        view, done = memoryview(data), 0
+        try:
+            while done < len(data):
+                done += os.pwrite(self.model_file, view[done:], done)
+        except OSError:
+            return False
+        return True
+
+
+def _file_size_limit() -> float:
+    try:
+        import resource
+    except ImportError:
+        return float("inf")
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return float("inf") if soft == resource.RLIM_INFINITY else soft
+
+
+def send_model(channel: Channel, data: bytes) -> None:
+    """The serialised model to the keeper: in its model file where there is one (a forked child), else as a
+    frame after the message that announces it."""
+    if isinstance(channel, PipeChannel) and channel.write_model(data):
+        channel.send({"kind": "written", "ok": True, "bytes": len(data), "in_file": True})
+        return
+    channel.send({"kind": "written", "ok": True, "bytes": len(data)})
+    channel.send_frame(data)
 
 
 def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int], refs: list[LoadedRef]) -> NoReturn:
@@ -76,7 +112,7 @@ def child_main(model: ifcopenshell.file, scratch: Path, fds: dict[str, int], ref
         reset_signals()
         capture_output(fds["stdout"], fds["crash"])
         report = sandbox.apply(scratch, tree, limits)
-        channel = PipeChannel(fds["to_keeper"], fds["from_keeper"])
+        channel = PipeChannel(fds["to_keeper"], fds["from_keeper"], fds.get("model_out"))
         channel.send({"kind": "ready", "sandbox": report.as_dict(), "pid": tree.pid})
         job = channel.recv()
         if job is not None:
@@ -93,11 +129,11 @@ def serve_job(model: ifcopenshell.file, job: dict[str, Any], channel: Channel, e
     """Run the job, report its result, then obey the keeper until it says commit or discard. Whatever the
     script started is killed before its result is reported. `refs`: the session's reference models (refs.py)."""
     process_tree.write_note(tree, script_limits.apply_cpu(limits, float(job.get("timeout_s") or 0)))
-    result = _run_job(model, job, epilogue_fd, refs or [])
+    result, recorder = _run_job(model, job, epilogue_fd, refs or [])
     process_tree.end_descendants(tree)
     result = script_limits.explain(result, limits)
     channel.send({"kind": "result", "result": result})
-    _obey_keeper(model, channel)
+    _obey_keeper(model, channel, recorder if result.get("ok") else None)
 
 
 def reset_signals() -> None:
@@ -153,7 +189,8 @@ def preimport() -> None:
         pass
 
 
-def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int, loaded: list[LoadedRef]) -> dict[str, Any]:
+def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int, loaded: list[LoadedRef],
+             ) -> tuple[dict[str, Any], ChangeRecorder]:
     stdout = CappedOutput(1, STDOUT_CAP_BYTES)
     sys.stdout = sys.stderr = stdout
     _forbid_script_transactions()
@@ -175,18 +212,38 @@ def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int, lo
         "changes": {"added": [], "modified": [], "deleted": []}, "epilogue_stdout": None,
     }
     if not outcome.ok:
-        return result
+        return result, recorder
     if job["mode"] == "collect":
         if recorder.touched_anything:
             counts = recorder.counts
             result["failures"].append({"severity": "warning", "message": (
                 "this data-collection script changed the model (created {created}, edited {edited}, deleted "
                 "{deleted} entities); everything was rolled back as always for data collection").format(**counts)})
-        return result
+        return result, recorder
     # What the recorder saw: the keeper compares it with the model this process writes, which decides (the
     # script may have switched the recorder off); the report, validation and IDS check run there too.
     result["changes"] = recorder.finish().as_contract()
-    return result
+    return result, recorder
+
+
+_SPF_TEXT = wrapper.entity_instance.to_string  # (entity, True): the record as the file writer writes it
+
+
+def change_hint(model: ifcopenshell.file, recorder: ChangeRecorder | None) -> dict[str, Any]:
+    """The records the recorder says the run changed, as they will be written, and the entities it deleted:
+    sent before the model, so the keeper can work the commit out while the model is serialised. Only a
+    guess (trusted_report.ReportAhead): `records` None when there is none to make."""
+    none: dict[str, Any] = {"kind": "hint", "records": None, "deleted": []}
+    if recorder is None:
+        return none
+    try:  # (the script had the recorder in its hands: whatever it left there, the model is still sent)
+        alive, deleted = recorder.records_touched()
+        if len(alive) + len(deleted) > HINT_MAX_RECORDS:
+            return none
+        records = {str(entity_id): _SPF_TEXT(model.by_id(entity_id), True) + ";" for entity_id in alive}
+        return {"kind": "hint", "records": records, "deleted": sorted(deleted)}
+    except Exception:  # noqa: BLE001
+        return none
 
 
 def _script_globals(model: ifcopenshell.file, refs: ReferenceModels) -> dict[str, Any]:
@@ -241,18 +298,19 @@ def _protect_host_files(paths: list[str]) -> None:
     ifcopenshell.file.write = write
 
 
-def _obey_keeper(model: ifcopenshell.file, channel: Channel) -> None:
+def _obey_keeper(model: ifcopenshell.file, channel: Channel, recorder: ChangeRecorder | None = None) -> None:
     while True:
         command = channel.recv()
         if command is None or command.get("op") == "discard":
             return
         if command.get("op") in ("commit", "snapshot"):
+            if command["op"] == "commit":
+                channel.send(change_hint(model, recorder))  # the keeper works the commit out on it meanwhile
             try:
                 data = model.to_string().encode("utf-8")
             except Exception as exc:
                 channel.send({"kind": "written", "ok": False, "error": f"{type(exc).__name__}: {exc}"})
             else:
-                channel.send({"kind": "written", "ok": True, "bytes": len(data)})
-                channel.send_frame(data)
+                send_model(channel, data)
             if command["op"] == "commit":
                 return

@@ -110,8 +110,9 @@ def _describe_exit(signum: int | None, status: int | None, limits: script_limits
 
 class ForkedRun:
     def __init__(self, pid: int, reader: MessageReader, to_child: int, files: dict[str, Path], scratch: Path,
-                 limits: script_limits.ScriptLimits) -> None:
+                 limits: script_limits.ScriptLimits, model_file: int | None = None) -> None:
         self.pid, self.reader, self.to_child, self.files, self.scratch = pid, reader, to_child, files, scratch
+        self.model_file = model_file  # where the script's process writes the model it commits (see read_model)
         self.request_id, self.mode, self.started = "", "", time.monotonic()
         self.sandbox: dict[str, str] = {}
         self.exit_status: int | None = None
@@ -141,6 +142,10 @@ class ForkedRun:
 
     def read_frame(self, deadline: float | None) -> bytes | None:
         return self.reader.read_frame(deadline)
+
+    def read_model(self, size: int) -> bytes | None:
+        """The model the script's process wrote to its model file (read_model_file), or None."""
+        return None if self.model_file is None else read_model_file(self.model_file, size)
 
     def kill(self) -> None:
         self.stop()
@@ -173,11 +178,14 @@ class ForkedRun:
     def close(self) -> None:
         self.kill()
         _remove_files(self.files, self.scratch)
-        for fd in (self.reader.fd, self.to_child):
+        for fd in (self.reader.fd, self.to_child, self.model_file):
+            if fd is None:
+                continue
             try:
                 os.close(fd)
             except OSError:
                 pass
+        self.model_file = None
 
 
 class _WarmSpares(abc.ABC):
@@ -325,13 +333,17 @@ class ForkStrategy(_WarmSpares):
         file_fds = {name: os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600) for name, path in files.items()}
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
+        model_file = _model_file()
         pid = os.fork()
         if pid == 0:
             from ifc_host.child import child_main
 
             for fd in (to_child_w, from_child_r, *self.private_fds):
                 os.close(fd)
-            child_main(model, scratch, {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r}, self.refs)
+            child_fds = {**file_fds, "to_keeper": from_child_w, "from_keeper": to_child_r}
+            if model_file is not None:
+                child_fds["model_out"] = model_file
+            child_main(model, scratch, child_fds, self.refs)
         try:
             os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race harmlessly
         except (PermissionError, ProcessLookupError):
@@ -340,7 +352,36 @@ class ForkStrategy(_WarmSpares):
         os.close(from_child_w)
         for fd in file_fds.values():
             os.close(fd)
-        return ForkedRun(pid, MessageReader(from_child_r), to_child_w, files, scratch, self.limits)
+        return ForkedRun(pid, MessageReader(from_child_r), to_child_w, files, scratch, self.limits, model_file)
+
+
+def read_model_file(fd: int, size: int) -> bytes | None:
+    """The `size` bytes a script's process wrote to its model file `fd` (None if it holds another number of
+    bytes), read in one copy; the file is emptied. A model that way costs the two processes one copy each,
+    instead of taking turns over a pipe a megabyte at a time (each turn waits for both to be scheduled). What
+    it holds is what the process sent, checked as any model sent is; nothing is read past its real size."""
+    if os.fstat(fd).st_size != size:
+        return None
+    chunks, done = [], 0
+    while done < size:
+        chunk = os.pread(fd, size - done, done)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        done += len(chunk)
+    os.ftruncate(fd, 0)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _model_file() -> int | None:
+    """An anonymous in-memory file for the model a forked script's process commits (ForkedRun.read_model);
+    None where there is none (the model then comes over the pipe)."""
+    if not hasattr(os, "memfd_create"):
+        return None
+    try:
+        return os.memfd_create("nexus-commit-model", os.MFD_CLOEXEC)
+    except OSError:
+        return None
 
 
 class SpawnedRun:

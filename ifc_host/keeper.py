@@ -64,7 +64,7 @@ from ifc_host.isolation import (
     SpawnStrategy,
     default_isolation,
 )
-from ifc_host.model_diff import DATA_START, NotCanonical, data_section
+from ifc_host.model_diff import DATA_START, HINT_MAX_RECORDS, NotCanonical, data_section, record_count
 from ifc_host.model_file import (
     BackgroundFsync,
     BadModelError,
@@ -79,7 +79,7 @@ from ifc_host.model_file import (
 from ifc_host.model_patch import ModelSpoilt
 from ifc_host.refs import ReferenceProblem
 from ifc_host.script import STDOUT_CAP_BYTES
-from ifc_host.trusted_report import IdsStates, Prepared, prepare, warm_ids
+from ifc_host.trusted_report import IdsStates, Prepared, ReportAhead, prepare, warm_ids
 from shared_contract.host_messages import NO_CHANGES, ErrorInfo, ExecuteCommand
 
 COMMIT_TIMEOUT_S = 600.0
@@ -569,19 +569,30 @@ class Keeper:
         # earlier commit left them; a shadow copy only for a rule set (its checks need both models at once).
         if self.baseline is None:
             self.baseline = self._take_baseline() or data_section(self.model.to_string().encode("utf-8"))
+        baseline_records = record_count(self.baseline)  # counted now, not once the model has come
         shadow = self._read_shadow() if op == "commit" and job.get("rules") else None
-        data = _read_model(run, time.monotonic() + (COMMIT_TIMEOUT_S if op == "commit" else SNAPSHOT_TIMEOUT_S))
+        report_job = {**job, "mode": run.mode or job.get("mode"), "model_name": self.save_path.name}
+        deadline = time.monotonic() + (COMMIT_TIMEOUT_S if op == "commit" else SNAPSHOT_TIMEOUT_S)
+        ahead, written = None, None
+        if op == "commit":  # the process says first which records it changed: the commit is worked out on that
+            written = _read_message(run, deadline)
+            if written is not None and written.get("kind") != "written":  # the hint (or whatever came instead)
+                if written.get("kind") == "hint":
+                    ahead = self._work_out_ahead(written, result, report_job, baseline_records)
+                written = None
+        data = _read_model(run, deadline, written)
         if op == "commit":
             self._retire(run)
         if isinstance(data, str):
             if op != "commit":
                 self._retire(run)
+            self._drop_ahead(ahead)
             return self._timed(self._commit_failed(run, result, f"the model could not be written: {data}"),
                                script_ms, started)
-        report_job = {**job, "mode": run.mode or job.get("mode"), "model_name": self.save_path.name}
         try:
             prepared = prepare(self.model, self.baseline, data, result, report_job, write, self.workdir,
-                               self._ids_states, shadow, in_place=True)
+                               self._ids_states, shadow, in_place=True, baseline_records=baseline_records,
+                               ahead=ahead)
         except ModelSpoilt:
             self._reread_committed()
             prepared = prepare(self.model, self.baseline, data, result, report_job, write, self.workdir,
@@ -591,6 +602,39 @@ class Keeper:
                 self._retire(run)
             return self._timed(self._commit_failed(run, result, prepared), script_ms, started)
         return prepared
+
+    def _work_out_ahead(self, hint: dict[str, Any], result: dict[str, Any], report_job: dict[str, Any],
+                        baseline_records: int) -> ReportAhead | None:
+        """The commit worked out on the records the script's process says the run changed (trusted_report.
+        ReportAhead: taken only if the model it then sends has exactly those), while it serialises the model.
+        None when the hint names none, or is not one."""
+        records, deleted = hint.get("records"), hint.get("deleted")
+        if not isinstance(records, dict) or not isinstance(deleted, list) or \
+                len(records) + len(deleted) > HINT_MAX_RECORDS:
+            return None
+        try:
+            changed = {_entity_id(key): line.encode("utf-8") for key, line in records.items() if isinstance(line, str)}
+        except UnicodeEncodeError:  # (a lone surrogate: no record IfcOpenShell writes)
+            return None
+        gone = {_entity_id(value) for value in deleted}
+        if None in changed or None in gone or len(changed) != len(records):
+            return None
+        try:
+            return ReportAhead(self.model, baseline_records, changed, gone, result, report_job,  # type: ignore[arg-type]
+                               self.workdir, self._ids_states)
+        except NotCanonical:
+            return None
+        except ModelSpoilt:
+            self._reread_committed()
+            return None
+
+    def _drop_ahead(self, ahead: ReportAhead | None) -> None:
+        if ahead is None:
+            return
+        try:
+            ahead.drop()
+        except ModelSpoilt:
+            self._reread_committed()
 
     def _reread_committed(self) -> None:
         """The committed model again, after patching it in place went wrong and could not be undone
@@ -678,7 +722,8 @@ class Keeper:
         # for the housekeeping after the reply (reaping the script's process, freeing the replaced model).
         document = describe_document(self.model, self.save_path, prepared.entities)
         return self._timed({**self._finish(run, result, committed=True), "document": document,
-                            "model_read": _how_read(prepared), "successor": successor}, script_ms, started)
+                            "model_read": _how_read(prepared), "worked_out_ahead": prepared.ahead,
+                            "successor": successor}, script_ms, started)
 
     def _successor_follows(self) -> bool:
         """Whether the commit just renamed into place hands over to a fresh keeper (handover.py): the reply
@@ -799,13 +844,35 @@ def _read_capped(path: Path) -> tuple[str, bool]:
     return data[:STDOUT_CAP_BYTES].decode("utf-8", errors="replace"), over
 
 
-def _read_model(run: ScriptProcess, deadline: float) -> bytes | str:
-    """The serialised model the script's process sends on commit/snapshot, or why it could not."""
+def _read_message(run: ScriptProcess, deadline: float) -> dict[str, Any] | None:
+    """The script's process's next message (None: it ended, or sent none in time, or not a message)."""
     try:
-        written = run.read(deadline)
+        message = run.read(deadline)
+    except TimeoutError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _entity_id(value: Any) -> int | None:
+    """An entity id as a hint names it (a number, or its digits), or None."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31 else None
+
+
+def _read_model(run: ScriptProcess, deadline: float, written: dict[str, Any] | None = None) -> bytes | str:
+    """The serialised model the script's process sends on commit/snapshot, or why it could not. `written`:
+    the message announcing it, when already read."""
+    try:
+        if written is None:
+            written = run.read(deadline)
         if written is not None and written.get("ok"):
-            data = run.read_frame(deadline)
-            if data is not None and len(data) == written.get("bytes"):
+            size = written.get("bytes")
+            if written.get("in_file") and isinstance(run, ForkedRun) and isinstance(size, int):
+                data = run.read_model(size)  # a forked script's process writes it to a file the keeper gave it
+            else:
+                data = run.read_frame(deadline)
+            if data is not None and len(data) == size:
                 return data
             written = None
     except TimeoutError:

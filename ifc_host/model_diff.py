@@ -20,6 +20,7 @@ import ifcopenshell.ifcopenshell_wrapper as wrapper
 
 DATA_START = b"\nDATA;\n"
 DATA_END = b"ENDSEC;"
+HINT_MAX_RECORDS = 256  # the most records a script's process names as changed ahead of its model (child.change_hint)
 _SPF_TEXT = wrapper.entity_instance.to_string  # (entity, True): the record as the file writer writes it
 
 
@@ -65,24 +66,23 @@ def _record_id(line: bytes) -> int:
         raise NotCanonical(f"a record without a numeric id: {line[:80]!r}") from exc
 
 
-def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] | None = None) -> EntityDiff:
+def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] | None = None,
+                 records_before: int | None = None) -> EntityDiff:
     """Entity ids created, deleted and rewritten between two DATA sections (as data_section returns them).
 
     `in_before(id)`: whether the model `before` was written from has that entity. With it, a run that
     deleted nothing is compared line by line in place (blocks of equal lines at C speed) instead of through
     two sets of every line: each line either equals the one at its position, or is the same entity rewritten,
-    or, after the last of them, an entity that did not exist. Anything else takes the general way."""
-    old_lines = before.split(b"\n")
-    new_lines = after.split(b"\n")
-    if old_lines and not old_lines[-1]:
-        old_lines.pop()
-    if new_lines and not new_lines[-1]:
-        new_lines.pop()
+    or, after the last of them, an entity that did not exist. Anything else takes the general way.
+    Only the lines between the texts' common first and last lines are split and compared (_diff_trimmed);
+    `records_before`: record_count(before), when the caller counted it ahead (e.g. while the model to compare
+    was being serialised)."""
     if in_before is not None:
-        diff = _diff_in_place(old_lines, new_lines, in_before)
+        diff = _diff_trimmed(before, after, in_before, record_count(before) if records_before is None else records_before)
         if diff is not None:
-            diff.records_before = len(old_lines)
             return diff
+    old_lines = _lines(before)
+    new_lines = _lines(after)
     old_set = set(old_lines)
     new_set = set(new_lines)
     old_records = {_record_id(line): line for line in old_lines if line not in new_set}
@@ -99,6 +99,81 @@ def diff_records(before: bytes, after: bytes, in_before: Callable[[int], bool] |
     diff.created = set(came) - gone
     diff.deleted = gone - came.keys()
     return diff
+
+
+def _lines(text: bytes) -> list[bytes]:
+    """The records of a DATA section (or of a run of its whole lines), one line each."""
+    lines = text.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def record_count(text: bytes) -> int:
+    """How many records (lines) a DATA section holds, as diff_records counts them, without splitting it."""
+    return text.count(b"\n") + (1 if text and not text.endswith(b"\n") else 0)
+
+
+def _diff_trimmed(before: bytes, after: bytes, in_before: Callable[[int], bool],
+                  records_before: int) -> EntityDiff | None:
+    """_diff_in_place of the whole texts, worked out on the lines between their common first and last lines
+    (found by comparing bytes, at C speed): a commit changes a few records of a big model, and splitting both
+    texts into all their lines costs more than the rest of the comparison. Equal leading lines stand at the
+    same positions in both texts; so do equal trailing lines when both have as many lines between them
+    (otherwise everything after the leading lines is compared, as _diff_in_place does). None where
+    _diff_in_place of the whole texts is None."""
+    start = before.rfind(b"\n", 0, _common_prefix(before, after)) + 1  # where the first line that differs starts
+    common_tail = _common_suffix(before, after, min(len(before), len(after)) - start)
+    newline = before.find(b"\n", len(before) - common_tail)  # inside the common tail: a line ends here in both
+    tail = len(before) - (newline + 1) if newline >= 0 else 0  # the equal trailing lines, in bytes
+    old_middle = _lines(before[start:len(before) - tail])
+    new_middle = _lines(after[start:len(after) - tail])
+    if len(old_middle) == len(new_middle):
+        diff = _diff_in_place(old_middle, new_middle, in_before)
+        if diff is not None:
+            diff.records = diff.records_before = records_before
+        return diff
+    old_rest = _lines(before[start:])
+    new_rest = _lines(after[start:])
+    diff = _diff_in_place(old_rest, new_rest, in_before)
+    if diff is not None:
+        diff.records = records_before - len(old_rest) + len(new_rest)
+        diff.records_before = records_before
+    return diff
+
+
+_SCAN_BYTES = 1 << 16
+
+
+def _common_prefix(first: bytes, second: bytes) -> int:
+    """How many leading bytes the two have in common."""
+    limit = min(len(first), len(second))
+    view = memoryview(second)
+    done, step = 0, _SCAN_BYTES
+    while done < limit:
+        end = min(done + step, limit)
+        if first.startswith(view[done:end], done):
+            done = end
+        elif step == 1:
+            return done
+        else:
+            step //= 2
+    return limit
+
+
+def _common_suffix(first: bytes, second: bytes, limit: int) -> int:
+    """How many trailing bytes, at most `limit`, the two have in common."""
+    view = memoryview(second)
+    done, step = 0, _SCAN_BYTES
+    while done < limit:
+        end = min(done + step, limit)
+        if first.endswith(view[len(second) - end:len(second) - done], 0, len(first) - done):
+            done = end
+        elif step == 1:
+            return done
+        else:
+            step //= 2
+    return max(limit, 0)
 
 
 _BLOCK = 512

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import ifcopenshell
+import ifcopenshell.ifcopenshell_wrapper as wrapper
 
 from ifc_host.change_details import KIND_WORDS, describe_changes
 from ifc_host.changes import (
@@ -44,6 +45,7 @@ from ifc_host.spatial import storey_ids, storey_labels
 from ifc_host.validation import validate_run
 
 EPILOGUE_FILENAME = "<epilogue>"
+_SPF_TEXT = wrapper.entity_instance.to_string  # (entity, True): the record as the file writer writes it
 
 
 @dataclass
@@ -59,6 +61,7 @@ class Prepared:
     rebuilt: bool = False  # `adopted` is rebuilt from the changed records, not a parse of `data`
     patch: CommittedPatch | None = None  # `adopted` is the committed model itself, patched in place
     entities: int | None = None  # how many entities `adopted` holds, when known without counting them
+    ahead: bool = False  # worked out while the model was being serialised (ReportAhead), then found to be it
 
     @property
     def unchanged(self) -> bool:
@@ -141,19 +144,26 @@ class IdsStates:
 def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported: dict[str, Any],
             job: dict[str, Any], write: Callable[[bytes], Path], workdir: Path,
             ids_states: IdsStates, shadow: ifcopenshell.file | None = None,
-            in_place: bool = False) -> Prepared | str:
+            in_place: bool = False, baseline_records: int | None = None,
+            ahead: ReportAhead | None = None) -> Prepared | str:
     """The trusted result of a run whose process sent `data`, or why it cannot be committed (a message).
     `in_place`: the model `data` describes may be made of `committed` itself, patched with the records that
     changed (model_patch.InPlace; the Prepared's `patch` puts it back): nothing is parsed in full. Otherwise,
     or when that cannot be shown exact, `shadow` (a second copy of the committed model, parsed from its
-    file) is rebuilt the same way, or else all of `data` is parsed."""
+    file) is rebuilt the same way, or else all of `data` is parsed. `baseline_records`: model_diff.record_count
+    of `baseline`, when the caller counted it ahead. `ahead`: the commit worked out ahead on a guess of the
+    records that changed (ReportAhead), taken if the model sent has exactly those."""
     result = {**reported, "failures": list(reported.get("failures") or [])}
     recorded = reported.get("changes") or {"added": [], "modified": [], "deleted": []}
     try:
         records = data_section(data)
-        diff = diff_records(baseline, records, functools.partial(_has_entity, committed))
+        diff = diff_records(baseline, records, functools.partial(_has_entity, committed), baseline_records)
     except NotCanonical:
         records, diff = None, None
+    if ahead is not None:
+        taken = ahead.take(diff, data, records, write)
+        if taken is not None:
+            return taken
     if diff is not None and diff.empty:
         changes = ChangeSet()
         _fill(committed, changes, result, recorded, job, workdir, ids_states, committed_model=True)
@@ -208,16 +218,33 @@ def prepare(committed: ifcopenshell.file, baseline: bytes, data: bytes, reported
 def _prepare_in_place(committed: ifcopenshell.file, data: bytes, records: bytes, diff: EntityDiff, path: Path,
                       result: dict[str, Any], recorded: dict[str, Any], job: dict[str, Any], workdir: Path,
                       ids_states: IdsStates) -> Prepared | None:
-    """`prepare` with `committed` patched in place into the model `data` describes: what the report needs of
-    the model before the run is read first (the change set's before side, GlobalId holders, the IDS state),
-    then the records are applied and the rest is worked out on the patched model. A refused run, or one whose
-    rewritten records changed no value, puts the model back before returning. None, with the model untouched,
-    when the records cannot be applied exactly or the run has a rule set (its checks read the whole model
-    before and after at once): then `prepare` goes the other way."""
+    """`prepare` with `committed` patched in place into the model `data` describes (_patch_and_report). None,
+    with the model untouched, when the records cannot be applied exactly or the run has a rule set (its checks
+    read the whole model before and after at once): then `prepare` goes the other way."""
     if job.get("rules"):
         return None
     try:
         check_header(data[:data.find(DATA_START) + 1], committed.schema_identifier)
+    except NotCanonical:
+        return None
+    patched = _patch_and_report(committed, diff, result, recorded, job, workdir, ids_states)
+    if patched is None or isinstance(patched, Prepared):
+        return patched
+    patch, ids_after = patched
+    return Prepared(result, data=data, records=records, adopted=committed, path=path, ids_after=ids_after,
+                    rebuilt=True, patch=patch, entities=diff.records)
+
+
+def _patch_and_report(committed: ifcopenshell.file, diff: EntityDiff, result: dict[str, Any],
+                      recorded: dict[str, Any], job: dict[str, Any], workdir: Path, ids_states: IdsStates,
+                      ) -> tuple[CommittedPatch, tuple[str, IdsState] | None] | Prepared | None:
+    """`committed` patched in place with `diff`'s records and the report worked out on it (into `result`): what
+    the report needs of the model before the run is read first (the change set's before side, GlobalId
+    holders, the IDS state), then the records are applied and the rest is worked out on the patched model.
+    The patch and the IDS state after it; or, for a refused run or one whose rewritten records changed no
+    value, the Prepared reply with the model put back; None, the model untouched, when the records cannot be
+    applied exactly."""
+    try:
         patch = CommittedPatch(InPlace(committed, diff))
     except NotCanonical:
         return None
@@ -245,8 +272,92 @@ def _prepare_in_place(committed: ifcopenshell.file, data: bytes, records: bytes,
             not any(before.snapshots[i] != snapshot_of(committed.by_id(i)) for i in diff.differing):
         patch.revert()
         return Prepared(result)  # only the text differed (values written back unchanged): nothing to write
-    return Prepared(result, data=data, records=records, adopted=committed, path=path, ids_after=ids_after,
-                    rebuilt=True, patch=patch, entities=diff.records)
+    return patch, ids_after
+
+
+class ReportAhead:
+    """The commit worked out ahead, while the script's process is still serialising the model it commits: on
+    the records that process says the run changed (its recorder's, read from its model: only a guess, from a
+    process the script controls), the committed model is patched in place and the report worked out, as
+    `prepare` would. `prepare` takes it only if the diff of the model that then comes is exactly the guessed
+    one (same entities created, deleted and rewritten, same records before and after, same counts): the
+    report is worked out from nothing else, so it is the one `prepare` would have worked out. Otherwise it
+    is undone and `prepare` works everything out from the model sent."""
+
+    def __init__(self, committed: ifcopenshell.file, baseline_records: int, changed: dict[int, bytes],
+                 deleted: set[int], reported: dict[str, Any], job: dict[str, Any], workdir: Path,
+                 ids_states: IdsStates) -> None:
+        self.committed = committed
+        self.diff = _guessed_diff(committed, baseline_records, changed, deleted)
+        self.result = {**reported, "failures": list(reported.get("failures") or [])}
+        self.outcome: tuple[CommittedPatch, tuple[str, IdsState] | None] | Prepared | None = None
+        if self.diff is not None and not self.diff.empty and not job.get("rules"):
+            recorded = reported.get("changes") or {"added": [], "modified": [], "deleted": []}
+            self.outcome = _patch_and_report(committed, self.diff, self.result, recorded, job, workdir, ids_states)
+
+    def take(self, diff: EntityDiff | None, data: bytes, records: bytes | None,
+             write: Callable[[bytes], Path]) -> Prepared | None:
+        """The prepared commit if `diff` (of the model sent) is the one guessed, else None with the committed
+        model put back as it was (ModelSpoilt if that cannot be shown)."""
+        outcome, self.outcome = self.outcome, None
+        if outcome is None:
+            return None
+        if diff is None or records is None or not _same_diff(diff, self.diff) or not _header_fits(data, self.committed):
+            if not isinstance(outcome, Prepared):
+                outcome[0].revert()
+            return None
+        if isinstance(outcome, Prepared):
+            return outcome  # refused, or changed no value: nothing is written
+        patch, ids_after = outcome
+        return Prepared(self.result, data=data, records=records, adopted=self.committed, path=write(data),
+                        ids_after=ids_after, rebuilt=True, patch=patch, entities=diff.records, ahead=True)
+
+    def drop(self) -> None:
+        """Not taken (the model did not come): the committed model put back if it was patched."""
+        outcome, self.outcome = self.outcome, None
+        if outcome is not None and not isinstance(outcome, Prepared):
+            outcome[0].revert()
+
+
+def _guessed_diff(committed: ifcopenshell.file, baseline_records: int, changed: dict[int, bytes],
+                  deleted: set[int]) -> EntityDiff | None:
+    """The diff the model would have if it differs from the committed one in `changed` records (as written,
+    created where the committed model has no such entity) and `deleted` entities only; None if it cannot."""
+    diff = EntityDiff(records_before=baseline_records)
+    for entity_id, line in changed.items():
+        if entity_id in deleted:
+            return None
+        if not _has_entity(committed, entity_id):
+            diff.created.add(entity_id)
+            diff.new_records[entity_id] = line
+            continue
+        old = (_SPF_TEXT(committed.by_id(entity_id), True) + ";").encode("utf-8")
+        if old != line:
+            diff.differing.add(entity_id)
+            diff.new_records[entity_id] = line
+            diff.old_records[entity_id] = old
+    for entity_id in deleted:
+        if not _has_entity(committed, entity_id):
+            return None
+        diff.deleted.add(entity_id)
+        diff.old_records[entity_id] = (_SPF_TEXT(committed.by_id(entity_id), True) + ";").encode("utf-8")
+    diff.records = baseline_records - len(diff.deleted) + len(diff.created)
+    return diff
+
+
+def _same_diff(found: EntityDiff, guessed: EntityDiff | None) -> bool:
+    return guessed is not None and (
+        found.created, found.deleted, found.differing, found.records, found.records_before, found.new_records,
+        found.old_records) == (guessed.created, guessed.deleted, guessed.differing, guessed.records,
+                               guessed.records_before, guessed.new_records, guessed.old_records)
+
+
+def _header_fits(data: bytes, committed: ifcopenshell.file) -> bool:
+    try:
+        check_header(data[:data.find(DATA_START) + 1], committed.schema_identifier)
+    except NotCanonical:
+        return False
+    return True
 
 
 def _has_entity(model: ifcopenshell.file, entity_id: int) -> bool:

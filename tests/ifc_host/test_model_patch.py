@@ -12,7 +12,7 @@ import ifcopenshell.api
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.model_diff import DATA_START, NotCanonical, data_section, diff_records
+from ifc_host.model_diff import DATA_START, NotCanonical, data_section, diff_records, record_count
 from ifc_host.model_file import open_checked
 from ifc_host.model_patch import apply_records, check_header
 from ifc_host.sample import write_sample_model
@@ -144,3 +144,70 @@ def test_an_entity_written_twice_is_never_applied(sample: Path):
     assert diff.created == {int(first[1:first.index(b"=")])}  # taken for a new entity by the line diff...
     with pytest.raises(NotCanonical):  # ...which the model already has
         apply_records(shadow, diff)
+
+
+def _every_line_in_place(before: bytes, after: bytes, in_before):
+    """The diff as worked out before the texts were trimmed to the lines between their common ends: every line
+    split and compared in place, the general way when that cannot decide."""
+    from ifc_host.model_diff import _diff_in_place, _lines
+
+    diff = _diff_in_place(_lines(before), _lines(after), in_before)
+    if diff is None:
+        return diff_records(before, after)
+    diff.records_before = len(_lines(before))
+    return diff
+
+
+def _edits_of(before: bytes) -> dict[str, bytes]:
+    lines = before.split(b"\n")[:-1]
+    last, middle = len(lines) - 1, len(lines) // 2
+
+    def rewritten(*indices: int, tail: bytes = b"") -> list[bytes]:
+        out = list(lines)
+        for index in indices:
+            out[index] = out[index][:-2] + b"'x');" if out[index].endswith(b");") else out[index] + b"x"
+        return out + [tail] if tail else out
+
+    def text(out: list[bytes]) -> bytes:
+        return b"".join(line + b"\n" for line in out)
+
+    new_id = max(int(line[1:line.index(b"=")]) for line in lines) + 1
+    appended = f"#{new_id}=IFCCARTESIANPOINT((1.,2.,3.));".encode()
+    return {
+        "unchanged": before,
+        "first line": text(rewritten(0)),
+        "last line": text(rewritten(last)),
+        "two far apart": text(rewritten(1, last - 1)),
+        "adjacent": text(rewritten(middle, middle + 1)),
+        "one longer by a prefix": text([*lines[:middle], lines[middle][:-1] + b"0;", *lines[middle + 1:]]),
+        "appended": text(rewritten(middle, tail=appended)),
+        "appended only": before + appended + b"\n",
+        "appended without a newline": before + appended,
+        "no last newline": before[:-1],
+        "last line gone": text(lines[:-1]),
+        "a line inserted": text([*lines[:middle], appended, *lines[middle:]]),
+        "a line gone": text([*lines[:middle], *lines[middle + 1:]]),
+        "swapped": text([*lines[:middle], lines[middle + 1], lines[middle], *lines[middle + 2:]]),
+        "an empty line": text([*lines[:middle], b"", *lines[middle:]]),
+        "a line twice": text([*lines, lines[middle]]),
+        "empty": b"",
+    }
+
+
+def test_the_diff_of_the_lines_between_the_common_ends_is_the_diff_of_every_line(sample: Path):
+    committed = open_checked(sample)
+    before = data_section(committed.to_string().encode("utf-8"))
+    for name, after in _edits_of(before).items():
+        for old, new in ((before, after), (after, before)):
+            try:
+                expected = _every_line_in_place(old, new, _exists(committed))
+            except NotCanonical:
+                with pytest.raises(NotCanonical):
+                    diff_records(old, new, _exists(committed))
+                continue
+            for got in (diff_records(old, new, _exists(committed)),
+                        diff_records(old, new, _exists(committed), record_count(old))):  # counted ahead
+                assert (got.created, got.deleted, got.differing, got.records, got.records_before, got.new_records,
+                        got.old_records) == (expected.created, expected.deleted, expected.differing,
+                                             expected.records, expected.records_before, expected.new_records,
+                                             expected.old_records), name

@@ -174,7 +174,18 @@ def enter_own_tree(scratch: Path, supervisor_closes: list[int]) -> Tree:
         die_with_parent(libc, 1)
     else:
         _prctl(libc, _PR_SET_CHILD_SUBREAPER, 1)  # the script's orphans come back here
+    close_all_but({0, 1, 2, note_write, *supervisor_closes})
     return Tree(supervisor, pid_ns, net_ns, mount_ns, user, note_write, counted)
+
+
+def close_all_but(keep: set[int]) -> None:
+    """Close every descriptor but `keep`. A forked process holds all its parent's: the keeper's ends of the
+    other spares' pipes, files and pipes of the keeper's own; the script reaches only its own channel and files."""
+    try:
+        held = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every number a descriptor can have
+        held = list(range(int(os.sysconf("SC_OPEN_MAX"))))
+    _close([fd for fd in held if fd not in keep])
 
 
 def _close(fds: list[int]) -> None:

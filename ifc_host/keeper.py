@@ -90,9 +90,10 @@ ABORTS_REMEMBERED = 64
 RETIRED_KEPT = 8  # killed script processes still being torn down, left for a later reply to reap (reap_retired)
 SPARE_WAIT_S = 300.0
 # A read still running this long after it started gets its spare replaced meanwhile (strategy.replace_taken);
-# a shorter one's is replaced after its reply: forking the keeper takes longer than a short read, and the
-# keeper would read the read's result only once the fork is done.
-READ_REPLACES_SPARE_AFTER_S = 0.01
+# a shorter one's is replaced after its reply: forking the keeper (3 to 5 ms on a quiet machine, tens under
+# load) takes longer than a short read, and the keeper reads the read's result only once the fork is done. Long
+# enough that a read slowed by the machine's load is rarely caught by a fork just before its end.
+READ_REPLACES_SPARE_AFTER_S = 0.1
 PARTIAL_READ_S = 0.05  # how long a readable script pipe is read before the keeper listens for aborts again
 CANCELLED_RUNNING = "cancelled while running: rolled back, the model is unchanged"
 CANCELLED_COLLECTING = "cancelled while running: the script was stopped; the model is unchanged"

@@ -61,7 +61,7 @@ def test_a_read_still_running_has_its_spare_replaced_while_it_runs(tmp_path: Pat
         ahead = len(keeper.strategy.spares)
         assert ahead == 2
         before = [run for run, _path in keeper.strategy.spares]
-        slow_read = f"import time\ntime.sleep({keeper_module.READ_REPLACES_SPARE_AFTER_S * 20 + 0.2:g})\n{READ}"
+        slow_read = f"import time\ntime.sleep({keeper_module.READ_REPLACES_SPARE_AFTER_S * 3 + 0.2:g})\n{READ}"
         _collect(keeper, 1, slow_read)  # no after_reply: what the reply found when it was sent
         now = [run for run, _path in keeper.strategy.spares]
         assert len(now) == ahead, "the read's replacement was started while it ran"

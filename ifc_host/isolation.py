@@ -195,8 +195,10 @@ class _WarmSpares(abc.ABC):
     next call after a cancelled or failed script, which changed nothing, then finds one ready. A commit makes
     them all useless. A forked child is forked in milliseconds but takes longer to confine itself (tens of
     milliseconds, more on a busy machine): two are kept, so a call that follows the last one at once finds
-    one confined and waiting. The one a read-only script takes is replaced while that script runs; after an
-    automation, which may change the model, only after the reply."""
+    one confined and waiting. The one a read-only script takes is replaced after the reply, or while the
+    script runs if it is still running a moment after it started (`replace_taken`: the keeper's fork of a
+    big interpreter takes milliseconds, longer than a short read, and the keeper reads no result meanwhile);
+    after an automation, which may change the model, only after the reply."""
 
     name = ""
     ahead = 1
@@ -271,12 +273,15 @@ class _WarmSpares(abc.ABC):
         run.request_id, run.mode, run.started = job["request_id"], job["mode"], time.monotonic()
         run.timeout_s = float(job["timeout_s"])
         run.send(job)
-        if self.replenishing and (self.replace_when_taken or job["mode"] == "collect"):
-            # While the script runs (the keeper only waits for it meanwhile): a read-only script cannot change
-            # the committed model, so its replacement is certain to be used, and nothing is left after the
-            # reply for a call that follows at once to wait for.
+        if self.replenishing and self.replace_when_taken:
             self._fill(model, committed_path, self.ahead)
         return run
+
+    def replace_taken(self, model: ifcopenshell.file, committed_path: Path) -> None:
+        """A read-only script is still running: start the replacement of the spare it took now, while the keeper
+        only waits for it (a read cannot change the committed model, so the replacement is certain to be used)."""
+        if self.replenishing:
+            self._fill(model, committed_path, self.ahead)
 
     def probe(self, model: ifcopenshell.file, committed_path: Path) -> dict[str, str]:
         """What the sandbox applies here, as the first spare reports it."""

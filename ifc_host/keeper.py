@@ -89,6 +89,11 @@ _CRASH_FRAME = re.compile(r'File "<script>", line (\d+)')
 ABORTS_REMEMBERED = 64
 RETIRED_KEPT = 8  # killed script processes still being torn down, left for a later reply to reap (reap_retired)
 SPARE_WAIT_S = 300.0
+# A read still running this long after it started gets its spare replaced meanwhile (strategy.replace_taken);
+# a shorter one's is replaced after its reply: forking the keeper (3 to 5 ms on a quiet machine, tens under
+# load) takes longer than a short read, and the keeper reads the read's result only once the fork is done. Long
+# enough that a read slowed by the machine's load is rarely caught by a fork just before its end.
+READ_REPLACES_SPARE_AFTER_S = 0.1
 PARTIAL_READ_S = 0.05  # how long a readable script pipe is read before the keeper listens for aborts again
 CANCELLED_RUNNING = "cancelled while running: rolled back, the model is unchanged"
 CANCELLED_COLLECTING = "cancelled while running: the script was stopped; the model is unchanged"
@@ -217,7 +222,8 @@ class Keeper:
         if command.ids and command.mode == "automate":
             warm_ids(command.ids)  # while the script runs: the keeper checks the IDS after it
         try:
-            message = self._await_script(run, run.started + float(command.timeout_s))
+            replace_at = run.started + READ_REPLACES_SPARE_AFTER_S if command.mode == "collect" else None
+            message = self._await_script(run, run.started + float(command.timeout_s), replace_at)
         except TimeoutError:
             run.kill()
             outcome = self._collect_output(run, {"ok": False, "timed_out": True, "error": ErrorInfo(
@@ -237,9 +243,17 @@ class Keeper:
             return self._hold(run, result, job)
         return self._commit(run, result, job)
 
-    def _await_script(self, run: ScriptProcess, deadline: float) -> Any:
+    def _await_script(self, run: ScriptProcess, deadline: float, replace_at: float | None = None) -> Any:
         """The script's next message (None when its process ended), or _ABORTED as soon as an abort for it
-        arrives on the runtime's connection; TimeoutError at the deadline."""
+        arrives on the runtime's connection; TimeoutError at the deadline. `replace_at`: a read's, when the
+        spare it took is replaced if it is still running (see READ_REPLACES_SPARE_AFTER_S)."""
+        if replace_at is not None:
+            try:
+                return self._await_script(run, min(deadline, replace_at))
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise
+            self.strategy.replace_taken(self.model, self.committed_path)
         if self.connection is None or self.runtime_gone:
             return run.read(deadline)
         try:

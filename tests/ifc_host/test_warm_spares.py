@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ifc_host import child
+from ifc_host import keeper as keeper_module
 from ifc_host.executor import execute_command
 from ifc_host.keeper import RETIRED_KEPT, Keeper
 from ifc_host.model_file import open_checked
@@ -14,8 +15,8 @@ from ifc_host.sample import write_sample_model
 READ = "print(len(model.by_type('IfcDoor')))"
 
 
-def _collect(keeper: Keeper, n: int) -> dict:
-    command = execute_command(f"r{n}", "collect", READ, 60.0).to_dict()
+def _collect(keeper: Keeper, n: int, code: str = READ) -> dict:
+    command = execute_command(f"r{n}", "collect", code, 60.0).to_dict()
     reply = keeper.handle({"op": "execute", "command": command, "model_name": None})
     assert reply["ok"], reply
     return reply
@@ -44,11 +45,12 @@ def test_after_a_reply_two_confined_spares_wait_and_no_teardown_is_waited_for(tm
     assert not keeper.retired, "shutdown reaps every finished script process"
 
 
-def test_a_read_replaces_its_spare_while_it_runs_so_nothing_is_left_for_after_the_reply(tmp_path: Path):
-    """A read-only script cannot change the committed model: the spare it took is replaced while it runs
-    (the keeper only waits for it meanwhile), so by the time its reply is sent the keeper holds both spares
-    again and a call that follows at once waits for no fork. An automation's is replaced only after the
-    reply (it may change the model, which makes every spare useless)."""
+def test_a_read_still_running_has_its_spare_replaced_while_it_runs(tmp_path: Path):
+    """A read-only script cannot change the committed model: once it has run for a moment
+    (READ_REPLACES_SPARE_AFTER_S), the spare it took is replaced while it runs (the keeper only waits for it
+    meanwhile), so by the time its reply is sent the keeper holds both spares again and a call that follows at
+    once waits for no fork. An automation's is replaced only after the reply (it may change the model, which
+    makes every spare useless)."""
     path = tmp_path / "sample.ifc"
     write_sample_model(str(path), storeys=1)
     child.preimport()
@@ -59,7 +61,8 @@ def test_a_read_replaces_its_spare_while_it_runs_so_nothing_is_left_for_after_th
         ahead = len(keeper.strategy.spares)
         assert ahead == 2
         before = [run for run, _path in keeper.strategy.spares]
-        _collect(keeper, 1)  # no after_reply: what the reply found when it was sent
+        slow_read = f"import time\ntime.sleep({keeper_module.READ_REPLACES_SPARE_AFTER_S * 3 + 0.2:g})\n{READ}"
+        _collect(keeper, 1, slow_read)  # no after_reply: what the reply found when it was sent
         now = [run for run, _path in keeper.strategy.spares]
         assert len(now) == ahead, "the read's replacement was started while it ran"
         assert now[0] is before[1] and now[1] not in before
@@ -67,5 +70,31 @@ def test_a_read_replaces_its_spare_while_it_runs_so_nothing_is_left_for_after_th
         reply = keeper.handle({"op": "execute", "command": command, "model_name": None})
         assert reply["ok"], reply
         assert len(keeper.strategy.spares) == ahead - 1, "an automation's spare is replaced after the reply"
+    finally:
+        keeper.shutdown()
+
+
+def test_a_short_read_leaves_its_spares_replacement_for_after_the_reply(tmp_path: Path, monkeypatch):
+    """A read that ends before READ_REPLACES_SPARE_AFTER_S (here made long, so this one surely does) is answered
+    without waiting for a fork of the keeper: its spare is replaced by the housekeeping after the reply, while
+    the other spare, confined and waiting, is there for a call that follows at once."""
+    monkeypatch.setattr(keeper_module, "READ_REPLACES_SPARE_AFTER_S", 600.0)
+    path = tmp_path / "sample.ifc"
+    write_sample_model(str(path), storeys=1)
+    child.preimport()
+    keeper = Keeper(open_checked(path), path, 60.0, isolation="fork")
+    try:
+        keeper.after_reply()
+        keeper.handle({"op": "warm"})
+        before = [run for run, _path in keeper.strategy.spares]
+        assert len(before) == 2
+        _collect(keeper, 1)
+        now = [run for run, _path in keeper.strategy.spares]
+        assert now == [before[1]], "no fork before the reply; the other spare waits for the next call"
+        assert now[0].sandbox, "and it is confined already"
+        keeper.after_reply()
+        now = [run for run, _path in keeper.strategy.spares]
+        assert len(now) == 2 and now[0] is before[1] and now[1] not in before, "replaced after the reply"
+        assert _collect(keeper, 2)["ok"]
     finally:
         keeper.shutdown()

@@ -41,6 +41,9 @@ class Run:
         self.chunks: list[dict[str, Any]] = []
         self.done = False
         self.finished_at: float | None = None
+        # Set once the registry has let go of the run (out of its runs in progress, its lease released): the
+        # session can take its next run without racing this one's release.
+        self.released = threading.Event()
         self._lock = threading.Lock()
         # Set (and replaced by a fresh one) whenever a chunk or the end arrives. A follower waits on the one
         # it saw: no waiter lock per wait as with a Condition, and under gevent one event's wait is one timer.
@@ -148,6 +151,7 @@ class RunRegistry:
                     self._leases.release_run_lease(run.session_id, self.owner)
                 except Exception:  # the lease then simply expires
                     log.exception("could not release the lease of run %s", run.session_id)
+            run.released.set()
             run.finish()
 
     def _forget_old(self) -> None:

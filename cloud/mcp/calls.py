@@ -277,13 +277,10 @@ class McpCalls:
                 if run is None:
                     raise Refused(say("session_busy", link=self.backend.session_link(session_id)))
                 ended.wait()
-                # and until the registry has let go of it (a moment after its last chunk), so this
-                # connection's next call finds the session free
-                stop = threading.Event()
-                for _ in range(int(RELEASE_WAIT_S / 0.005)):
-                    if self.backend.runs.get(session_id) is not run:
-                        break
-                    stop.wait(0.005)
+                # and until the registry has let go of it (a moment after its last chunk, its lease released),
+                # so this connection's next call finds the session free and its lease acquired after this
+                # one's release, never deleted by it
+                run.released.wait(RELEASE_WAIT_S)
         except BaseException as exc:  # handed to the caller, which reports it
             worker.failure = exc
             worker.items.put(exc)

@@ -339,26 +339,43 @@ class NexusMcp:
         call_id = "mcp_" + uuid.uuid4().hex[:16]
         if name in KEYED_TOOLS and not key:
             key = call_id  # issued by the server, told in the first progress message and in the result
+        first: Any = None
         try:
-            session_id, items = await anyio.to_thread.run_sync(
-                lambda: self.calls.start(caller, call_id, name, arguments, host_id, key))
+            if key:
+                session_id, items = await anyio.to_thread.run_sync(
+                    lambda: self.calls.start(caller, call_id, name, arguments, host_id, key))
+            else:  # nothing to tell before the call runs: started and followed to its first item in one hop
+                session_id, items, first = await anyio.to_thread.run_sync(
+                    self._start_and_follow, caller, call_id, name, arguments, host_id, abandon_on_cancel=True)
         except Refused as exc:
             return error_result(str(exc))
         except QuotaExceeded as exc:
             return quota_result(exc)
+        except anyio.get_cancelled_exc_class():
+            self.calls.cancel(call_id)  # the host aborts the script: killed, rolled back, a hold discarded
+            raise
         if key:
             await ctx.report_progress(0, None, say("call_key", tool_call_id=call_id, idem=key))
-        return await self._follow_call(ctx, session_id, call_id, name, items, key)
+        return await self._follow_call(ctx, session_id, call_id, name, items, key, first)
+
+    def _start_and_follow(self, caller: Caller, call_id: str, name: str, arguments: dict[str, Any],
+                          host_id: str | None) -> tuple[str, Iterator[Any], Any]:
+        session_id, items = self.calls.start(caller, call_id, name, arguments, host_id)
+        return session_id, items, _next_to_act_on(items)
 
     async def _follow_call(self, ctx: Context, session_id: str, call_id: str, name: str, items: Iterator[Any],
-                           key: str | None) -> CallToolResult | InputRequiredResult:
-        """The call's chunks until its outcome; a held change is reviewed by the person where the client can
-        ask them, else the call answers at once that it is held, and where to decide."""
+                           key: str | None, first: Any = None) -> CallToolResult | InputRequiredResult:
+        """The call's chunks until its outcome (`first`: the item to act on that was read already); a held
+        change is reviewed by the person where the client can ask them, else the call answers at once that it
+        is held, and where to decide."""
         outcome: CallOutcome | None = None
         try:
             while outcome is None:
                 # abandon_on_cancel: a notifications/cancelled reaches us now, not once the script has ended
-                item = await anyio.to_thread.run_sync(_next_to_act_on, items, abandon_on_cancel=True)
+                if first is None:
+                    item = await anyio.to_thread.run_sync(_next_to_act_on, items, abandon_on_cancel=True)
+                else:
+                    item, first = first, None
                 if isinstance(item, CallOutcome):
                     outcome = item
                 elif item.type == "Metadata" and (item.metadata or {}).get("kind") == "approval_request":

@@ -18,12 +18,13 @@ class RunLeases:
     def acquire_run_lease(self, session_id: str, owner: str, ttl_s: float) -> bool:
         """Take the session's lease for `owner`; False while another owner's lease has not expired."""
         now = time.time()
-        with self.db.write() as db:
-            db.execute("INSERT INTO run_leases (session_id, owner, expires) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                       (session_id, owner, now + ttl_s))
-            return db.execute("UPDATE run_leases SET owner = ?, expires = ? WHERE session_id = ? "
-                              "AND (owner = ? OR expires < ?)",
-                              (owner, now + ttl_s, session_id, owner, now)).rowcount > 0
+        # One statement (its own transaction, one round trip on PostgreSQL): a new lease, or the existing one
+        # taken over when it is the owner's or has expired; no row changed when another owner still holds it.
+        return self.db.write_one(
+            "INSERT INTO run_leases (session_id, owner, expires) VALUES (?, ?, ?) ON CONFLICT (session_id) "
+            "DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+            "WHERE run_leases.owner = excluded.owner OR run_leases.expires < ?",
+            (session_id, owner, now + ttl_s, now)) > 0
 
     def renew_run_leases(self, session_ids: list[str], owner: str, ttl_s: float) -> list[str]:
         """Extend the owner's leases; returns the ids whose lease this owner no longer holds. A statement per

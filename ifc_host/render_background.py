@@ -19,6 +19,7 @@ import ctypes
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,6 +29,9 @@ from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh
 
 _PR_SET_PDEATHSIG = 1
+# Where a fork of the render server is safe (the rule of isolation.py's fork isolation): elsewhere no build runs and
+# a view draws the costly bodies that do not fit its budget as stand-ins, a later view building them itself.
+AVAILABLE = hasattr(os, "fork") and sys.platform not in ("darwin", "win32", "cygwin")
 
 
 @dataclass

@@ -25,7 +25,7 @@ tessellation stops when it passes, and the elements not reached are *undrawn*, l
 from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` (its Box, or the opening a window or door fills) or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
 next view of the same model starts from it and gets further.
 
-In a render server (``BodyOptions.background``) the bodies of more than ``COSTLY_FACES`` faces are not built by the
+In a render server (``BodyOptions.background``), where a fork is safe (Linux: ``render_background.AVAILABLE``), the bodies of more than ``COSTLY_FACES`` faces are not built by the
 view: a background build (render_background.py, a fork of the server) builds them into the mesh cache, and the view
 waits for it until the earlier of its deadline and its ``costly_deadline`` (a model's first view: a short budget,
 render.FIRST_VIEW_BUDGET_S); those not built by then get their stand-ins and are listed in ``Bodies.later``. A body a
@@ -42,6 +42,7 @@ import ifcopenshell
 import ifcopenshell.geom
 import numpy as np
 
+from ifc_host import render_background as background_builds
 from ifc_host.render_background import BackgroundBuilds
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
@@ -151,7 +152,7 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
     grid_ids = {e.id() for e in on_grid}
     fast = [e for e in candidates if e.id() not in exact_ids and e.id() not in grid_ids]
     exact = [e for e in candidates if e.id() in exact_ids and e.id() not in grid_ids]
-    background = options.background if options.cache_dir and not options.careful else None
+    background = options.background if options.cache_dir and not options.careful and background_builds.AVAILABLE else None
     # Costly bodies a background build is making: never built here too; waited for within the budget.
     building = background.pending() & {e.id() for e in candidates} if background is not None else set()
     on_grid, fast, exact = ([e for e in group if e.id() not in building] for group in (on_grid, fast, exact))

@@ -159,3 +159,21 @@ def test_a_first_view_draws_a_costly_body_as_its_stand_in_while_it_is_built_and_
         assert "batch" not in journal  # neither view ran the kernel on it: the build did, once
     finally:
         builds.close()
+
+
+def test_where_a_fork_is_not_safe_a_first_view_draws_the_costly_body_as_its_stand_in_and_a_later_one_builds_it(
+        monkeypatch, tmp_path):
+    """Windows and macOS: no background build (render_background.AVAILABLE). The first view's budget still holds:
+    the window that does not fit is its opening, not said as being built; the next view builds it itself."""
+    from ifc_host import render_background
+
+    monkeypatch.setattr(render_background, "AVAILABLE", False)
+    model = _open(REVIT_FILE)
+    window = _many_faced_window(model, 100, 200)  # 40 000 triangles, over COSTLY_FACES
+    builds, memory, cache = render_background.BackgroundBuilds(), {}, str(tmp_path / "meshes")
+    first = tessellate_bodies(model, [window], BodyOptions(
+        deadline=time.time() + 60, costly_deadline=time.time() - 1, memory=memory, cache_dir=cache,
+        background=builds))
+    assert first.boxed == [window.id()] and not first.later and not builds.pending() and not builds.reported
+    later = tessellate_bodies(model, [window], BodyOptions(memory=memory, cache_dir=cache, background=builds))
+    assert not later.boxed and len(later.meshes[window.id()].faces) == 40_000

@@ -109,29 +109,38 @@ def test_host_ownership_is_kept_in_the_database(store, tmp_path):
     assert Store(store.path).host_owner("h_1") == "alice"
 
 
+def _at_once(threads: int, work) -> list[BaseException]:
+    """Run work(0) .. work(threads - 1) on as many threads, released together; what they raised."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    def run(n: int) -> None:
+        try:
+            start.wait()
+            work(n)
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return errors
+
+
 def test_entries_appended_together_stay_together_and_in_order_under_concurrent_appends(store):
     # On PostgreSQL an append is one statement numbering from the last entry; of two racing for the same numbers
     # the loser numbers again, whole: a batch is never split, reordered or half written.
     session_id = store.create_session("alice", None, "scripted:x", {})
     threads, per_thread = 6, 15
-    errors: list[BaseException] = []
-    start = threading.Barrier(threads)
 
     def write(n: int) -> None:
-        try:
-            start.wait()
-            for k in range(per_thread):
-                store.append_entries(session_id, [{"role": "assistant", "content": [f"{n}:{k}:{part}"]}
-                                                  for part in range(3)])
-        except BaseException as exc:
-            errors.append(exc)
+        for k in range(per_thread):
+            store.append_entries(session_id, [{"role": "assistant", "content": [f"{n}:{k}:{part}"]}
+                                              for part in range(3)])
 
-    workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    assert errors == []
+    assert _at_once(threads, write) == []
     texts = [e["content"][0] for e in store.transcript(session_id)]
     assert len(texts) == threads * per_thread * 3 == len(set(texts))
     batches = [texts[i:i + 3] for i in range(0, len(texts), 3)]
@@ -146,23 +155,12 @@ def test_entries_appended_together_stay_together_and_in_order_under_concurrent_a
 def test_concurrent_appends_from_many_threads_lose_nothing(store):
     session_id = store.create_session("alice", None, "scripted:x", {})
     threads, per_thread = 12, 40
-    errors: list[BaseException] = []
-    start = threading.Barrier(threads)
 
     def write(n: int) -> None:
-        try:
-            start.wait()
-            for k in range(per_thread):
-                store.append_entries(session_id, [{"role": "user", "content": [{"type": "text", "text": f"{n}:{k}"}]}])
-        except BaseException as exc:
-            errors.append(exc)
+        for k in range(per_thread):
+            store.append_entries(session_id, [{"role": "user", "content": [{"type": "text", "text": f"{n}:{k}"}]}])
 
-    workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    assert errors == []
+    assert _at_once(threads, write) == []
     texts = [e["content"][0]["text"] for e in store.transcript(session_id)]
     assert len(texts) == threads * per_thread == len(set(texts))
     for n in range(threads):  # each writer's entries keep their order

@@ -6,38 +6,32 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack
+from collections.abc import Callable
+from typing import Any
 
-import pytest
 import redis as redis_client
 
-from cloud.distributed.bus import Bus
 from cloud.distributed.redis_rendezvous import ANSWER, RedisToolResultChannel
 from cloud.rendezvous import Delivery
-from cloud.store import Store
-
-
-@pytest.fixture
-def pair(redis, database_url) -> Iterator[tuple[RedisToolResultChannel, RedisToolResultChannel]]:
-    """Two processes' rendezvous (a bus and a store each) on one Redis and one PostgreSQL database."""
-    with ExitStack() as stack:
-        channels = []
-        for name in ("proc-a", "proc-b"):
-            bus = Bus(redis.url, process=name)
-            stack.callback(bus.close)
-            store = Store(database_url)
-            stack.callback(store.close)
-            channels.append(RedisToolResultChannel(bus, store.deliveries))
-        yield channels[0], channels[1]
+from tests.scale.test_redis_signed import rendezvous  # noqa: F401 (fixture: two processes' rendezvous)
 
 
 def _hgetall_calls(client: redis_client.Redis) -> int:
     return int(client.info("commandstats").get("cmdstat_hgetall", {}).get("calls", 0))
 
 
-def test_a_host_answer_delivered_on_another_process_reaches_the_waiting_call_without_a_read(pair, redis):
-    a, b = pair
+def _answer_once_delivered(waiting: RedisToolResultChannel, session_id: str, deliver: Callable[[], Delivery]) -> Any:
+    """The answer a call waiting on `waiting` gets when `deliver` (accepted) runs meanwhile on the other process."""
+    waited: list = []
+    waiter = threading.Thread(target=lambda: waited.append(waiting.await_answer(session_id, 30, threading.Event())))
+    waiter.start()
+    assert deliver() is Delivery.ACCEPTED
+    waiter.join(40)
+    return waited[0]
+
+
+def test_a_host_answer_delivered_on_another_process_reaches_the_waiting_call_without_a_read(rendezvous, redis):  # noqa: F811
+    a, b = rendezvous
     admin = redis_client.Redis.from_url(redis.url)
     b.open("s1", "toolu_1.run", "toolu_1", "h1")
     before = _hgetall_calls(admin)
@@ -51,19 +45,15 @@ def test_a_host_answer_delivered_on_another_process_reaches_the_waiting_call_wit
     assert a.deliver_tool_result("s1", "toolu_1", {"ok": True}) is Delivery.ALREADY_ANSWERED
 
 
-def test_a_relayed_answer_reaches_the_waiting_process_too(pair):
-    a, b = pair
+def test_a_relayed_answer_reaches_the_waiting_process_too(rendezvous):  # noqa: F811
+    a, b = rendezvous
     b.open("s2", "toolu_2.run", "toolu_2", None)
-    waited: list = []
-    waiter = threading.Thread(target=lambda: waited.append(b.await_answer("s2", 30, threading.Event())))
-    waiter.start()
-    assert a.deliver_tool_result("s2", "toolu_2", {"ok": True, "output": "relayed"}) is Delivery.ACCEPTED
-    waiter.join(40)
-    assert waited[0].result == {"ok": True, "output": "relayed"}
+    answer = _answer_once_delivered(b, "s2", lambda: a.deliver_tool_result("s2", "toolu_2", {"ok": True, "output": "relayed"}))
+    assert answer.result == {"ok": True, "output": "relayed"}
 
 
-def test_the_inbox_takes_only_the_answer_to_the_request_its_process_opened(pair, redis, caplog):
-    a, b = pair
+def test_the_inbox_takes_only_the_answer_to_the_request_its_process_opened(rendezvous, redis, caplog):  # noqa: F811
+    a, b = rendezvous
     caplog.set_level(logging.WARNING)
     b.open("s3", "toolu_3.run", "toolu_3", "h1")
     # Signed by the deployment, but for a request the process did not open (another pending id, another session)
@@ -78,9 +68,5 @@ def test_the_inbox_takes_only_the_answer_to_the_request_its_process_opened(pair,
     assert any("dropped a value" in r.getMessage() and "nx:proc:proc-b" in r.getMessage() for r in caplog.records)
 
     b.open("s3", "toolu_3b.run", "toolu_3b", "h1")
-    waited: list = []
-    waiter = threading.Thread(target=lambda: waited.append(b.await_answer("s3", 30, threading.Event())))
-    waiter.start()
-    assert a.deliver_from_host("toolu_3b.run", "h1", {"ok": True, "output": "real"}) is Delivery.ACCEPTED
-    waiter.join(40)
-    assert waited[0].result == {"ok": True, "output": "real"}
+    answer = _answer_once_delivered(b, "s3", lambda: a.deliver_from_host("toolu_3b.run", "h1", {"ok": True, "output": "real"}))
+    assert answer.result == {"ok": True, "output": "real"}

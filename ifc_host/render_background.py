@@ -15,20 +15,18 @@ build them themselves as before and never hand them to a build again. A build st
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ifc_host import process_tree
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh
 
-_PR_SET_PDEATHSIG = 1
 # Where a fork of the render server is safe (the rule of isolation.py's fork isolation): elsewhere no build runs and
 # a view draws the costly bodies that do not fit its budget as stand-ins, a later view building them itself.
 AVAILABLE = hasattr(os, "fork") and sys.platform not in ("darwin", "win32", "cygwin")
@@ -121,37 +119,12 @@ class BackgroundBuilds:
 def _detach(keep: int) -> None:
     """In the build: no descriptor of the server's but the pipe and stderr (the parent process reads the server's
     stdout to its end, and must see it end when the server goes), and stop when the server goes."""
-    server = os.getppid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+    process_tree.die_with_parent(process_tree.load_libc(), os.getppid())
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    for fd in _open_fds():
-        if fd > 2 and fd != keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    if os.getppid() != server:  # it went before the death signal was asked for
-        os._exit(0)
-
-    def watch() -> None:  # where the death signal is not available
-        while os.getppid() == server:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True, name="render-build-parent").start()
-
-
-def _open_fds() -> list[int]:
-    try:
-        return [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        return list(range(3, 256))
+    process_tree.close_all_but({0, 1, 2, keep})
 
 
 def _stop(build: _Build) -> None:

@@ -112,6 +112,7 @@ class RenderedView:
     boxed: tuple[int, ...] = ()  # not reached in time, drawn as their Box (or the opening they fill)
     sketched: tuple[int, ...] = ()  # not reached in time, no Box: drawn from their FootPrint or Axis instead
     later: tuple[int, ...] = ()  # of those, the ones being built in the background: a later view draws them in full
+    simplified: tuple[int, ...] = ()  # not reached in time, drawn as a coarser body of theirs (render_simplified.py)
 
 
 @dataclass
@@ -363,7 +364,8 @@ def _read_result(work: Path) -> RenderedView:
                         out_of_time=tuple(int(i) for i in result.get("out_of_time") or ()),
                         boxed=tuple(int(i) for i in result.get("boxed") or ()),
                         sketched=tuple(int(i) for i in result.get("sketched") or ()),
-                        later=tuple(int(i) for i in result.get("later") or ()))
+                        later=tuple(int(i) for i in result.get("later") or ()),
+                        simplified=tuple(int(i) for i in result.get("simplified") or ()))
 
 
 def _learn(recipe: _Recipe, journal: Path) -> bool:

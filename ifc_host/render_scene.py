@@ -73,6 +73,7 @@ class Drawing:
     boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box (or the opening they fill)
     sketched: list[int] = field(default_factory=list)  # out of time, drawn from their FootPrint or Axis instead
     later: list[int] = field(default_factory=list)  # not drawn as their body: a background build is making it
+    simplified: list[int] = field(default_factory=list)  # out of time, drawn as a coarser body of theirs
 
 
 def open_model(path: str) -> ifcopenshell.file:

@@ -165,7 +165,10 @@ def metres_per_unit(model: ifcopenshell.file) -> float:
 
 
 class PlacementFrames:
-    """World matrices of object placements (translation in metres), memoised along the placement chains."""
+    """World matrices of object placements (translation in metres), memoised along the placement chains. An
+    ``IfcLinearPlacement`` (IFC 4.3: a sleeper or a signal at a distance along an alignment) is read from its
+    ``CartesianPosition``, the Cartesian equivalent exporters write beside it, else evaluated by IfcOpenShell's
+    geometry along its curve."""
 
     def __init__(self, model: ifcopenshell.file) -> None:
         self.unit_scale = metres_per_unit(model)
@@ -175,20 +178,43 @@ class PlacementFrames:
         return self.of_placement(element.ObjectPlacement)
 
     def of_placement(self, placement: ifcopenshell.entity_instance | None) -> np.ndarray | None:
-        if placement is None or not placement.is_a("IfcLocalPlacement"):
+        matrix = self._world(placement) if placement is not None else None
+        if matrix is None:
             return None
-        matrix = self._world(placement).copy()
+        matrix = matrix.copy()
         matrix[:3, 3] *= self.unit_scale
         return matrix
 
-    def _world(self, placement: ifcopenshell.entity_instance) -> np.ndarray:
+    def _world(self, placement: ifcopenshell.entity_instance) -> np.ndarray | None:
+        """The placement's world matrix in the file's units; None for a placement of another kind (a grid's)."""
         cached = self._cache.get(placement.id())
         if cached is not None:
             return cached
-        local = np.array(ifcopenshell.util.placement.get_axis2placement(placement.RelativePlacement), dtype=float)
-        parent = placement.PlacementRelTo
-        matrix = self._world(parent) @ local if parent is not None and parent.is_a("IfcLocalPlacement") else local
-        self._cache[placement.id()] = matrix
+        linear = placement.is_a() == "IfcLinearPlacement"
+        if not linear and not placement.is_a("IfcLocalPlacement"):
+            return None
+        if linear and placement.CartesianPosition is None:
+            matrix = self._evaluated(placement)
+        else:
+            local = np.array(ifcopenshell.util.placement.get_axis2placement(
+                placement.CartesianPosition if linear else placement.RelativePlacement), dtype=float)
+            parent = placement.PlacementRelTo
+            base = self._world(parent) if parent is not None else np.eye(4)
+            matrix = base @ local if base is not None else None
+        if matrix is not None:
+            self._cache[placement.id()] = matrix
+        return matrix
+
+    def _evaluated(self, placement: ifcopenshell.entity_instance) -> np.ndarray | None:
+        """A linear placement's world matrix (file units) by IfcOpenShell's geometry, its whole chain included."""
+        import ifcopenshell.geom
+
+        try:
+            transformation = ifcopenshell.geom.create_shape(ifcopenshell.geom.settings(), placement)
+        except Exception:  # the kernel could not evaluate the curve: the element has no frame here
+            return None
+        matrix = np.array(transformation.matrix, dtype=float).reshape(4, 4).T
+        matrix[:3, 3] /= self.unit_scale  # the kernel gives metres
         return matrix
 
 

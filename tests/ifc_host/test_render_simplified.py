@@ -221,3 +221,55 @@ def test_a_3d_view_out_of_time_draws_the_simplified_bodies_and_says_so(built):
     title = view_title(spec, 0, 0, len(drawing.undrawn), len(drawing.out_of_time), len(drawing.boxed),
                        len(drawing.sketched), len(drawing.later), len(drawing.simplified))
     assert "3 drawn simplified" in title and title.index("drawn simplified") < title.index("drawn as boxes")
+
+
+def _sleepers(cartesian: bool) -> tuple[ifcopenshell.file, list[ifcopenshell.entity_instance]]:
+    """An IFC 4.3 railway: an alignment laid out by IfcOpenShell's API (100 m east, an arc of 30 m, 100 m north)
+    and six sleepers of one type on IfcLinearPlacement along its axis, with or without the CartesianPosition an
+    exporter may write beside a linear placement (here the one IfcOpenShell's geometry evaluates)."""
+    import ifcopenshell.api.alignment
+
+    m = ifcopenshell.api.project.create_file(version="IFC4X3_ADD2")
+    project = _run("root.create_entity", m, ifc_class="IfcProject", name="Railway")
+    _run("unit.assign_unit", m, length={"is_metric": True, "raw": "METERS"})
+    body = _run("context.add_context", m, context_type="Model", context_identifier="Body", target_view="MODEL_VIEW",
+                parent=_run("context.add_context", m, context_type="Model"))
+    railway = _run("root.create_entity", m, ifc_class="IfcRailway", name="Line")
+    _run("aggregate.assign_object", m, relating_object=project, products=[railway])
+    alignment = ifcopenshell.api.alignment.create_by_pi_method(m, "Axis", [(0.0, 0.0), (100.0, 0.0), (100.0, 100.0)],
+                                                             [30.0])
+    curve = ifcopenshell.api.alignment.get_basis_curve(alignment)
+    sleeper_type = _run("root.create_entity", m, ifc_class="IfcTrackElementType", predefined_type="SLEEPER")
+    _run("geometry.assign_representation", m, product=sleeper_type, representation=_run(
+        "geometry.add_wall_representation", m, context=body, length=0.26, height=0.2, thickness=2.6))
+    settings = ifcopenshell.geom.settings()
+    sleepers = []
+    for distance in (5.0, 60.0, 110.0, 125.0, 150.0, 180.0):
+        sleeper = _run("root.create_entity", m, ifc_class="IfcTrackElement", predefined_type="SLEEPER")
+        point = m.createIfcPointByDistanceExpression(m.createIfcLengthMeasure(distance), 0.0, 0.0, 0.0, curve)
+        sleeper.ObjectPlacement = m.createIfcLinearPlacement(None, m.createIfcAxis2PlacementLinear(point, None, None))
+        if cartesian:
+            matrix = np.array(ifcopenshell.geom.create_shape(settings, sleeper.ObjectPlacement).matrix).reshape(4, 4).T
+            sleeper.ObjectPlacement.CartesianPosition = m.createIfcAxis2Placement3D(
+                m.createIfcCartesianPoint(matrix[:3, 3].tolist()), m.createIfcDirection(matrix[:3, 2].tolist()),
+                m.createIfcDirection(matrix[:3, 0].tolist()))
+        _run("spatial.assign_container", m, relating_structure=railway, products=[sleeper])
+        _run("type.assign_type", m, related_objects=[sleeper], relating_type=sleeper_type)
+        sleepers.append(sleeper)
+    return m, sleepers
+
+
+@pytest.mark.parametrize("cartesian", [False, True], ids=["evaluated", "CartesianPosition"])
+def test_out_of_time_sleepers_on_linear_placements_are_placed_from_the_one_built_geometry(cartesian):
+    """The sleepers share one built geometry (drawn once); a view with no time left places the ones it did not
+    build from it, where the kernel puts each of them along the curve, instead of leaving them undrawn."""
+    m, sleepers = _sleepers(cartesian)
+    full = tessellate_bodies(m, sleepers, BodyOptions())
+    assert len(full.meshes) == 6 and not full.undrawn
+    assert all(np.shares_memory(full.meshes[sleepers[0].id()].faces, full.meshes[s.id()].faces) for s in sleepers)
+    kept: dict = {}
+    tessellate_bodies(m, sleepers[:1], BodyOptions(memory=kept))
+    late = tessellate_bodies(m, sleepers[1:], BodyOptions(memory=kept, deadline=time.time() - 1))
+    assert not late.out_of_time and not late.undrawn and not late.simplified and not late.boxed
+    for sleeper in sleepers[1:]:
+        assert np.allclose(late.meshes[sleeper.id()].verts, full.meshes[sleeper.id()].verts, atol=1e-6), sleeper.id()

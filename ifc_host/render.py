@@ -38,9 +38,11 @@ Budget
     (``_drawing_reserve_s``), and the elements it did not reach are undrawn too, counted apart on the image
     ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; an element not reached whose
     body is an instance (one IfcMappedItem) of a body already built is placed from that mesh instead, exactly,
-    and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own, its
-    ``Box``, the extruded opening a window or door fills, its ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
-    ``RenderedView.sketched`` and said on the image; the meshes built are kept,
+    and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own: a
+    coarser body (its ``Body-FallBack``, a ``Body`` of a sketch or coarser level of detail: render_simplified.py),
+    counted apart in ``RenderedView.simplified``, else its ``Box``, the extruded opening a window or door fills, its
+    ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
+    ``RenderedView.sketched``, all said on the image; the meshes built are kept,
     so asking again gets further. Bodies of many faces (render_bodies.COSTLY_FACES) are built by the render
     server in the background (render_background.py), and a view waits for them only within its budget; the
     first view of a model content only ``FIRST_VIEW_BUDGET_S`` from the call (``NEXUS_RENDER_FIRST_VIEW_S``),

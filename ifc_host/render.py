@@ -84,6 +84,7 @@ _STDERR_TAIL = 600
 MAX_RECOVERIES = 16  # crashed attempts of one render before giving up
 _REMEMBERED_MODELS = 32
 DRAWING_RESERVE_SHARE = 0.3  # of the view's timeout, kept for drawing once tessellation stops
+STAND_IN_SHARE = 0.5  # of that reserve, what stand-ins built by the kernel (simplified, swept) may take
 MAX_DRAWING_RESERVE_S = 60.0
 _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most render_mesh_cache.MAX_FOLDER_BYTES)
 
@@ -290,6 +291,7 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
             break
         # Tessellation stops in time for the child to draw what it has and answer before the timeout.
         request["deadline"] = time.time() + remaining - _drawing_reserve_s(timeout_s)
+        request["stand_in_deadline"] = request["deadline"] + STAND_IN_SHARE * _drawing_reserve_s(timeout_s)
         crash = _attempt(request, what, remaining, timeout_s)
         if crash is None:
             if recipe.careful or recipe.exact or recipe.skip:

@@ -24,7 +24,8 @@ tessellation stops when it passes, and the elements not reached are *undrawn*, l
 ``Bodies.out_of_time`` so the view says they ran out of time; those with a cheaper representation are drawn
 from it instead, counted apart: first a coarser body of their own (a ``Body-FallBack``, a ``Body`` of a sketch or
 a coarser level of detail: render_simplified.py) in ``Bodies.simplified``, else (render_stand_ins.py) in
-``Bodies.boxed`` (its Box, or the opening a window or door fills) or ``Bodies.sketched`` (its FootPrint or Axis).
+``Bodies.boxed`` (a sectioned solid's cross-section swept along its alignment: render_swept.py; its Box; the
+opening a window or door fills) or ``Bodies.sketched`` (its FootPrint or Axis).
 What was built is kept in the mesh cache, so the next view of the same model starts from it and gets further.
 
 In a render server (``BodyOptions.background``), where a fork is safe (Linux: ``render_background.AVAILABLE``), the bodies of more than ``COSTLY_FACES`` faces are not built by the
@@ -57,6 +58,7 @@ from ifc_host.render_simplified import (
     simplified_bodies,
 )
 from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins, opening_stand_ins
+from ifc_host.render_swept import swept_stand_ins
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
@@ -80,6 +82,9 @@ class BodyOptions:
     # time.time() by which the costly bodies must be built or drawn as stand-ins (a model's first view: the parent's
     # render.FIRST_VIEW_BUDGET_S); None: the deadline alone
     costly_deadline: float | None = None
+    # time.time() past which stand-ins the kernel builds (simplified bodies, swept sections) are no longer made: the
+    # rest stays out of time, so that the view still draws and answers before its timeout; None: no limit
+    stand_in_deadline: float | None = None
     threads: int = 1  # of the one-pass iterator (a background prepare uses the machine's cores, up to two)
     # Meshes of this model kept in memory by a render server (render_models.py): read first, added to.
     memory: dict[int, Mesh] | None = field(default=None, compare=False, repr=False)
@@ -208,8 +213,10 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         tried = set(bodies.meshes) | ({e.id() for e in fast} - deferred if not _out_of_time(options) else set())
         exact.extend(e for e in fast if e.id() not in bodies.meshes and e.id() not in exact_ids
                      and e.id() not in deferred)
-        for element in exact:
+        for index, element in enumerate(exact):
             if _out_of_time(options):
+                # Those not reached ran out of time (the fast kernel's failure was no verdict): stand-ins may draw them.
+                tried -= {e.id() for e in exact[index:]} - set(bodies.meshes)
                 break
             if element.id() not in bodies.meshes:
                 _one(model, element, EXACT_LIBRARY, journal, bodies)
@@ -227,12 +234,16 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         known = {**(memory or {}), **bodies.meshes}
         bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
         # The rest is drawn from a cheaper representation, counted apart: a coarser body of its own (a Body-FallBack,
-        # a Body of a sketch or a coarser level of detail), else its Box, else the opening it fills (a box too), else
-        # its FootPrint, else its Axis.
+        # a Body of a sketch or a coarser level of detail), else a box: a sectioned solid's cross-section swept along
+        # its alignment, its Box, the opening it fills; else its FootPrint, else its Axis.
         simple = simplified_bodies(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried],
-                                   COSTLY_FACES, _room_faces(options))
+                                   COSTLY_FACES, _room_faces(options), options.stand_in_deadline)
         bodies.meshes.update(simple)
         bodies.simplified.extend(sorted(simple))
+        boxes = swept_stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried],
+                                options.stand_in_deadline)
+        bodies.meshes.update(boxes)
+        bodies.boxed.extend(sorted(boxes))
         for stand_ins in (box_stand_ins, opening_stand_ins):
             boxes = stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
             bodies.meshes.update(boxes)

@@ -103,6 +103,8 @@ def _options(request: dict[str, Any], memory: dict[int, Mesh] | None,
                        journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
                        deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory,
                        costly_deadline=float(request["costly_deadline"]) if request.get("costly_deadline") else None,
+                       stand_in_deadline=float(request["stand_in_deadline"]) if request.get("stand_in_deadline")
+                       else None,
                        threads=max(1, int(request.get("threads") or 1)), background=builds,
                        build_threads=max(1, int(request.get("build_threads") or 1)))
 

@@ -16,6 +16,7 @@ is built once and placed per instance). Like every stand-in it is counted apart 
 body."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import ifcopenshell
@@ -36,20 +37,23 @@ def body_representations(element: ifcopenshell.entity_instance) -> tuple[list[if
     """The element's body representations (the ones a view draws as the element), and its coarser ones."""
     shape = getattr(element, "Representation", None)
     bodies: list[ifcopenshell.entity_instance] = []
-    coarse: list[ifcopenshell.entity_instance] = []
+    fallbacks: list[ifcopenshell.entity_instance] = []
     for representation in (shape.Representations or ()) if shape is not None else ():
-        if not representation.Items:
-            continue
         identifier = representation.RepresentationIdentifier
-        if identifier == FALLBACK_IDENTIFIER:
-            coarse.append(representation)
-        elif identifier in BODY_IDENTIFIERS:
-            (coarse if _target_view(representation) in COARSE_VIEWS else bodies).append(representation)
-    if not bodies:  # only coarse bodies: they are the element's body (a Body-FallBack alone is no body)
-        return [r for r in coarse if r.RepresentationIdentifier != FALLBACK_IDENTIFIER], []
-    finest = max(_target_scale(r) for r in bodies)
-    coarse.extend(r for r in bodies if _target_scale(r) < finest)
-    return [r for r in bodies if _target_scale(r) >= finest], coarse
+        if identifier in BODY_IDENTIFIERS and representation.Items:
+            bodies.append(representation)
+        elif identifier == FALLBACK_IDENTIFIER and representation.Items:
+            fallbacks.append(representation)
+    if len(bodies) < 2 and not fallbacks:  # nearly every element: one body, nothing coarser (its context unread)
+        return bodies, []
+    sketches = [r for r in bodies if _target_view(r) in COARSE_VIEWS]
+    fine = [r for r in bodies if r not in sketches]
+    if not fine:  # only coarse bodies: they are the element's body (a Body-FallBack alone is no body)
+        return sketches, []
+    scales = {r.id(): _target_scale(r) for r in fine}
+    finest = max(scales.values())
+    return ([r for r in fine if scales[r.id()] >= finest],
+            fallbacks + sketches + [r for r in fine if scales[r.id()] < finest])
 
 
 def coarse_representation_ids(elements: Iterable[ifcopenshell.entity_instance]) -> set[int]:
@@ -77,13 +81,16 @@ def representation_cost(representation: ifcopenshell.entity_instance) -> int:
 
 
 def simplified_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.entity_instance], max_faces: int,
-                      room_faces: float | None) -> dict[int, Mesh]:
+                      room_faces: float | None, until: float | None = None) -> dict[int, Mesh]:
     """World-coordinate meshes of the elements that carry a coarser body than their own (the others are absent):
-    none of more than ``max_faces`` faces; ``room_faces``, the faces the time left can build (None: no limit)."""
+    none of more than ``max_faces`` faces; ``room_faces``, the faces the time left can build (None: no limit);
+    none built once the wall clock passes ``until``."""
     frames = PlacementFrames(model)
     built: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}  # by the representation built
     found: dict[int, Mesh] = {}
     for element in elements:
+        if until is not None and time.time() >= until:
+            break
         bodies, coarse = body_representations(element)
         placement = frames.of(element) if coarse else None
         if placement is None:

@@ -273,3 +273,64 @@ def test_out_of_time_sleepers_on_linear_placements_are_placed_from_the_one_built
     assert not late.out_of_time and not late.undrawn and not late.simplified and not late.boxed
     for sleeper in sleepers[1:]:
         assert np.allclose(late.meshes[sleeper.id()].verts, full.meshes[sleeper.id()].verts, atol=1e-6), sleeper.id()
+
+
+def _rail(m: ifcopenshell.file, curve: ifcopenshell.entity_instance, body: ifcopenshell.entity_instance,
+          start: float, end: float, lateral: float) -> ifcopenshell.entity_instance:
+    """A rail: a 0.2 m x 0.3 m section swept along the curve from ``start`` to ``end`` metres, ``lateral`` to the left
+    and 0.5 m up."""
+    profile = m.createIfcRectangleProfileDef("AREA", "rail", m.createIfcAxis2Placement2D(
+        m.createIfcCartesianPoint((0.0, 0.15))), 0.2, 0.3)
+    positions = [m.createIfcAxis2PlacementLinear(m.createIfcPointByDistanceExpression(
+        m.createIfcLengthMeasure(d), lateral, 0.5, None, curve), None, None) for d in (start, end)]
+    solid = m.createIfcSectionedSolidHorizontal(curve, [profile, profile], positions)
+    rail = _run("root.create_entity", m, ifc_class="IfcRail", predefined_type="RAIL")
+    _run("geometry.edit_object_placement", m, product=rail, matrix=np.eye(4))
+    rail.Representation = m.createIfcProductDefinitionShape(None, None, [m.createIfcShapeRepresentation(
+        body, "Body", "AdvancedSweptSolid", [solid])])
+    return rail
+
+
+def test_out_of_time_a_sectioned_solid_is_drawn_as_its_section_swept_along_the_alignment():
+    """The manifold kernel builds no IfcSectionedSolidHorizontal (OpenCascade does, one at a time): out of time, a
+    rail is drawn as its section's bounding rectangle swept along its alignment, counted with the boxes, where the
+    kernel builds it (the curve's arc included), left of the alignment as its offset says."""
+    from ifc_host.render_geometry import footprint
+
+    m, sleepers = _sleepers(cartesian=False)
+    curve = sleepers[0].ObjectPlacement.RelativePlacement.Location.BasisCurve
+    body = next(c for c in m.by_type("IfcGeometricRepresentationSubContext") if c.ContextIdentifier == "Body")
+    rails = [_rail(m, curve, body, 20.0, 150.0, 2.0), _rail(m, curve, body, 150.0, 190.0, -2.0)]
+    railway = m.by_type("IfcRailway")[0]
+    _run("spatial.assign_container", m, relating_structure=railway, products=rails)
+    full = tessellate_bodies(m, rails, BodyOptions())
+    assert set(full.meshes) == {r.id() for r in rails} and not full.boxed
+    late = tessellate_bodies(m, rails, BodyOptions(deadline=time.time() - 1))
+    assert sorted(late.boxed) == sorted(r.id() for r in rails) and not late.undrawn and not late.out_of_time
+    for rail in rails:
+        stand_in, built = late.meshes[rail.id()], full.meshes[rail.id()]
+        assert np.allclose(_world_bounds(stand_in)[0], _world_bounds(built)[0], atol=0.05), rail.id()
+        assert np.allclose(_world_bounds(stand_in)[1], _world_bounds(built)[1], atol=0.05), rail.id()
+        area, exact = footprint(stand_in), footprint(built)
+        assert area.intersection(exact).area >= 0.9 * exact.area and area.area <= 1.1 * exact.area, rail.id()
+
+
+def test_past_the_stand_in_deadline_no_more_stand_ins_are_built_and_the_rest_stays_out_of_time():
+    """Stand-ins the kernel builds (swept sections, simplified bodies) stop at ``stand_in_deadline`` (render.py: half
+    the drawing reserve past the deadline), so a view still answers before its timeout; what is left is said as out
+    of time."""
+    m, sleepers = _sleepers(cartesian=False)
+    curve = sleepers[0].ObjectPlacement.RelativePlacement.Location.BasisCurve
+    body = next(c for c in m.by_type("IfcGeometricRepresentationSubContext") if c.ContextIdentifier == "Body")
+    rail = _rail_in_railway(m, curve, body)
+    late = tessellate_bodies(m, [rail], BodyOptions(deadline=time.time() - 2, stand_in_deadline=time.time() - 1))
+    assert late.out_of_time == [rail.id()] and not late.boxed
+    within = tessellate_bodies(m, [rail], BodyOptions(deadline=time.time() - 1, stand_in_deadline=time.time() + 60))
+    assert within.boxed == [rail.id()] and not within.out_of_time
+
+
+def _rail_in_railway(m: ifcopenshell.file, curve: ifcopenshell.entity_instance,
+                         body: ifcopenshell.entity_instance) -> ifcopenshell.entity_instance:
+    rail = _rail(m, curve, body, 20.0, 150.0, 2.0)
+    _run("spatial.assign_container", m, relating_structure=m.by_type("IfcRailway")[0], products=[rail])
+    return rail

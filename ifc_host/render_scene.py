@@ -167,8 +167,9 @@ def metres_per_unit(model: ifcopenshell.file) -> float:
 class PlacementFrames:
     """World matrices of object placements (translation in metres), memoised along the placement chains. An
     ``IfcLinearPlacement`` (IFC 4.3: a sleeper or a signal at a distance along an alignment) is read from its
-    ``CartesianPosition``, the Cartesian equivalent exporters write beside it, else evaluated by IfcOpenShell's
-    geometry along its curve."""
+    ``CartesianPosition``, the Cartesian equivalent exporters may write beside it; without one it has no frame here
+    (IfcOpenShell's geometry evaluates one in about 3.5 ms, 32 s for a railway's 9,238 sleepers: more than
+    building them, which its iterator does in 0.25 ms each)."""
 
     def __init__(self, model: ifcopenshell.file) -> None:
         self.unit_scale = metres_per_unit(model)
@@ -191,30 +192,16 @@ class PlacementFrames:
         if cached is not None:
             return cached
         linear = placement.is_a() == "IfcLinearPlacement"
-        if not linear and not placement.is_a("IfcLocalPlacement"):
+        if linear and placement.CartesianPosition is None or not linear and not placement.is_a("IfcLocalPlacement"):
             return None
-        if linear and placement.CartesianPosition is None:
-            matrix = self._evaluated(placement)
-        else:
-            local = np.array(ifcopenshell.util.placement.get_axis2placement(
-                placement.CartesianPosition if linear else placement.RelativePlacement), dtype=float)
-            parent = placement.PlacementRelTo
-            base = self._world(parent) if parent is not None else np.eye(4)
-            matrix = base @ local if base is not None else None
-        if matrix is not None:
-            self._cache[placement.id()] = matrix
-        return matrix
-
-    def _evaluated(self, placement: ifcopenshell.entity_instance) -> np.ndarray | None:
-        """A linear placement's world matrix (file units) by IfcOpenShell's geometry, its whole chain included."""
-        import ifcopenshell.geom
-
-        try:
-            transformation = ifcopenshell.geom.create_shape(ifcopenshell.geom.settings(), placement)
-        except Exception:  # the kernel could not evaluate the curve: the element has no frame here
+        local = np.array(ifcopenshell.util.placement.get_axis2placement(
+            placement.CartesianPosition if linear else placement.RelativePlacement), dtype=float)
+        parent = placement.PlacementRelTo
+        base = self._world(parent) if parent is not None else np.eye(4)
+        if base is None:
             return None
-        matrix = np.array(transformation.matrix, dtype=float).reshape(4, 4).T
-        matrix[:3, 3] /= self.unit_scale  # the kernel gives metres
+        matrix = base @ local
+        self._cache[placement.id()] = matrix
         return matrix
 
 

@@ -88,7 +88,7 @@ def describe(result: Any) -> str:
     if isinstance(result, Exception):
         return f"FAILED: {str(result)[:90]}"
     late = len(getattr(result, "out_of_time", ()))
-    stand_ins = len(getattr(result, "boxed", ())) + len(getattr(result, "sketched", ()))
+    stand_ins = sum(len(getattr(result, kind, ())) for kind in ("simplified", "boxed", "sketched"))
     return (f"{result.width}x{result.height}, {len(result.undrawn)} undrawn" + (f" ({late} out of time)" if late else "")
             + (f", {stand_ins} stand-ins" if stand_ins else "")
             + (f" ({len(result.later)} being built)" if getattr(result, "later", ()) else ""))

@@ -85,11 +85,14 @@ def execute_result(request_id: str, result: dict[str, Any]) -> dict[str, Any]:
 
 def export_view_result(request_id: str, *, png_base64: str, width: int, height: int, view: str,
                        undrawn: int | None = None, boxed: int | None = None,
-                       sketched: int | None = None, building: int | None = None) -> dict[str, Any]:
+                       sketched: int | None = None, building: int | None = None,
+                       simplified: int | None = None) -> dict[str, Any]:
     message = {"type": "export_view_result", "request_id": request_id, "ok": True, "png_base64": png_base64,
                "width": width, "height": height, "view": view}
     if undrawn is not None:
         message["undrawn"] = undrawn
+    if simplified is not None:
+        message["simplified"] = simplified
     if boxed is not None:
         message["boxed"] = boxed
     if sketched is not None:

@@ -38,9 +38,11 @@ Budget
     (``_drawing_reserve_s``), and the elements it did not reach are undrawn too, counted apart on the image
     ("(N not reached in the time allowed)") and in ``RenderedView.out_of_time``; an element not reached whose
     body is an instance (one IfcMappedItem) of a body already built is placed from that mesh instead, exactly,
-    and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own, its
-    ``Box``, the extruded opening a window or door fills, its ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
-    ``RenderedView.sketched`` and said on the image; the meshes built are kept,
+    and counts as drawn (render_bodies.place_instances); else from a cheaper representation of its own: a
+    coarser body (its ``Body-FallBack``, a ``Body`` of a sketch or coarser level of detail: render_simplified.py),
+    counted apart in ``RenderedView.simplified``, else its ``Box``, the extruded opening a window or door fills, its
+    ``FootPrint`` or ``Axis`` (render_stand_ins.py), counted apart in ``RenderedView.boxed`` and
+    ``RenderedView.sketched``, all said on the image; the meshes built are kept,
     so asking again gets further. Bodies of many faces (render_bodies.COSTLY_FACES) are built by the render
     server in the background (render_background.py), and a view waits for them only within its budget; the
     first view of a model content only ``FIRST_VIEW_BUDGET_S`` from the call (``NEXUS_RENDER_FIRST_VIEW_S``),
@@ -82,6 +84,7 @@ _STDERR_TAIL = 600
 MAX_RECOVERIES = 16  # crashed attempts of one render before giving up
 _REMEMBERED_MODELS = 32
 DRAWING_RESERVE_SHARE = 0.3  # of the view's timeout, kept for drawing once tessellation stops
+STAND_IN_SHARE = 0.5  # of that reserve, what stand-ins built by the kernel (simplified, swept) may take
 MAX_DRAWING_RESERVE_S = 60.0
 _MESH_MODELS = 4  # model contents whose meshes are kept (each folder at most render_mesh_cache.MAX_FOLDER_BYTES)
 
@@ -112,6 +115,7 @@ class RenderedView:
     boxed: tuple[int, ...] = ()  # not reached in time, drawn as their Box (or the opening they fill)
     sketched: tuple[int, ...] = ()  # not reached in time, no Box: drawn from their FootPrint or Axis instead
     later: tuple[int, ...] = ()  # of those, the ones being built in the background: a later view draws them in full
+    simplified: tuple[int, ...] = ()  # not reached in time, drawn as a coarser body of theirs (render_simplified.py)
 
 
 @dataclass
@@ -287,6 +291,7 @@ def _run_child(model_path: str, view: str | None, element_ids: list[int], max_px
             break
         # Tessellation stops in time for the child to draw what it has and answer before the timeout.
         request["deadline"] = time.time() + remaining - _drawing_reserve_s(timeout_s)
+        request["stand_in_deadline"] = request["deadline"] + STAND_IN_SHARE * _drawing_reserve_s(timeout_s)
         crash = _attempt(request, what, remaining, timeout_s)
         if crash is None:
             if recipe.careful or recipe.exact or recipe.skip:
@@ -363,7 +368,8 @@ def _read_result(work: Path) -> RenderedView:
                         out_of_time=tuple(int(i) for i in result.get("out_of_time") or ()),
                         boxed=tuple(int(i) for i in result.get("boxed") or ()),
                         sketched=tuple(int(i) for i in result.get("sketched") or ()),
-                        later=tuple(int(i) for i in result.get("later") or ()))
+                        later=tuple(int(i) for i in result.get("later") or ()),
+                        simplified=tuple(int(i) for i in result.get("simplified") or ()))
 
 
 def _learn(recipe: _Recipe, journal: Path) -> bool:

@@ -82,7 +82,8 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
     if bodies.nothing_drawn and not axes:
         raise NothingDrawn(spec.name, bodies)
     title = _title(spec, len(highlighted), len(set(element_ids) - highlighted), len(bodies.undrawn),
-                   len(bodies.out_of_time), len(bodies.boxed), len(bodies.sketched), len(bodies.later))
+                   len(bodies.out_of_time), len(bodies.boxed), len(bodies.sketched), len(bodies.later),
+                   len(bodies.simplified))
     legend = [LegendEntry("Highlighted", style.HIGHLIGHT)] if highlighted else []
     if references:
         legend.append(LegendEntry("Reference models", _REFERENCE_COLOUR))
@@ -92,7 +93,8 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
         canvas = Canvas(_extent(axes) if axes else (0.0, 0.0, 10.0, 10.0), max_px, title, legend)
         _draw_axes(canvas, axes)
         return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time,
-                   boxed=bodies.boxed, sketched=bodies.sketched, later=bodies.later)
+                   boxed=bodies.boxed, sketched=bodies.sketched, later=bodies.later,
+                   simplified=bodies.simplified)
 
     tris = np.concatenate(triangles)
     rgb = np.concatenate(colours)
@@ -123,7 +125,8 @@ def draw_axonometric(model: ifcopenshell.file, spec: ViewSpec, element_ids: list
         canvas.fill_triangle(points, ink)
     _draw_axes(canvas, axes)
     return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time,
-                   boxed=bodies.boxed, sketched=bodies.sketched, later=bodies.later)
+                   boxed=bodies.boxed, sketched=bodies.sketched, later=bodies.later,
+                   simplified=bodies.simplified)
 
 
 def _extent(point_sets: list[np.ndarray]) -> tuple[float, float, float, float]:
@@ -191,9 +194,9 @@ def _colour_of(element: ifcopenshell.entity_instance) -> style.RGB:
 
 
 def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int, boxed: int = 0,
-           sketched: int = 0, later: int = 0) -> str:
+           sketched: int = 0, later: int = 0, simplified: int = 0) -> str:
     how = ("seen from above, north up" if spec.facing == "above" else f"seen from the {spec.facing}"
            if spec.kind == "elevation" else "axonometric from the south-west")
     return style.title_with_highlights(f"{spec.shown_name} \u2014 {how}", shown, elsewhere, undrawn, out_of_time,
-                                       boxed, sketched, later)
+                                       boxed, sketched, later, simplified)
 

@@ -22,8 +22,11 @@ builds each element on its own, journalled, so the next crash names its element 
 Every view has a budget: with a ``deadline`` (the wall clock, set by the parent from the view's timeout)
 tessellation stops when it passes, and the elements not reached are *undrawn*, listed apart in
 ``Bodies.out_of_time`` so the view says they ran out of time; those with a cheaper representation are drawn
-from it instead (render_stand_ins.py), counted in ``Bodies.boxed`` (its Box, or the opening a window or door fills) or ``Bodies.sketched``. What was built is kept in the mesh cache, so the
-next view of the same model starts from it and gets further.
+from it instead, counted apart: first a coarser body of their own (a ``Body-FallBack``, a ``Body`` of a sketch or
+a coarser level of detail: render_simplified.py) in ``Bodies.simplified``, else (render_stand_ins.py) in
+``Bodies.boxed`` (a sectioned solid's cross-section swept along its alignment: render_swept.py; its Box; the
+opening a window or door fills) or ``Bodies.sketched`` (its FootPrint or Axis).
+What was built is kept in the mesh cache, so the next view of the same model starts from it and gets further.
 
 In a render server (``BodyOptions.background``), where a fork is safe (Linux: ``render_background.AVAILABLE``), the bodies of more than ``COSTLY_FACES`` faces are not built by the
 view: a background build (render_background.py, a fork of the server) builds them into the mesh cache, and the view
@@ -34,6 +37,7 @@ build is making is never built by a view too; one a build failed on is built by 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -46,11 +50,18 @@ from ifc_host import render_background as background_builds
 from ifc_host.render_background import BackgroundBuilds
 from ifc_host.render_mesh_cache import MeshCache
 from ifc_host.render_scene import Mesh, PlacementFrames, ViewError
+from ifc_host.render_simplified import (
+    BODY_IDENTIFIERS,
+    body_representations,
+    coarse_representation_ids,
+    face_count,
+    simplified_bodies,
+)
 from ifc_host.render_stand_ins import axis_stand_ins, box_stand_ins, footprint_stand_ins, opening_stand_ins
+from ifc_host.render_swept import swept_stand_ins
 
 FAST_LIBRARY = "manifold"  # about 8x faster than OpenCascade and good enough for a picture
 EXACT_LIBRARY = "opencascade"
-BODY_IDENTIFIERS = ("Body", "Facetation")
 # Faces past which a faceted body is built after the others (a window of Revit's BasicHouse: 87 000 faces, 1.4 s).
 COSTLY_FACES = 10_000
 SECONDS_PER_FACE = 1.6e-5  # the manifold kernel on those windows, one core of the reference machine (CPU time)
@@ -71,6 +82,9 @@ class BodyOptions:
     # time.time() by which the costly bodies must be built or drawn as stand-ins (a model's first view: the parent's
     # render.FIRST_VIEW_BUDGET_S); None: the deadline alone
     costly_deadline: float | None = None
+    # time.time() past which stand-ins the kernel builds (simplified bodies, swept sections) are no longer made: the
+    # rest stays out of time, so that the view still draws and answers before its timeout; None: no limit
+    stand_in_deadline: float | None = None
     threads: int = 1  # of the one-pass iterator (a background prepare uses the machine's cores, up to two)
     # Meshes of this model kept in memory by a render server (render_models.py): read first, added to.
     memory: dict[int, Mesh] | None = field(default=None, compare=False, repr=False)
@@ -99,6 +113,7 @@ class Bodies:
     meshes: dict[int, Mesh] = field(default_factory=dict)
     undrawn: list[int] = field(default_factory=list)  # have a body, but no kernel could build it (or no time)
     out_of_time: list[int] = field(default_factory=list)  # the undrawn ones the budget did not reach
+    simplified: list[int] = field(default_factory=list)  # out of time, drawn as a coarser body of theirs
     boxed: list[int] = field(default_factory=list)  # out of time, drawn as their Box (or the opening they fill)
     sketched: list[int] = field(default_factory=list)  # out of time, no Box: drawn from their FootPrint or Axis
     later: list[int] = field(default_factory=list)  # not drawn as their body: a background build is making it
@@ -198,8 +213,10 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         tried = set(bodies.meshes) | ({e.id() for e in fast} - deferred if not _out_of_time(options) else set())
         exact.extend(e for e in fast if e.id() not in bodies.meshes and e.id() not in exact_ids
                      and e.id() not in deferred)
-        for element in exact:
+        for index, element in enumerate(exact):
             if _out_of_time(options):
+                # Those not reached ran out of time (the fast kernel's failure was no verdict): stand-ins may draw them.
+                tried -= {e.id() for e in exact[index:]} - set(bodies.meshes)
                 break
             if element.id() not in bodies.meshes:
                 _one(model, element, EXACT_LIBRARY, journal, bodies)
@@ -216,8 +233,17 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
         # Out of time: what is an instance of a body already built (this view's or a kept one) is placed, not built.
         known = {**(memory or {}), **bodies.meshes}
         bodies.meshes.update(place_instances(model, [e for e in candidates if e.id() not in bodies.meshes], known))
-        # The rest is drawn from a cheaper representation, counted apart: its Box, else the opening it fills (a box
-        # too), else its FootPrint, else its Axis.
+        # The rest is drawn from a cheaper representation, counted apart: a coarser body of its own (a Body-FallBack,
+        # a Body of a sketch or a coarser level of detail), else a box: a sectioned solid's cross-section swept along
+        # its alignment, its Box, the opening it fills; else its FootPrint, else its Axis.
+        simple = simplified_bodies(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried],
+                                   COSTLY_FACES, _room_faces(options), options.stand_in_deadline)
+        bodies.meshes.update(simple)
+        bodies.simplified.extend(sorted(simple))
+        boxes = swept_stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried],
+                                options.stand_in_deadline)
+        bodies.meshes.update(boxes)
+        bodies.boxed.extend(sorted(boxes))
         for stand_ins in (box_stand_ins, opening_stand_ins):
             boxes = stand_ins(model, [e for e in candidates if e.id() not in bodies.meshes and e.id() not in tried])
             bodies.meshes.update(boxes)
@@ -228,7 +254,7 @@ def tessellate_bodies(model: ifcopenshell.file, elements: list[ifcopenshell.enti
             bodies.sketched.extend(sorted(sketches))
         bodies.out_of_time.extend(e.id() for e in candidates if e.id() not in bodies.meshes and e.id() not in tried)
     bodies.undrawn.extend(e.id() for e in candidates if e.id() not in bodies.meshes)
-    boxed = set(bodies.boxed) | set(bodies.sketched)  # a stand-in is never kept as the element's body
+    boxed = set(bodies.simplified) | set(bodies.boxed) | set(bodies.sketched)  # a stand-in is never kept as a body
     built = [bodies.meshes[e.id()] for e in candidates if e.id() in bodies.meshes and e.id() not in boxed]
     if memory is not None:
         memory.update((mesh.element_id, mesh) for mesh in built)
@@ -271,10 +297,14 @@ def _each_built(model: ifcopenshell.file, elements: list[ifcopenshell.entity_ins
                                           geometry_library=FAST_LIBRARY)
     if not iterator.initialize():
         return
+    # The iterator builds an element's coarser bodies too (render_simplified.py), as shapes of the same element.
+    coarse = coarse_representation_ids(elements)
     shared: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
     while True:
         shape = iterator.get()
         geometry = shape.geometry
+        if coarse and _representation_id(geometry.id) in coarse:
+            shared[geometry.id] = None
         if geometry.id not in shared:
             shared[geometry.id] = _arrays(geometry)
         arrays = shared[geometry.id]
@@ -285,6 +315,12 @@ def _each_built(model: ifcopenshell.file, elements: list[ifcopenshell.entity_ins
                 yield Mesh(int(shape.id), str(shape.type), verts, arrays[1], arrays[2])
         if (deadline is not None and time.time() >= deadline) or not iterator.next():
             break
+
+
+def _representation_id(geometry_id: str) -> int | None:
+    """The representation a kernel geometry was built from (its id leads the geometry's)."""
+    match = re.match(r"\d+", geometry_id)
+    return int(match.group()) if match else None
 
 
 def _arrays(geometry: object) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -338,9 +374,7 @@ def _mapped_source(element: ifcopenshell.entity_instance) -> ifcopenshell.entity
     """The item of a body that is one IfcMappedItem, uncut by openings (a cut body is the element's own)."""
     if getattr(element, "HasOpenings", None):
         return None
-    shape = getattr(element, "Representation", None)
-    bodies = [r for r in (shape.Representations or ()) if r.RepresentationIdentifier in BODY_IDENTIFIERS and r.Items] \
-        if shape is not None else []
+    bodies = body_representations(element)[0]
     if len(bodies) != 1 or len(bodies[0].Items) != 1 or not bodies[0].Items[0].is_a("IfcMappedItem"):
         return None
     return bodies[0].Items[0]
@@ -398,8 +432,7 @@ def _one_on_grid(element: ifcopenshell.entity_instance, frames: PlacementFrames,
                  bodies: Bodies) -> None:
     """Build the body in object coordinates and place it at its grid intersection."""
     matrix = _grid_frame(element.ObjectPlacement, frames)
-    representation = next((r for r in element.Representation.Representations
-                           if r.RepresentationIdentifier in BODY_IDENTIFIERS and r.Items), None)
+    representation = next(iter(body_representations(element)[0]), None)
     if matrix is None or representation is None:
         return
     journal.write(f"start {EXACT_LIBRARY} {element.id()}")
@@ -469,9 +502,12 @@ def _mesh(shape: object) -> Mesh | None:
 
 
 def _body_items(element: ifcopenshell.entity_instance) -> Iterable[ifcopenshell.entity_instance]:
+    """The items of the element's body (not of a coarser one) and of its representations without an identifier."""
+    for representation in body_representations(element)[0]:
+        yield from representation.Items or ()
     shape = getattr(element, "Representation", None)
     for representation in (shape.Representations or ()) if shape is not None else ():
-        if representation.RepresentationIdentifier in BODY_IDENTIFIERS or representation.RepresentationIdentifier is None:
+        if representation.RepresentationIdentifier is None:
             yield from representation.Items or ()
 
 
@@ -516,21 +552,14 @@ def _fitting(elements: list[ifcopenshell.entity_instance], faces: dict[int, int]
 
 def _face_count(element: ifcopenshell.entity_instance) -> int:
     """Faces of the element's faceted body items (through mapped items): what the kernel's time grows with."""
-    stack = list(_body_items(element))
-    count = seen = 0
-    while stack and seen < 64:
-        item, seen = stack.pop(), seen + 1
-        if item.is_a("IfcMappedItem"):
-            stack.extend(item.MappingSource.MappedRepresentation.Items or ())
-        elif item.is_a("IfcFaceBasedSurfaceModel"):
-            count += sum(len(faces.CfsFaces) for faces in item.FbsmFaces)
-        elif item.is_a("IfcShellBasedSurfaceModel"):
-            count += sum(len(shell.CfsFaces) for shell in item.SbsmBoundary)
-        elif item.is_a("IfcManifoldSolidBrep"):
-            count += len(item.Outer.CfsFaces) + sum(len(void.CfsFaces) for void in getattr(item, "Voids", None) or ())
-        elif item.is_a("IfcTessellatedFaceSet"):
-            count += len(item.Faces) if item.is_a("IfcPolygonalFaceSet") else len(item.CoordIndex)
-    return count
+    return face_count(_body_items(element))
+
+
+def _room_faces(options: BodyOptions) -> float | None:
+    """How many faces the time left before the deadline can build (None: no deadline)."""
+    if options.deadline is None:
+        return None
+    return max(0.0, options.deadline - time.time()) * max(1, options.threads) / SECONDS_PER_FACE
 
 
 def _has_unbounded_half_space(element: ifcopenshell.entity_instance) -> bool:

@@ -347,11 +347,11 @@ def _polygons(geometry: BaseGeometry | None) -> list[Polygon]:
 
 
 def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int = 0, out_of_time: int = 0,
-                          boxed: int = 0, sketched: int = 0, later: int = 0) -> str:
+                          boxed: int = 0, sketched: int = 0, later: int = 0, simplified: int = 0) -> str:
     """A view's title, plus how many requested elements are highlighted and how many are not in the view,
     how many elements of the view could not be drawn (no geometry kernel could, or the time ran out), how
-    many stand in as their Box representation, or as their footprint or axis, because the time ran out, and how
-    many of those are being built in the background for the next view."""
+    many stand in as a coarser body of theirs, as their Box representation, or as their footprint or axis, because
+    the time ran out, and how many of those are being built in the background for the next view."""
     if shown or elsewhere:
         title += f" \u2014 {shown} highlighted"
         if elsewhere:
@@ -360,6 +360,8 @@ def title_with_highlights(title: str, shown: int, elsewhere: int, undrawn: int =
         title += f" \u2014 {undrawn} element{'s' if undrawn != 1 else ''} could not be drawn"
         if out_of_time:
             title += f" ({out_of_time} not reached in the time allowed)"
+    if simplified:
+        title += f" \u2014 {simplified} drawn simplified (no time for their full shape)"
     if boxed:
         title += f" \u2014 {boxed} drawn as boxes (no time for their shape)"
     if sketched:

@@ -7,7 +7,7 @@ skip, journal_path} (see render_bodies.py); deadline, the time.time() by which t
 time.time() by which costly bodies are built or drawn as stand-ins (a model's first view); build_threads, of a
 server's background builds of costly bodies (render_background.py); content_key, the
 parent's digest of the model file (a server keeps an open model only for that content). The PNG goes to png_path
-and {ok, width, height, view, undrawn, out_of_time, boxed, sketched, later} or {ok: false, error} to result_path (not stdout:
+and {ok, width, height, view, undrawn, out_of_time, simplified, boxed, sketched, later} or {ok: false, error} to result_path (not stdout:
 IfcOpenShell's native logging may write there). Exit code 0 when rendered, 1 on a reported error. With kind
 "scene" the request builds a glTF scene instead (scene_gltf.py); with kind "prepare" it tessellates the
 view's elements into the mesh caches, for the views to come (render.prepare), and for a plan draws it and throws
@@ -91,7 +91,8 @@ def _render(model: ifcopenshell.file, memory: dict[int, Mesh] | None, request: d
     Path(request["png_path"]).write_bytes(drawing.png)
     return {"ok": True, "width": drawing.width, "height": drawing.height, "view": spec.name,
             "undrawn": sorted(drawing.undrawn), "out_of_time": sorted(drawing.out_of_time),
-            "boxed": sorted(drawing.boxed), "sketched": sorted(drawing.sketched), "later": sorted(drawing.later)}
+            "boxed": sorted(drawing.boxed), "sketched": sorted(drawing.sketched), "later": sorted(drawing.later),
+            "simplified": sorted(drawing.simplified)}
 
 
 def _options(request: dict[str, Any], memory: dict[int, Mesh] | None,
@@ -102,6 +103,8 @@ def _options(request: dict[str, Any], memory: dict[int, Mesh] | None,
                        journal_path=request.get("journal_path"), cache_dir=request.get("cache_dir"),
                        deadline=float(request["deadline"]) if request.get("deadline") else None, memory=memory,
                        costly_deadline=float(request["costly_deadline"]) if request.get("costly_deadline") else None,
+                       stand_in_deadline=float(request["stand_in_deadline"]) if request.get("stand_in_deadline")
+                       else None,
                        threads=max(1, int(request.get("threads") or 1)), background=builds,
                        build_threads=max(1, int(request.get("build_threads") or 1)))
 

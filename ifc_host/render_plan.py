@@ -99,7 +99,7 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
         extents.append((*(points.min(axis=0) - _LABEL_ROOM_M), *(points.max(axis=0) + _LABEL_ROOM_M)))
     canvas = Canvas(_bounds(extents), max_px,
                     _title(spec, len(shown), len(highlighted - shown), len(bodies.undrawn), len(bodies.out_of_time),
-                           len(bodies.boxed), len(bodies.sketched), len(bodies.later))
+                           len(bodies.boxed), len(bodies.sketched), len(bodies.later), len(bodies.simplified))
                     + (f" \u2014 nothing is cut at +{PLAN_CUT_HEIGHT_M:.1f} m: {len(above)} elements above it, as "
                        f"outlines" if overhead_only else ""),
                     _legend(bool(shown)))
@@ -136,7 +136,8 @@ def draw_plan(model: ifcopenshell.file, spec: ViewSpec, element_ids: list[int], 
     for swing, mark, lit in door_marks:
         _label_door(canvas, swing.label_at, swing.width, mark, lit)
     return Drawing(*canvas.finish(), undrawn=bodies.undrawn, out_of_time=bodies.out_of_time,
-                   boxed=bodies.boxed, sketched=bodies.sketched, later=bodies.later)
+                   boxed=bodies.boxed, sketched=bodies.sketched, later=bodies.later,
+                   simplified=bodies.simplified)
 
 
 def _cut_colours(element: ifcopenshell.entity_instance) -> tuple[style.RGB, style.RGB | None]:
@@ -246,9 +247,9 @@ def _bounds(extents: list[tuple[float, float, float, float]]) -> tuple[float, fl
 
 
 def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int, boxed: int = 0,
-           sketched: int = 0, later: int = 0) -> str:
+           sketched: int = 0, later: int = 0, simplified: int = 0) -> str:
     return style.title_with_highlights(f"{spec.shown_name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown,
-                                       elsewhere, undrawn, out_of_time, boxed, sketched, later)
+                                       elsewhere, undrawn, out_of_time, boxed, sketched, later, simplified)
 
 
 def _legend(with_highlight: bool) -> list[LegendEntry]:

@@ -1,5 +1,5 @@
-"""Cheap stand-ins for the bodies a view had no time to build, from the element's other representations, in this
-order: its own ``Box`` (an ``IfcBoundingBox``, which some exporters, ArchiCAD among them, write beside the body)
+"""Cheap stand-ins for the bodies a view had no time to build, from the element's other representations, after a
+coarser body of its own (render_simplified.py), in this order: its own ``Box`` (an ``IfcBoundingBox``, which some exporters, ArchiCAD among them, write beside the body)
 drawn as a box, no geometry kernel; for a window or a door, the opening it fills when that opening is a plain
 extrusion (a window of Revit's BasicHouse has 87 000 faces, over a second to build; its opening, the window's
 place through the wall's thickness, is a prism built in milliseconds), drawn and counted as a box; its

@@ -437,7 +437,8 @@ class HostRuntime:
         return protocol.export_view_result(
             request_id, png_base64=base64.b64encode(rendered.png).decode("ascii"), width=rendered.width,
             height=rendered.height, view=rendered.view, undrawn=len(rendered.undrawn),
-            boxed=len(rendered.boxed), sketched=len(rendered.sketched), building=len(rendered.later))
+            boxed=len(rendered.boxed), sketched=len(rendered.sketched), building=len(rendered.later),
+            simplified=len(rendered.simplified))
 
     def _model_shown(self) -> Path:
         """The model views and scenes show: the committed one, or while an automation is held the model as it

@@ -294,6 +294,7 @@ class ExportViewResult(Message):
     height: int | None = None
     view: str | None = None
     undrawn: int | None = None
+    simplified: int | None = None
     boxed: int | None = None
     sketched: int | None = None
     building: int | None = None

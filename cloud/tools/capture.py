@@ -45,7 +45,7 @@ def export_view(ctx: ToolContext, call_id: str, view: ViewRequest) -> Exported:
     return Exported(
         message("section_image", view=result["view"], highlight=highlight),
         ImageMeta(image_id, result["width"], result["height"], result["view"], result.get("undrawn"),
-                  result.get("boxed"), result.get("sketched")),
+                  result.get("boxed"), result.get("sketched"), result.get("simplified")),
         {"type": "image", "media_type": "image/png", "data": result["png_base64"],
          "width": result["width"], "height": result["height"]},
         building=result.get("building"))
@@ -59,6 +59,8 @@ def capture_view(ctx: ToolContext, call: dict[str, Any], arguments: dict[str, An
     text = message("capture_ok", view=image.meta.view, width=width, height=height)
     if image.meta.undrawn:
         text += message("capture_undrawn", count=image.meta.undrawn)
+    if image.meta.simplified:
+        text += message("capture_simplified", count=image.meta.simplified)
     if image.meta.boxed:
         text += message("capture_boxed", count=image.meta.boxed)
     if image.meta.sketched:

@@ -61,6 +61,7 @@ class ImageMeta:
     undrawn: int | None = None  # elements of the view that could not be drawn (None: the host does not count)
     boxed: int | None = None  # drawn as their bounding box, out of time for their shape (None: not counted)
     sketched: int | None = None  # drawn from their footprint or axis, out of time for their shape (None: not counted)
+    simplified: int | None = None  # drawn as a coarser body of their own, out of time for their shape (None: not counted)
 
 
 @dataclass(frozen=True)

@@ -152,4 +152,5 @@ def test_an_element_that_cannot_be_drawn_is_counted_for_the_person_and_the_contr
 def test_a_view_where_everything_draws_counts_zero_undrawn(real_host: RealHost):
     for view in ("Level 1", "3D"):
         reply = real_host.view(view)
-        assert (reply["undrawn"], reply["boxed"], reply["sketched"]) == (0, 0, 0), reply.get("error")
+        assert (reply["undrawn"], reply["simplified"], reply["boxed"], reply["sketched"]) == (0, 0, 0, 0), \
+            reply.get("error")

@@ -77,6 +77,7 @@ class TestHost:
     capabilities: tuple[str, ...] = ("hold", "context")
     external_changes: dict[str, Any] | None = None  # reported once, with the next execute_result
     undrawn: int | None = None  # reported with each view image, as the IFC host counts elements it could not draw
+    simplified: int | None = None  # and those it drew as a coarser body of theirs, out of time for their shape
     boxed: int | None = None  # and those it drew as boxes, out of time for their shape
     sketched: int | None = None  # and those it drew from their footprint or axis
     building: int | None = None  # and of those, how many it is building in the background for a later view
@@ -215,6 +216,7 @@ class TestHost:
                 "png_base64": base64.b64encode(buffer.getvalue()).decode(), "width": image.width,
                 "height": image.height, "view": message.get("view") or "Level 1",
                 **({"undrawn": self.undrawn} if self.undrawn is not None else {}),
+                **({"simplified": self.simplified} if self.simplified is not None else {}),
                 **({"boxed": self.boxed} if self.boxed is not None else {}),
                 **({"sketched": self.sketched} if self.sketched is not None else {}),
                 **({"building": self.building} if self.building is not None else {})}

@@ -2,6 +2,7 @@
 
 - fork: the keeper forks a child ahead of each script; the child has a copy-on-write copy of the committed
   model and confines itself, then waits for its script. Only where fork is available and safe (Linux, BSD).
+  Reads run instead in a fresh child of the keeper's read server (read_server.py), where it can be made.
 - spawn: no fork anywhere (Windows has none; on macOS forking a process that has loaded system frameworks
   is unsafe). A warm spare process, started with multiprocessing's 'spawn' method, has already imported
   IfcOpenShell, loaded the committed file and confined itself; it runs exactly one script and is replaced in

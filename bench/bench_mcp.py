@@ -1,6 +1,6 @@
 """MCP benchmarks (run by hand; print figures side by side).
 
-    python bench/bench_mcp.py peers [--calls 50] [--ifc FILE]
+    python bench/bench_mcp.py peers [--calls 50] [--ifc FILE] [--gap S]
     python bench/bench_mcp.py overhead [--calls 500] [--storeys 1]
 
 peers     NexusAI (`nexus mcp --ifc FILE`), IfcOpenShell's `ifcmcp` (PyPI ifcopenshell-mcp 0.9.0) and `ifc-mcp`
@@ -11,6 +11,7 @@ peers     NexusAI (`nexus mcp --ifc FILE`), IfcOpenShell's `ifcmcp` (PyPI ifcope
           round-robin (one to each server in turn), so the machine's other load falls on all three alike.
           Printed: the first door read after the server was started (its start, its model opened), then
           p50/p99/mean of the calls after it, and NexusAI's ratio to ifcmcp (the target is 1.5 or less).
+          --gap S pauses S seconds before each round (an agent's thinking between calls); 0: back to back.
 overhead  The same tool call, `execute_data_collection` with `print(1)`, on the same IFC host (a real host
           process on the sample building, over the orchestrator's loopback websocket), two ways, interleaved:
           the loop's own tool code in-process (cloud.tools.dispatch.execute_tool), and the official client over
@@ -196,6 +197,8 @@ def peers(args: argparse.Namespace) -> None:
                 for name, session in sessions.items():
                     await read(session, name, servers[name][2])
             for _ in range(args.calls):
+                if args.gap:
+                    await anyio.sleep(args.gap)
                 for name, session in sessions.items():
                     started = time.perf_counter()
                     await read(session, name, servers[name][2])
@@ -203,7 +206,7 @@ def peers(args: argparse.Namespace) -> None:
 
     load_before = os.getloadavg()[0]
     anyio.run(run)
-    print(f"{args.calls} door reads per server, round-robin, official mcp client over stdio, on {model.name} "
+    print(f"{args.calls} door reads per server, round-robin, {args.gap:g} s between rounds, official mcp client over stdio, on {model.name} "
           f"({model.stat().st_size / 1e6:.1f} MB); load average {load_before:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)")
     print(f"{'':10}{'first s':>10}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
@@ -221,6 +224,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=None, help="calls per way (peers: 50, overhead: 500)")
     parser.add_argument("--storeys", type=int, default=1, help="storeys of the sample building")
     parser.add_argument("--ifc", help="peers: an IFC file to read instead of the sample building")
+    parser.add_argument("--gap", type=float, default=0.0, help="peers: seconds between rounds (0: back to back)")
     args = parser.parse_args()
     if args.what == "peers":
         args.calls = args.calls or 50

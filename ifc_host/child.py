@@ -129,7 +129,7 @@ def serve_job(model: ifcopenshell.file, job: dict[str, Any], channel: Channel, e
     """Run the job, report its result, then obey the keeper until it says commit or discard. Whatever the
     script started is killed before its result is reported. `refs`: the session's reference models (refs.py)."""
     process_tree.write_note(tree, script_limits.apply_cpu(limits, float(job.get("timeout_s") or 0)))
-    result, recorder = _run_job(model, job, epilogue_fd, refs or [])
+    result, recorder = run_job(model, job, epilogue_fd, refs or [])
     process_tree.end_descendants(tree)
     result = script_limits.explain(result, limits)
     channel.send({"kind": "result", "result": result})
@@ -189,7 +189,7 @@ def preimport() -> None:
         pass
 
 
-def _run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int, loaded: list[LoadedRef],
+def run_job(model: ifcopenshell.file, job: dict[str, Any], epilogue_fd: int, loaded: list[LoadedRef],
              ) -> tuple[dict[str, Any], ChangeRecorder]:
     stdout = CappedOutput(1, STDOUT_CAP_BYTES)
     sys.stdout = sys.stderr = stdout

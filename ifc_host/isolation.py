@@ -2,6 +2,7 @@
 
 - fork: the keeper forks a child ahead of each script; the child has a copy-on-write copy of the committed
   model and confines itself, then waits for its script. Only where fork is available and safe (Linux, BSD).
+  Reads run instead in a fresh child of the keeper's read server (read_server.py), where it can be made.
 - spawn: no fork anywhere (Windows has none; on macOS forking a process that has loaded system frameworks
   is unsafe). A warm spare process, started with multiprocessing's 'spawn' method, has already imported
   IfcOpenShell, loaded the committed file and confined itself; it runs exactly one script and is replaced in
@@ -36,6 +37,7 @@ from ifc_host import process_count, sandbox
 from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.pipes import MessageReader, send_message
 from ifc_host.process_tree import ScriptHandle, reap_bounded
+from ifc_host.read_server import LANDLOCK_ABI_NEEDED, JobTooBig, ReadServer, ServedRun
 from ifc_host.refs import LoadedRef, ReferenceCache, ReferenceProblem, RefSpec, specs_of
 
 if TYPE_CHECKING:
@@ -92,20 +94,6 @@ def _remove_files(files: dict[str, Path], scratch: Path) -> None:
     for path in files.values():
         path.unlink(missing_ok=True)
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _describe_exit(signum: int | None, status: int | None, limits: script_limits.ScriptLimits | None = None,
-                   timeout_s: float | None = None) -> str:
-    if signum is not None:
-        stopped = script_limits.describe_signal(signum, limits, timeout_s) if limits is not None else None
-        if stopped:
-            return stopped
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        return f"the script crashed the process running it ({name})"
-    return f"the script ended the process running it (exit status {status})"
 
 
 class ForkedRun:
@@ -172,8 +160,8 @@ class ForkedRun:
         self.stop()  # it closed its pipe: if it still runs, it ends now
         status = self.reap()
         if os.WIFSIGNALED(status):
-            return _describe_exit(os.WTERMSIG(status), None, self.limits, self.timeout_s)
-        return _describe_exit(None, os.WEXITSTATUS(status))
+            return script_limits.describe_exit(os.WTERMSIG(status), None, self.limits, self.timeout_s)
+        return script_limits.describe_exit(None, os.WEXITSTATUS(status))
 
     def close(self) -> None:
         self.kill()
@@ -266,7 +254,8 @@ class _WarmSpares(abc.ABC):
             self.discard_spare()
         self.ref_specs, self.refs = specs, refs
 
-    def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any]) -> ForkedRun | SpawnedRun:
+    def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any],
+              ) -> ForkedRun | SpawnedRun | ServedRun:
         self.use_refs(job.get("refs"))
         run = self._ready_spare(model, committed_path)
         self.spares.pop(0)
@@ -320,7 +309,8 @@ class _WarmSpares(abc.ABC):
 
 
 class ForkStrategy(_WarmSpares):
-    """A child forked from the keeper ahead of each script (copy-on-write copy of the committed model)."""
+    """A child forked from the keeper ahead of each automation (copy-on-write copy of the committed model);
+    reads run in a fresh child of the read server (read_server.py) once it is ready, else in a spare too."""
 
     name = "fork"
     ahead = 2
@@ -329,7 +319,59 @@ class ForkStrategy(_WarmSpares):
         super().__init__()
         self.workdir = workdir
         self.private_fds = private_fds  # the keeper's own channel to the runtime: never left open in a child
+        self.server: ReadServer | None = None
+        # False where Landlock cannot scope signals, or once a server found its sandbox too weak to stand on
+        self.serve_reads = sandbox.landlock_abi() >= LANDLOCK_ABI_NEEDED
+        self._spent_servers: list[ReadServer] = []  # stopped, reaped once the kernel has torn them down
         sandbox.prepare()
+
+    def start(self, model: ifcopenshell.file, committed_path: Path, job: dict[str, Any],
+              ) -> ForkedRun | SpawnedRun | ServedRun:
+        self.use_refs(job.get("refs"))
+        server = self.server
+        if job["mode"] == "collect" and server is not None and server.path == committed_path and server.ready():
+            try:
+                run = server.run(job, _output_files(self.workdir), self.limits)
+            except (JobTooBig, OSError):
+                pass
+            else:
+                return run
+        return super().start(model, committed_path, job)
+
+    def replenish(self, model: ifcopenshell.file, committed_path: Path) -> None:
+        super().replenish(model, committed_path)
+        server = self.server
+        if server is not None and (server.stopped or server.path != committed_path):
+            self.serve_reads = self.serve_reads and not server.refused
+            self._drop_server()
+        if self.server is None and self.replenishing and self.serve_reads:
+            self.server = ReadServer(model, committed_path, _scratch(self.workdir), self.private_fds, self.refs)
+        for spent in [s for s in self._spent_servers if s.ended()]:
+            self._spent_servers.remove(spent)
+            spent.close()
+
+    def _drop_server(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self._spent_servers.append(self.server)
+            self.server = None
+
+    def discard_spare(self) -> None:
+        super().discard_spare()
+        self._drop_server()
+
+    def wait_ready(self, model: ifcopenshell.file, committed_path: Path) -> None:
+        self.replenish(model, committed_path)
+        super().wait_ready(model, committed_path)
+        if self.server is not None:
+            self.server.ready(SPARE_START_TIMEOUT_S)
+
+    def close(self) -> None:
+        self._drop_server()
+        for spent in self._spent_servers:
+            spent.close()
+        self._spent_servers.clear()
+        super().close()
 
     def _new_spare(self, model: ifcopenshell.file | None, committed_path: Path) -> ForkedRun:
         assert model is not None
@@ -446,8 +488,8 @@ class SpawnedRun:
         self.kill()
         code = self.process.exitcode
         if code is not None and code < 0:
-            return _describe_exit(-code, None, self.limits, self.timeout_s)
-        return _describe_exit(None, code)
+            return script_limits.describe_exit(-code, None, self.limits, self.timeout_s)
+        return script_limits.describe_exit(None, code)
 
     def close(self) -> None:
         self.kill()

@@ -77,6 +77,7 @@ from ifc_host.model_file import (
     write_beside,
 )
 from ifc_host.model_patch import ModelSpoilt
+from ifc_host.read_server import ServedRun
 from ifc_host.refs import ReferenceProblem
 from ifc_host.script import STDOUT_CAP_BYTES
 from ifc_host.trusted_report import IdsStates, Prepared, ReportAhead, prepare, warm_ids
@@ -802,7 +803,7 @@ def _readable_handle(run: ScriptProcess) -> Any:
     """What multiprocessing.connection.wait can wait on for this script's messages."""
     if isinstance(run, SpawnedRun):
         return run.conn
-    if isinstance(run, ForkedRun):
+    if isinstance(run, ForkedRun | ServedRun):
         return run.reader.fd
     raise TypeError(f"cannot wait on a {type(run).__name__}")
 

@@ -192,3 +192,18 @@ def describe_signal(signum: int, limits: ScriptLimits, timeout_s: float | None) 
     if signum == getattr(signal, "SIGXFSZ", None):
         return f"stopped: scratch limit {limits.scratch_mb} MB reached (one file grew past it)"
     return None
+
+
+def describe_exit(signum: int | None, status: int | None, limits: ScriptLimits | None = None,
+                  timeout_s: float | None = None) -> str:
+    """How a script's process ended unasked, in the caller's words (a limit named as the limit)."""
+    if signum is not None:
+        stopped = describe_signal(signum, limits, timeout_s) if limits is not None else None
+        if stopped:
+            return stopped
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        return f"the script crashed the process running it ({name})"
+    return f"the script ended the process running it (exit status {status})"

@@ -23,6 +23,7 @@ then waits a bounded time for the supervisor, then kills it too: no wait blocks 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import signal
 import sys
@@ -40,6 +41,7 @@ except ImportError:  # Windows
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
@@ -88,6 +90,7 @@ def own_pid() -> int:
         return os.getpid()
 
 
+@functools.cache
 def load_libc() -> ctypes.CDLL | None:
     """The C library (Linux only), its errno kept and `syscall` returning a long: for prctl, unshare and seccomp."""
     if not sys.platform.startswith("linux"):
@@ -124,9 +127,11 @@ def pwd_name(uid: int) -> str:
 
 
 def _unshare(libc: ctypes.CDLL) -> tuple[bool, bool, bool]:
-    """(pid, network, mount) namespaces made, inside a new user namespace that keeps our ids."""
+    """(pid, network, mount) namespaces made, inside a new user namespace that keeps our ids (and, with the
+    first three, an IPC namespace of its own: no System V IPC object or POSIX message queue of the host's)."""
     uid, gid = os.getuid(), os.getgid()
-    for flags in (_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWNS, _CLONE_NEWUSER | _CLONE_NEWNET):
+    for flags in (_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC,
+                  _CLONE_NEWUSER | _CLONE_NEWNET):
         if libc.unshare(ctypes.c_int(flags)) == 0:
             break
     else:
@@ -183,8 +188,16 @@ def close_all_but(keep: set[int]) -> None:
     other spares' pipes, files and pipes of the keeper's own; the script reaches only its own channel and files."""
     try:
         held = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:  # no /proc: every number a descriptor can have
-        held = list(range(int(os.sysconf("SC_OPEN_MAX"))))
+    except OSError:  # no /proc (or not readable here): every number a descriptor can have, a range at a time
+        low = 0
+        for fd in sorted(keep):
+            if fd > low:  # (os.closerange(n, n) would close every descriptor from n on)
+                os.closerange(low, fd)
+            low = max(low, fd + 1)
+        top = int(os.sysconf("SC_OPEN_MAX"))
+        if top > low:
+            os.closerange(low, top)
+        return
     _close([fd for fd in held if fd not in keep])
 
 
@@ -328,6 +341,33 @@ def _reap_any() -> bool:
             time.sleep(0.005)
             return True
         reaped_one = True
+
+
+def own_ipc_namespace(libc: ctypes.CDLL | None) -> bool:
+    """A fresh, empty IPC namespace for this process (a read server's child: nothing an earlier read left in
+    System V IPC or a POSIX message queue is there); False where it cannot be made."""
+    return libc is not None and libc.unshare(ctypes.c_int(_CLONE_NEWIPC)) == 0
+
+
+def become_subreaper(libc: ctypes.CDLL | None) -> None:
+    """Orphans of this process's descendants come back to it (end_children then finds them)."""
+    if libc is not None:
+        _prctl(libc, _PR_SET_CHILD_SUBREAPER, 1)
+
+
+def end_own_descendants() -> None:
+    """A read server's child, at its script's end (read_child.py): kill(-1) reaches its own descendants only
+    (Landlock's signal scope keeps its server and everything outside its domain out of reach), and as a
+    subreaper it is the parent of every one of them whose own parent ended; once it has no child left, no
+    descendant is left."""
+    deadline = time.monotonic() + END_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        if not _reap_any():
+            return
 
 
 def end_descendants(tree: Tree | None) -> None:

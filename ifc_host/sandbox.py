@@ -86,6 +86,25 @@ def apply(scratch: Path, tree: process_tree.Tree, limits: script_limits.ScriptLi
                          limits=limits.describe(scratch_bounded, tree.processes_counted_by()))
 
 
+def confine_read(scratch: Path) -> str:
+    """A read server's child (read_child.py), already inside the server's confinement: its own empty scratch
+    folder becomes HOME, TMPDIR and the working directory, and a Landlock domain of its own, nested in the
+    server's, lets it write there only (not in the server's scratch, nor an earlier read's), read only what
+    the server reads, and (Landlock's scoping) neither trace nor signal the server nor anything outside it.
+    Returns what Landlock applied; SandboxRefused if it did not (the script must not run then)."""
+    scratch = Path(scratch).resolve()
+    scrub_environment(scratch)
+    os.chdir(scratch)
+    filesystem, _ = _landlock(scratch, block_tcp=False)
+    if filesystem.startswith("NOT"):
+        raise SandboxRefused(filesystem)
+    return filesystem
+
+
+class SandboxRefused(RuntimeError):
+    """A confinement step that a read server's child requires did not apply."""
+
+
 def scrub_environment(scratch: Path) -> None:
     kept = {name: os.environ[name] for name in _KEPT_VARIABLES if name in os.environ}
     os.environ.clear()

@@ -144,6 +144,7 @@ class McpCalls:
         self._lock = threading.Lock()
         self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, connection) -> session id
         self._session_locks: dict[str, threading.Lock] = {}  # one call at a time per session (capacity one)
+        self._last_runs: dict[str, Run] = {}  # session id -> its last run (see _begin)
         self._running: dict[str, _Worker] = {}  # call id -> its worker, while it runs
         self._calls: OrderedDict[str, _Worker] = OrderedDict()  # call id -> its worker, running or finished
         self._keys: dict[tuple[str, str], str] = {}  # (user, idempotency key) -> call id
@@ -225,9 +226,12 @@ class McpCalls:
                 self._keys = {k: v for k, v in self._keys.items() if v != old_id}
             if key:
                 self._keys[(caller.user, key)] = call_id
-        thread = threading.Thread(target=self._run, args=(worker, session_id, call_id, name, arguments),
-                                  name=f"mcp-{name}", daemon=True)
-        thread.start()
+        try:
+            self._begin(worker, session_id, call_id, name, arguments)
+        except BaseException as exc:
+            worker.failure = exc
+            self._end(worker, call_id)
+            raise
         return session_id, _drain(worker)
 
     def worker(self, user: str, call_id: str) -> _Worker | None:
@@ -268,29 +272,27 @@ class McpCalls:
         part = {"content": [{"type": "text", "text": str(person.get("summary", ""))}], "is_error": not person.get("ok")}
         return CallOutcome(person, part, session_id)
 
-    def _run(self, worker: _Worker, session_id: str, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        try:
-            with self._session_locks[session_id]:
-                ended = threading.Event()
-                run = self.backend.runs.start(
-                    session_id, lambda registered: self._drive(registered, ended, worker, call_id, name, arguments))
-                if run is None:
-                    raise Refused(say("session_busy", link=self.backend.session_link(session_id)))
-                ended.wait()
-                # and until the registry has let go of it (a moment after its last chunk, its lease released),
-                # so this connection's next call finds the session free and its lease acquired after this
-                # one's release, never deleted by it
-                run.released.wait(RELEASE_WAIT_S)
-        except BaseException as exc:  # handed to the caller, which reports it
-            worker.failure = exc
-            worker.items.put(exc)
-        finally:
-            with self._lock:
-                self._running.pop(call_id, None)
-            worker.done.set()
+    def _begin(self, worker: _Worker, session_id: str, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        """Start the call as a run of the registry, which drives its chunks on a thread of its own. One run at a
+        time per session: the session's last run is waited for until the registry has let go of it (a moment
+        after its last chunk, its lease released), so this connection's next call finds the session free and
+        its lease acquired after that one's release, never deleted by it."""
+        with self._session_locks[session_id]:
+            last = self._last_runs.get(session_id)
+            if last is not None:
+                last.released.wait(RELEASE_WAIT_S)
+            run = self.backend.runs.start(session_id,
+                                          lambda registered: self._drive(registered, worker, call_id, name, arguments))
+            if run is None:
+                raise Refused(say("session_busy", link=self.backend.session_link(session_id)))
+            self._last_runs[session_id] = run
 
-    def _drive(self, run: Run, ended: threading.Event, worker: _Worker, call_id: str, name: str,
-               arguments: dict[str, Any]) -> Iterator[Chunk]:
+    def _end(self, worker: _Worker, call_id: str) -> None:
+        with self._lock:
+            self._running.pop(call_id, None)
+        worker.done.set()
+
+    def _drive(self, run: Run, worker: _Worker, call_id: str, name: str, arguments: dict[str, Any]) -> Iterator[Chunk]:
         """The call as a run's chunks (the chat page's stream), each also handed to the MCP side."""
         store = self.backend.store
         session_id = worker.session_id
@@ -315,16 +317,21 @@ class McpCalls:
                     break
                 worker.items.put(chunk)
                 yield chunk
+            worker.outcome = CallOutcome(called.person or None, called.part, session_id)
+            worker.items.put(worker.outcome)  # the client need not wait for the transcript's write
             # The chat page reads the call back from the transcript once its run has gone.
             store.sessions.append_entries(session_id, [
                 {"role": "assistant", "model": row["model"],
                  "content": [{"type": "tool_call", "id": call_id, "name": name, "input": arguments}]},
                 tool_results([called.part])])
-            worker.outcome = CallOutcome(called.person or None, called.part, session_id)
-            worker.items.put(worker.outcome)
             yield Chunk("Complete")
+        except BaseException as exc:  # handed to the caller, which reports it
+            if worker.outcome is None:
+                worker.failure = exc
+                worker.items.put(exc)
+            raise
         finally:
-            ended.set()
+            self._end(worker, call_id)
 
     def cancel(self, call_id: str) -> bool:
         """The client cancelled the call (MCP notifications/cancelled): it ends as a chat run's cancel does,

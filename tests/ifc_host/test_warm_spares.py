@@ -1,13 +1,17 @@
 """Back-to-back reads (an MCP client calling again the moment it has the answer) find a script process that
-is already confined and waiting: the fork strategy keeps two spares, and the housekeeping after a reply does
-not wait for the last script's process to be torn down. Real keeper, real forked processes, real file."""
+is already confined and waiting: under fork a child of the read server (read_server.py), where there is none a
+spare (two kept), and the housekeeping after a reply does not wait for the last script's process to be torn
+down. Real keeper, real forked processes, real file."""
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ifc_host import child
 from ifc_host import keeper as keeper_module
 from ifc_host.executor import execute_command
+from ifc_host.isolation import ForkStrategy
 from ifc_host.keeper import RETIRED_KEPT, Keeper
 from ifc_host.model_file import open_checked
 from ifc_host.sample import write_sample_model
@@ -22,11 +26,39 @@ def _collect(keeper: Keeper, n: int, code: str = READ) -> dict:
     return reply
 
 
-def test_after_a_reply_two_confined_spares_wait_and_no_teardown_is_waited_for(tmp_path: Path):
-    path = tmp_path / "sample.ifc"
+def _keeper(path: Path, serve_reads: bool = True) -> Keeper:
     write_sample_model(str(path), storeys=1)
     child.preimport()
     keeper = Keeper(open_checked(path), path, 60.0, isolation="fork")
+    assert isinstance(keeper.strategy, ForkStrategy)
+    keeper.strategy.serve_reads = keeper.strategy.serve_reads and serve_reads
+    return keeper
+
+
+def test_reads_are_served_by_the_read_server_and_two_confined_spares_wait_for_automations(tmp_path: Path):
+    keeper = _keeper(tmp_path / "sample.ifc")
+    if not keeper.strategy.serve_reads:
+        keeper.shutdown()
+        pytest.skip("no read server here (fork and Landlock ABI 6+)")
+    try:
+        doors = len(keeper.model.by_type("IfcDoor"))
+        keeper.handle({"op": "warm"})
+        spares = list(keeper.strategy.spares)
+        server = keeper.strategy.server
+        assert len(spares) == 2 and all(run.sandbox for run, _path in spares), "both confined and waiting"
+        for n in range(4):
+            assert _collect(keeper, n)["stdout"].strip() == str(doors)
+            keeper.after_reply()
+            assert len(keeper.retired) <= RETIRED_KEPT
+        assert keeper.strategy.server is server and server.sent == 4, "each read went to the same server"
+        assert keeper.strategy.spares == spares, "no read took a spare, none was forked"
+    finally:
+        keeper.shutdown()
+    assert not keeper.retired, "shutdown reaps every finished script process"
+
+
+def test_without_a_read_server_the_next_read_takes_the_oldest_ready_spare(tmp_path: Path):
+    keeper = _keeper(tmp_path / "sample.ifc", serve_reads=False)
     try:
         doors = len(keeper.model.by_type("IfcDoor"))
         for n in range(4):
@@ -50,11 +82,8 @@ def test_a_read_still_running_has_its_spare_replaced_while_it_runs(tmp_path: Pat
     (READ_REPLACES_SPARE_AFTER_S), the spare it took is replaced while it runs (the keeper only waits for it
     meanwhile), so by the time its reply is sent the keeper holds both spares again and a call that follows at
     once waits for no fork. An automation's is replaced only after the reply (it may change the model, which
-    makes every spare useless)."""
-    path = tmp_path / "sample.ifc"
-    write_sample_model(str(path), storeys=1)
-    child.preimport()
-    keeper = Keeper(open_checked(path), path, 60.0, isolation="fork")
+    makes every spare useless). (Without a read server: with one, a read takes no spare.)"""
+    keeper = _keeper(tmp_path / "sample.ifc", serve_reads=False)
     try:
         keeper.after_reply()  # as after the keeper's first message: the spares kept ahead are started
         keeper.handle({"op": "warm"})
@@ -79,10 +108,7 @@ def test_a_short_read_leaves_its_spares_replacement_for_after_the_reply(tmp_path
     without waiting for a fork of the keeper: its spare is replaced by the housekeeping after the reply, while
     the other spare, confined and waiting, is there for a call that follows at once."""
     monkeypatch.setattr(keeper_module, "READ_REPLACES_SPARE_AFTER_S", 600.0)
-    path = tmp_path / "sample.ifc"
-    write_sample_model(str(path), storeys=1)
-    child.preimport()
-    keeper = Keeper(open_checked(path), path, 60.0, isolation="fork")
+    keeper = _keeper(tmp_path / "sample.ifc", serve_reads=False)
     try:
         keeper.after_reply()
         keeper.handle({"op": "warm"})

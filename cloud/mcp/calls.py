@@ -144,7 +144,7 @@ class McpCalls:
         self._lock = threading.Lock()
         self._sessions: dict[tuple[str, str, str], str] = {}  # (user, host, connection) -> session id
         self._session_locks: dict[str, threading.Lock] = {}  # one call at a time per session (capacity one)
-        self._last_runs: dict[str, Run] = {}  # session id -> its last run (see _begin)
+        self._last_released: dict[str, threading.Event] = {}  # session id -> its last run's `released` (see _begin)
         self._running: dict[str, _Worker] = {}  # call id -> its worker, while it runs
         self._calls: OrderedDict[str, _Worker] = OrderedDict()  # call id -> its worker, running or finished
         self._keys: dict[tuple[str, str], str] = {}  # (user, idempotency key) -> call id
@@ -278,14 +278,14 @@ class McpCalls:
         after its last chunk, its lease released), so this connection's next call finds the session free and
         its lease acquired after that one's release, never deleted by it."""
         with self._session_locks[session_id]:
-            last = self._last_runs.get(session_id)
+            last = self._last_released.get(session_id)
             if last is not None:
-                last.released.wait(RELEASE_WAIT_S)
+                last.wait(RELEASE_WAIT_S)
             run = self.backend.runs.start(session_id,
                                           lambda registered: self._drive(registered, worker, call_id, name, arguments))
             if run is None:
                 raise Refused(say("session_busy", link=self.backend.session_link(session_id)))
-            self._last_runs[session_id] = run
+            self._last_released[session_id] = run.released
 
     def _end(self, worker: _Worker, call_id: str) -> None:
         with self._lock:

@@ -4,8 +4,9 @@ Two instances under gunicorn's gevent worker (as `nexus serve --workers N` runs 
 Redis; 50 runs suspended on a tool call their host never answers, each with its SSE stream open. While they
 wait, no thread is added per run, the Redis connections stay those of one small pool per process, the
 Redis traffic does not grow by a command a second per run (each waiting stream and call used to poll Redis
-on its own every second, then its probe was read every second), every stream keeps its keepalives, and starting the second half of
-the runs takes about as long as the first (nothing in a start grows with the runs already waiting).
+on its own every second, then its probe was read every second), every stream keeps its keepalives, and
+starting the second half of the runs takes about as long as the first (nothing in a start grows with the runs
+already waiting).
 """
 from __future__ import annotations
 

@@ -71,6 +71,7 @@ class Bus:
         self._probes: dict[str, _Probe] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._watchers: list[Callable[[str], None]] = []
+        self._scripts: dict[str, Any] = {}
         self.closed = threading.Event()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._listen, name="redis-bus", daemon=True)
@@ -180,6 +181,14 @@ class Bus:
                 else:
                     probe.every = min(2 * probe.every, PROBE_MAX_S)
                 probe.due = now + probe.every
+
+    def script(self, source: str) -> Any:
+        """The Lua script `source`, registered once for the process (a caller made per run shares it)."""
+        with self._lock:
+            script = self._scripts.get(source)
+            if script is None:
+                script = self._scripts[source] = self.redis.register_script(source)
+            return script
 
     # signed values: what this deployment's processes wrote, for the key (or channel) named by `purpose`
     def seal(self, payload: str, purpose: str) -> str:

@@ -131,7 +131,7 @@ class RedisRun(Run):
         self._sent = 0  # how many of `chunks` (every chunk published here) Redis has
         self._owner = ""
         self._send_lock = threading.Lock()
-        self._append = bus.redis.register_script(_APPEND)
+        self._append = bus.script(_APPEND)
         if driven_here:
             self.cancel = _LocalCancel(bus, session_id)
         else:

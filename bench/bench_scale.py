@@ -15,7 +15,7 @@ suspended  N runs started through two instance processes (alternating; tests/sca
            stream per run read by this process. Beside them in the same run (gevent only), as many streams of a
            bare Flask SSE app served the same way (tests/scale/sse_peer.py): the floor. Reports the start-up
            time (and a batch's among the first and the last fifth: linear or not), the processes' RSS growth
-           per stream, their threads and CPU while the streams wait, every gap between keepalive frames inside
+           per stream (after one warm-up stream per process, not counted), their threads and CPU while the streams wait, every gap between keepalive frames inside
            the observation window, and the runs' Redis and PostgreSQL connections and Redis traffic.
 """
 from __future__ import annotations
@@ -127,6 +127,11 @@ def _open_waiting(label: str, servers: list[Any], open_one: Any, args: argparse.
 
     streams = Streams()
     pids = [s.server_pid for s in servers]
+    # One stream per process first, left open and not counted: what the first one loads once (modules imported
+    # on first use, pools, caches) is not a cost per stream.
+    for warm in [open_one(streams, i) for i in range(len(servers))]:
+        warm.suspended.wait(300)
+    warmed = len(streams.streams)
     before = [rss_kb(p) for p in pids]
     threads_before = [threads(p) for p in pids]
     started = time.monotonic()
@@ -137,13 +142,15 @@ def _open_waiting(label: str, servers: list[Any], open_one: Any, args: argparse.
         for stream in mine:
             stream.suspended.wait(300)
         per_batch.append(time.monotonic() - batch_started)
-        done = len(streams.streams)
+        measured = streams.streams[warmed:]
+        done = len(measured)
         if done % max(args.batch, args.runs // 10) == 0 or done == args.runs:
-            failed = sum(1 for s in streams.streams if s.failure)
+            failed = sum(1 for s in measured if s.failure)
             print(f"  {label}: {done} started, {failed} failed ({time.monotonic() - started:.0f} s)", file=sys.stderr,
                   flush=True)
     start_s = time.monotonic() - started
-    ready = sum(1 for s in streams.streams if s.suspended.is_set() and not s.failure)
+    measured = streams.streams[warmed:]
+    ready = sum(1 for s in measured if s.suspended.is_set() and not s.failure)
     time.sleep(args.keepalive * 2)  # let the start-up burst settle
     since = time.monotonic()
     cpu_before = [cpu_s(p) for p in pids]
@@ -152,11 +159,11 @@ def _open_waiting(label: str, servers: list[Any], open_one: Any, args: argparse.
     until = time.monotonic()
     counted = counter() - counted
     window = until - since
-    every, worst = gaps(streams.streams, since, until)
+    every, worst = gaps(measured, since, until)
     after = [rss_kb(p) for p in pids]
     fifth = max(1, len(per_batch) // 5)
     return Waiting(label, start_s, statistics.median(per_batch[:fifth]), statistics.median(per_batch[-fifth:]), ready,
-                   [s.failure for s in streams.streams if s.failure], window,
+                   [s.failure for s in measured if s.failure], window,
                    (sum(after) - sum(before)) / max(1, ready),
                    [(t0, threads(p)) for p, t0 in zip(pids, threads_before, strict=True)],
                    [(cpu_s(p) - c) / window * 100 for p, c in zip(pids, cpu_before, strict=True)],

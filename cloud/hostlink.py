@@ -268,7 +268,7 @@ class WebSocketHostLink:
                 BUSY, self.session_id, about, request_id, now, now + float(command.get("timeout_s") or timeout_s)))
             if self.hello.has(ABORT_CAPABILITY):
                 cancel = CancelThenAbort(cancel, lambda: abort_on_host(self.hosts, self.host_id, request_id))
-        reply = _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()))
+        reply = _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, HostPresence(self.hosts, self.host_id)))
         if command["type"] in ("execute", "decide"):
             held = bool(reply.message and reply.message.get("held"))
             self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, time.time())
@@ -281,20 +281,29 @@ class WebSocketHostLink:
         self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, now,
                                                             now + timeout_s))
         self.channel.open(self.session_id, request_id, about, self.host_id, kind="approval")
-        return self.channel.await_answer(self.session_id, timeout_s, cancel, self._alive()).result
+        return self.channel.await_answer(self.session_id, timeout_s, cancel, HostPresence(self.hosts, self.host_id)).result
 
-    def _alive(self) -> Callable[[], bool]:
-        """False once the host has been gone (not reconnected) for RECONNECT_GRACE_S."""
-        gone_since: list[float] = []
 
-        def alive() -> bool:
-            if self.hosts.get(self.host_id) is not None:
-                gone_since.clear()
-                return True
-            gone_since[:1] = gone_since[:1] or [time.monotonic()]
-            return time.monotonic() - gone_since[0] < RECONNECT_GRACE_S
+class HostPresence:
+    """Whether a waiting call's host is still there: calling it is False once the host has been gone (not
+    reconnected) for RECONNECT_GRACE_S. `missing`: it was not connected at the last look (a waiting call
+    then looks again within a second; else it may wait for the host's disconnection to wake it)."""
 
-        return alive
+    def __init__(self, hosts: HostDirectory, host_id: str) -> None:
+        self.hosts, self.host_id = hosts, host_id
+        self._gone_since: float | None = None
+
+    @property
+    def missing(self) -> bool:
+        return self._gone_since is not None
+
+    def __call__(self) -> bool:
+        if self.hosts.get(self.host_id) is not None:
+            self._gone_since = None
+            return True
+        if self._gone_since is None:
+            self._gone_since = time.monotonic()
+        return time.monotonic() - self._gone_since < RECONNECT_GRACE_S
 
 
 class CancelThenAbort:
@@ -306,6 +315,11 @@ class CancelThenAbort:
     def __init__(self, cancel: threading.Event, abort: Callable[[], bool], grace_s: float = ABORT_REPLY_S) -> None:
         self.cancel, self._abort, self._grace_s = cancel, abort, grace_s
         self._until: float | None = None
+
+    @property
+    def aborting(self) -> bool:
+        """The abort is out: the wait goes on for the host's reply (looked at often, until its grace ends)."""
+        return self._until is not None
 
     def is_set(self) -> bool:
         if not self.cancel.is_set():

@@ -5,9 +5,11 @@ call: all named by session id) and on its own inbox (commands for host websocket
 code never holds a Redis connection or a poll of its own: it waits on a local signal the subscriber
 raises (each waiting call on its own event, woken only by its keys), and re-reads the state from Redis
 when woken. The fallback for a lost message (pub/sub is at most once, and Redis may restart): the
-subscriber wakes every waiter when it reconnects, and one poller per process reads what every waiting
-call waits for (its probe) in one pipeline a second and wakes those whose state changed, so a lost
-message only delays, never loses, and a thousand waiting runs cost one round trip a second.
+subscriber wakes every waiter when it reconnects, and one poller per process reads what waiting calls
+wait for (their probes) in one pipeline a second and wakes those whose state changed, so a lost message
+only delays, never loses. A probe is read again after 1, 2, 4, 8 s, then every PROBE_MAX_S while nothing
+changes (back to every second once it does): the wake-up is the real path, so a thousand runs that wait for
+hours cost about a hundred probe reads a second, not a thousand.
 
 Every message is sealed with the deployment's secret (cloud.distributed.signing, NEXUS_SECRET) for the
 channel it is published on; one that is unsigned, badly signed or stale is dropped and logged. `seal` and
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +41,8 @@ RECONNECT_S = 0.5
 # thousand runs would otherwise open one per greenlet).
 MAX_CONNECTIONS = 16
 POOL_WAIT_S = 30.0
-POLL_S = 1.0  # how often the probes re-read what waiting calls wait for (a wake-up may be lost)
+POLL_S = 1.0  # how often the poller looks for probes due (a wake-up may be lost)
+PROBE_MAX_S = 10.0  # the longest a probe of a waiting call goes unread (the longest a lost wake-up delays)
 
 
 @dataclass
@@ -46,6 +50,8 @@ class _Probe:
     commands: tuple[tuple[str, ...], ...]
     users: int = 0
     last: tuple[Any, ...] | None = None
+    every: float = POLL_S  # doubles up to PROBE_MAX_S after each reading that saw no change
+    due: float = 0.0  # monotonic time of the next reading (0: at the next poll)
 
 
 class Bus:
@@ -65,6 +71,7 @@ class Bus:
         self._probes: dict[str, _Probe] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._watchers: list[Callable[[str], None]] = []
+        self._scripts: dict[str, Any] = {}
         self.closed = threading.Event()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._listen, name="redis-bus", daemon=True)
@@ -131,10 +138,10 @@ class Bus:
     # probes: Redis state read for many waiting calls in one round trip per poll, not one each
     @contextmanager
     def probing(self, key: str, *commands: tuple[str, ...]) -> Iterator[None]:
-        """While the block runs, read `commands` every POLL_S (together with every other probe of this
-        process, in one pipeline) and signal `key` here when their replies change: the fallback for a
-        wake-up that was lost, without a Redis call per waiting run. The first reading signals too (a
-        change made before it is not missed)."""
+        """While the block runs, read `commands` at the next poll, then less and less often while their
+        replies stay the same (up to every PROBE_MAX_S; together with every other probe due, in one pipeline),
+        and signal `key` here when they change: the fallback for a wake-up that was lost, without a Redis call
+        per waiting run. The first reading signals too (a change made before it is not missed)."""
         with self._lock:
             probe = self._probes.get(key)
             if probe is None:
@@ -150,8 +157,9 @@ class Bus:
 
     def _poll_probes(self) -> None:
         while not self.closed.wait(POLL_S):
+            now = time.monotonic()
             with self._lock:
-                probes = list(self._probes.items())
+                probes = [(key, probe) for key, probe in self._probes.items() if probe.due <= now]
             if not probes:
                 continue
             try:
@@ -168,8 +176,19 @@ class Bus:
                 reading = tuple(replies[at:at + len(probe.commands)])
                 at += len(probe.commands)
                 if reading != probe.last:
-                    probe.last = reading
+                    probe.last, probe.every = reading, POLL_S
                     self._signal(key)
+                else:
+                    probe.every = min(2 * probe.every, PROBE_MAX_S)
+                probe.due = now + probe.every
+
+    def script(self, source: str) -> Any:
+        """The Lua script `source`, registered once for the process (a caller made per run shares it)."""
+        with self._lock:
+            script = self._scripts.get(source)
+            if script is None:
+                script = self._scripts[source] = self.redis.register_script(source)
+            return script
 
     # signed values: what this deployment's processes wrote, for the key (or channel) named by `purpose`
     def seal(self, payload: str, purpose: str) -> str:
@@ -236,7 +255,8 @@ class Bus:
                     pass
 
     def watch(self, watcher: Callable[[str], None]) -> None:
-        """Also call `watcher(key)` for every signal from another process (e.g. a cancel to act on)."""
+        """Also call `watcher(key)` for every signal from another process (e.g. a cancel to act on), before
+        the key's waiters here are woken."""
         self._watchers.append(watcher)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
@@ -244,9 +264,9 @@ class Bus:
         if data is None:  # unsigned, forged or stale: dropped (logged by unseal)
             return
         if message["channel"] == BROADCAST:
-            self._signal(data)
-            for watcher in self._watchers:
+            for watcher in self._watchers:  # first: what a watcher drops (a cached record) is gone when waiters wake
                 watcher(data)
+            self._signal(data)
             return
         try:
             body = json.loads(data)

@@ -9,6 +9,9 @@ A host that reconnects to another process takes its id over there: the new owner
 which forgets its stale connection (its socket loop then sees the id held elsewhere and closes it), and a
 heartbeat never re-advertises a connection whose id another process now owns.
 
+A host whose websocket closes is signalled to every process (`host_signal`): the calls waiting for its
+answers look at once (see cloud.distributed.redis_rendezvous), so none of them needs to check every second.
+
 A host's record and its queued on-connect messages are sealed with the deployment's secret
 (cloud.distributed.signing), the record naming its owner: a record this deployment did not write, or one
 that names another owner than the owner key, is no host (commands are never routed by it).
@@ -60,6 +63,11 @@ return 1
 """
 
 
+def host_signal(host_id: str) -> str:
+    """The wake-up sent when the host's websocket closes on the process that held it."""
+    return f"host:{host_id}"
+
+
 def _owner_key(host_id: str) -> str:
     return f"{PREFIX}host:{host_id}:owner"
 
@@ -91,6 +99,7 @@ class RedisHostDirectory(HostDirectory):
         self._refreshing: set[str] = set()  # host ids whose record a call is reading from Redis now
         bus.on("host_cmd", self._deliver_here)
         bus.on("host_taken", self._taken_over)
+        bus.watch(self._on_signal)
         threading.Thread(target=self._heartbeat, name="host-heartbeat", daemon=True).start()
 
     def register(self, user_name: str, hello: dict[str, Any], send_json: Any) -> HostConnection:
@@ -148,6 +157,12 @@ class RedisHostDirectory(HostDirectory):
                               args=[self.bus.process])
             except redis.RedisError as exc:  # the keys expire on their own
                 log.warning("host %s: could not release its Redis record: %s", connection.host_id, exc)
+            self.bus.signal(host_signal(connection.host_id))
+
+    def _on_signal(self, key: str) -> None:
+        """A host's socket closed on another process: its cached record goes before its waiting calls look."""
+        if key.startswith("host:"):
+            self._cache.pop(key[len("host:"):], None)
 
     def get_local(self, host_id: str | None) -> HostConnection | None:
         return super().get(host_id)

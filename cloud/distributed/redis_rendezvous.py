@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from cloud.distributed.bus import BROADCAST, PREFIX, Bus
+from cloud.distributed.hosts import host_signal
 from cloud.distributed.redis_runs import cancel_signal
 from cloud.rendezvous import ANSWERED_MEMORY, Answer, Delivery
 
@@ -40,7 +41,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HOST_CHECK_S = 1.0  # how often a waiting call checks that its host is still there (a cancel wakes it at once)
+HOST_CHECK_S = 1.0  # how often a waiting call looks at a host that is missing (in its reconnect grace)
+# How often it looks at a host that is there, or after a cancel woke it: the host's disconnection and the run's
+# cancel wake it at once, so this is only the fallback for a lost wake-up (or an owner process that died).
+HOST_RECHECK_S = 10.0
 DB_POLL_S = 10.0  # the records sweep (one query for every waiting call), when Redis lost the answer's copy
 PRUNE_EVERY_S = 600.0  # how often the sweep drops the database records older than DELIVERY_KEEP_S
 ANSWER = "answer"  # the inbox message carrying an answer to the process waiting for it
@@ -262,6 +266,9 @@ class RedisToolResultChannel:
         deadline = time.monotonic() + timeout_s
         with self._lock:
             opened_at = self._opened_at.get(session_id)
+            host_id = self._opened.get(session_id, {}).get("host_id")
+        # Not forgotten at the end: many calls wait on one host's key, and a host's counter is one entry.
+        host_key = host_signal(host_id) if host_id else None
         # The first look reads Redis only if a wake-up came since the request was opened here (else the answer
         # is not there yet, and its wake-up, or the probe's first reading, says when it is).
         read, woken, first = opened_at is None, False, True
@@ -271,6 +278,8 @@ class RedisToolResultChannel:
             with self.bus.probing(key, ("HLEN", _pending_key(session_id))):
                 while True:
                     seen = {key: self.bus.generation(key), cancelled: self.bus.generation(cancelled)}
+                    if host_key is not None:
+                        seen[host_key] = self.bus.generation(host_key)
                     if first:
                         read, first = read or seen[key] != opened_at, False
                     if read:  # woken (the delivery, the probe, the records sweep, a reconnect), or the first look
@@ -285,7 +294,11 @@ class RedisToolResultChannel:
                         return Answer(None, "timeout")
                     if alive is not None and not alive():
                         return Answer(None, "gone")
-                    if self.bus.wait_any(seen, min(remaining, HOST_CHECK_S)) and self.bus.generation(key) != seen[key]:
+                    # A missing host (its reconnect grace), or a cancel not final yet (an abort's grace), is looked
+                    # at every second; else the call sleeps until a wake-up (the answer, a cancel, the host gone).
+                    steady = not getattr(alive, "missing", alive is not None) and not getattr(cancel, "aborting", False)
+                    step = HOST_RECHECK_S if steady else HOST_CHECK_S
+                    if self.bus.wait_any(seen, min(remaining, step)) and self.bus.generation(key) != seen[key]:
                         read = woken = True
         finally:
             self.close(session_id)

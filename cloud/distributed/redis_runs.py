@@ -131,7 +131,7 @@ class RedisRun(Run):
         self._sent = 0  # how many of `chunks` (every chunk published here) Redis has
         self._owner = ""
         self._send_lock = threading.Lock()
-        self._append = bus.redis.register_script(_APPEND)
+        self._append = bus.script(_APPEND)
         if driven_here:
             self.cancel = _LocalCancel(bus, session_id)
         else:
@@ -215,8 +215,10 @@ class RedisRun(Run):
 
     def follow(self, after: int, keepalive_s: float) -> Iterator[dict[str, Any] | None]:
         if self._owner:  # driven here: the chunks are in memory, and the run wakes its followers itself
-            yield from super().follow(after, keepalive_s)
-            return
+            return super().follow(after, keepalive_s)
+        return self._follow_elsewhere(after, keepalive_s)
+
+    def _follow_elsewhere(self, after: int, keepalive_s: float) -> Iterator[dict[str, Any] | None]:
         signal = chunk_signal(self.session_id)
         try:
             with self.bus.probing(signal, ("LLEN", _chunks_key(self.session_id)),

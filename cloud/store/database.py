@@ -22,6 +22,7 @@ checks it is still alive (HikariCP's rule: a connection used half a second ago i
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 import weakref
@@ -86,7 +87,8 @@ class Rows:
 def _as_dicts(cursor: Any) -> list[dict[str, Any]]:
     if cursor.description is None:
         return []
-    names = [column[0] for column in cursor.description]
+    # Interned: the rows a process keeps (a waiting run's session row) share their keys, not a copy per query.
+    names = [sys.intern(column[0]) for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
@@ -137,7 +139,9 @@ class Database:
         self.path = str(target)
         self.postgres = is_database_url(target)
         self.engine = self._engine()
-        self._open = threading.local()  # the write transaction this thread is inside, if any
+        # thread (greenlet, under gevent) id -> the write transaction it is inside. Not a threading.local: under
+        # gevent a local allocates a dict for every greenlet that merely looks (each waiting run's two).
+        self._open: dict[int, Any] = {}
         # Driver connections ready for the next read or write, with when each was last used. ":memory:" keeps
         # none: its pool has exactly one connection, which the migrations and the team library need too.
         self._ready: list[tuple[Any, float]] = []
@@ -211,7 +215,8 @@ class Database:
     def write(self) -> Iterator[Tx]:
         """One write transaction: committed when the block ends, rolled back if it raises. A `write` inside
         another on the same thread joins it, so writes of several parts can land in one commit (all or none)."""
-        outer = getattr(self._open, "dbapi_conn", None)
+        me = threading.get_ident()
+        outer = self._open.get(me)
         if outer is not None:
             yield Tx(outer, self)
             return
@@ -220,14 +225,14 @@ class Database:
             dbapi_conn = pooled.dbapi_connection
             if not self.postgres:  # psycopg opens its transaction at the first statement
                 dbapi_conn.execute("BEGIN IMMEDIATE")
-            self._open.dbapi_conn = dbapi_conn
+            self._open[me] = dbapi_conn
             try:
                 yield Tx(dbapi_conn, self)
             except BaseException:
                 dbapi_conn.rollback()
                 raise
             finally:
-                self._open.dbapi_conn = None
+                del self._open[me]
             dbapi_conn.commit()
         except BaseException:
             pooled.close()  # back to the pool, which resets it (or drops it, if the failure was the connection's)
@@ -297,7 +302,7 @@ class Database:
 
     def in_write(self) -> bool:
         """Whether this thread is inside a `write` (whose transaction a statement would join)."""
-        return getattr(self._open, "dbapi_conn", None) is not None
+        return threading.get_ident() in self._open
 
     @staticmethod
     def is_key_conflict(exc: BaseException) -> bool:

@@ -3,12 +3,12 @@ expired means its process died (on any machine) and the run may be taken over (c
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from cloud.store.database import Database, batches, marks
 
 TABLES = ("run_leases",)
+READS = ("sessions",)  # the running sessions no live lease covers, for the recovery sweep (never written here)
 
 
 class RunLeases:
@@ -48,12 +48,12 @@ class RunLeases:
         rows = self.db.read("SELECT owner, expires FROM run_leases WHERE session_id = ?", (session_id,))
         return dict(rows[0]) if rows else None
 
-    def run_leases(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The leases of these sessions (id -> owner, expires; absent: no process holds one), a query per
-        IN_BATCH ids."""
-        found: dict[str, dict[str, Any]] = {}
-        for batch in batches(session_ids):
-            rows = self.db.read(f"SELECT session_id, owner, expires FROM run_leases WHERE session_id IN "
-                                f"({marks(batch)})", batch)
-            found.update({r["session_id"]: {"owner": r["owner"], "expires": r["expires"]} for r in rows})
-        return found
+    def running_without_live_lease(self, now: float, limit: int) -> list[dict[str, Any]]:
+        """The sessions marked running that no live lease covers (id, host_id, and their lease's owner and
+        expiry, None without one), most recently updated first: what the recovery sweep looks at, in one
+        query whose rows do not grow with the runs that live processes drive."""
+        return [dict(r) for r in self.db.read(
+            "SELECT s.id, s.host_id, l.owner, l.expires FROM sessions s "
+            "LEFT JOIN run_leases l ON l.session_id = s.id "
+            "WHERE s.status = 'running' AND (l.expires IS NULL OR l.expires < ?) ORDER BY s.updated DESC LIMIT ?",
+            (now, limit))]

@@ -227,8 +227,12 @@ def set_refs(row: dict[str, Any]):
     return jsonify({"session_id": session_id, "refs": shown_refs(refs, g.user.name)})
 
 
-def _follow(run: Run, after: int) -> Iterator[str]:
-    keepalive_s = nexus().settings.keepalive_s
+def _stream(run: Run, after: int) -> Response:
+    """The run's SSE stream from chunk `after` on: it reads nothing of the request, so none of it is kept."""
+    return stream_response(_follow(run, after, nexus().settings.keepalive_s), in_request_context=False)
+
+
+def _follow(run: Run, after: int, keepalive_s: float) -> Iterator[str]:
     index = after
     for chunk in run.follow(after, keepalive_s):
         if chunk is KEEPALIVE:
@@ -270,7 +274,7 @@ def post_message(row: dict[str, Any]):
         return api_error(409, "a run is already in progress in this session")
     if spec != stored_model:
         state.store.sessions.update_session(session_id, model=spec)
-    return stream_response(_follow(run, 0))
+    return _stream(run, 0)
 
 
 @api.get("/sessions/<session_id>/stream")
@@ -284,7 +288,7 @@ def reattach(row: dict[str, Any]):
     after = request.args.get("after", "0")
     if not after.isdigit():
         raise ContractError("after: expected a chunk index")
-    return stream_response(_follow(run, int(after)))
+    return _stream(run, int(after))
 
 
 @api.post("/sessions/<session_id>/tool-results")

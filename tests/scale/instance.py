@@ -21,6 +21,7 @@ from cloud.web.app import create_app
 from tests.support.test_host import TestProvider
 
 DB_ENV, SETTINGS_ENV, PROFILE_ENV = "NEXUS_INSTANCE_DB", "NEXUS_INSTANCE_SETTINGS", "NEXUS_INSTANCE_PROFILE"
+TRACEMALLOC_ENV = "NEXUS_INSTANCE_TRACEMALLOC"
 WORKER_CONNECTIONS = 12000  # one per stream and host socket: the benchmarks hold thousands open per worker
 
 
@@ -32,7 +33,10 @@ def _app(db: str, settings: dict | None) -> Any:
 def gunicorn_app() -> Any:
     """The app for gunicorn (`tests.scale.instance:gunicorn_app()`), from the environment `main` set.
     With NEXUS_INSTANCE_PROFILE=PATH the worker is profiled (cProfile: under gevent every greenlet runs on
-    this one thread) and the profile written to PATH when it exits."""
+    this one thread) and the profile written to PATH when it exits. With NEXUS_INSTANCE_TRACEMALLOC=PATH the
+    worker traces its allocations and writes a tracemalloc snapshot to PATH.1, PATH.2, ... on each SIGUSR2."""
+    if os.environ.get(TRACEMALLOC_ENV):
+        _trace_allocations(os.environ[TRACEMALLOC_ENV])
     if os.environ.get(PROFILE_ENV):
         import atexit
         import cProfile
@@ -41,6 +45,36 @@ def gunicorn_app() -> Any:
         atexit.register(lambda: (profile.disable(), profile.dump_stats(os.environ[PROFILE_ENV])))
         profile.enable()
     return _app(os.environ[DB_ENV], json.loads(os.environ.get(SETTINGS_ENV) or "{}"))
+
+
+def _trace_allocations(path: str) -> None:
+    import signal
+    import tracemalloc
+
+    if path.endswith(".prof"):  # a window profile instead: the first SIGUSR2 starts it, the second writes it
+        import cProfile
+
+        profile = cProfile.Profile()
+        state = [0]
+
+        def toggle(*_: Any) -> None:
+            state[0] += 1
+            if state[0] == 1:
+                profile.enable()
+            else:
+                profile.disable()
+                profile.dump_stats(path)
+
+        signal.signal(signal.SIGUSR2, toggle)
+        return
+    tracemalloc.start(12)
+    taken = [0]
+
+    def snapshot(*_: Any) -> None:
+        taken[0] += 1
+        tracemalloc.take_snapshot().dump(f"{path}.{taken[0]}")
+
+    signal.signal(signal.SIGUSR2, snapshot)
 
 
 def gevent_command(db: str, port: int, settings: dict | None = None) -> tuple[list[str], dict[str, str]]:

@@ -268,7 +268,8 @@ class WebSocketHostLink:
                 BUSY, self.session_id, about, request_id, now, now + float(command.get("timeout_s") or timeout_s)))
             if self.hello.has(ABORT_CAPABILITY):
                 cancel = CancelThenAbort(cancel, lambda: abort_on_host(self.hosts, self.host_id, request_id))
-        reply = _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, HostPresence(self.hosts, self.host_id)))
+        presence = HostPresence(self.hosts, self.host_id)
+        reply = _reply(request_id, self.channel.await_answer(self.session_id, timeout_s, cancel, presence))
         if command["type"] in ("execute", "decide"):
             held = bool(reply.message and reply.message.get("held"))
             self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, time.time())
@@ -281,7 +282,8 @@ class WebSocketHostLink:
         self.hosts.note_activity(self.host_id, HostActivity(HELD, self.session_id, about, request_id, now,
                                                             now + timeout_s))
         self.channel.open(self.session_id, request_id, about, self.host_id, kind="approval")
-        return self.channel.await_answer(self.session_id, timeout_s, cancel, HostPresence(self.hosts, self.host_id)).result
+        presence = HostPresence(self.hosts, self.host_id)
+        return self.channel.await_answer(self.session_id, timeout_s, cancel, presence).result
 
 
 class HostPresence:

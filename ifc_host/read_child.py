@@ -82,8 +82,8 @@ def _serve(model: ifcopenshell.file, scratch: Path, server: socket.socket, tree:
         process_tree.end_descendants(tree)  # whatever the read left, in this namespace: killed and reaped
         clean = _removed(own)
         try:
-            _send(server, {"kind": "done", "exit": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime,
-                           "clean": clean})
+            _send(server, {"kind": "done", "exit": os.waitstatus_to_exitcode(status),
+                           "cpu_s": usage.ru_utime + usage.ru_stime, "clean": clean})
         except OSError:
             return  # the keeper is gone
         if not clean:

@@ -20,6 +20,9 @@ latency      Orchestrator-added time per tool round trip: from the moment the mo
 crossprocess The same round trips with the host on instance A and the runs on instance B (two servers sharing a
              throwaway PostgreSQL and redis-server, started here): the command goes to A through Redis, the reply
              comes back through the Redis rendezvous (its delivery recorded in PostgreSQL). Target: p50 <= 4 ms.
+             --count-calls: also every PostgreSQL statement and Redis command (or pipeline) the two servers
+             made while the runs went, per round trip, by the cloud/ function that made it, with its mean time
+             (the wrappers cost time themselves: the latency figures of such a run are not comparable).
 inprocess    The same round trips driven in-process (cloud.assembly.run_session over an InProcessHostLink to
              the test host's document, a real SQLite store, no HTTP, no websocket): what the core itself
              adds, as `nexus run`, an MCP server or the evaluator pay it.
@@ -167,7 +170,65 @@ def _latency_servers(stack: ExitStack, tmp_path: Path, round_trips: int, cross: 
     return host_side, run_side
 
 
-def bench_latency(round_trips: int, per_run: int = 20, cross: bool = False) -> None:
+class CallCounter:
+    """Every psycopg statement (and commit or rollback) and redis-py command or pipeline while `counting` is set:
+    (kind, what, the cloud/ function that made it) -> [count, seconds]."""
+
+    def __init__(self) -> None:
+        import psycopg
+        import redis
+
+        self.counting = threading.Event()
+        self.calls: dict[tuple[str, str, str], list[float]] = {}
+        self._lock = threading.Lock()
+        wrap = self._wrap
+        psycopg.Cursor.execute = wrap(psycopg.Cursor.execute, "pg", lambda args: " ".join(str(args[1]).split())[:60])
+        psycopg.Connection.commit = wrap(psycopg.Connection.commit, "pg", lambda args: "COMMIT")
+        psycopg.Connection.rollback = wrap(psycopg.Connection.rollback, "pg", lambda args: "ROLLBACK")
+        redis.Redis.execute_command = wrap(redis.Redis.execute_command, "redis",
+                                           lambda args: " ".join(str(a) for a in args[1:3])[:40]
+                                           if args[1] in ("EVALSHA", "EVAL") else str(args[1]))
+        redis.client.Pipeline.execute = wrap(redis.client.Pipeline.execute, "redis", lambda args: "pipeline " + "+".join(
+            str(command[0][0]) for command in args[0].command_stack)[:50])
+
+    def _wrap(self, original: Any, kind: str, what: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if not self.counting.is_set():
+                return original(*args, **kwargs)
+            key = (kind, what(args), _cloud_caller())  # before the call: a pipeline's commands go with it
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                with self._lock:
+                    entry = self.calls.setdefault(key, [0, 0.0])
+                    entry[0] += 1
+                    entry[1] += time.perf_counter() - started
+        return counted
+
+    def report(self, round_trips: int) -> None:
+        print(f"  calls per round trip (of {round_trips}; a run's own calls spread over its round trips):")
+        for (kind, what, caller), (count, seconds) in sorted(self.calls.items(), key=lambda kv: -kv[1][0]):
+            if count / round_trips >= 0.04:
+                print(f"    {count / round_trips:5.2f}  {seconds / count * 1000:6.3f} ms  {kind:5} {what:<60} {caller}")
+        for kind in ("pg", "redis"):
+            total = sum(count for (k, _, _), (count, _) in self.calls.items() if k == kind)
+            print(f"    {kind}: {total / round_trips:.2f} a round trip in all")
+
+
+def _cloud_caller() -> str:
+    """The innermost cloud/ function on the stack outside the store's and the bus's own connection code."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "/cloud/" in name and not name.endswith(("store/database.py", "distributed/bus.py")):
+            return f"{name.split('/cloud/')[-1]}:{frame.f_code.co_name}"
+        frame = frame.f_back
+    return "?"
+
+
+def bench_latency(round_trips: int, per_run: int = 20, cross: bool = False, count_calls: bool = False) -> None:
+    counter = CallCounter() if count_calls else None
     register_provider(TestProvider())
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         tmp_path = Path(tmp)
@@ -196,9 +257,13 @@ def bench_latency(round_trips: int, per_run: int = 20, cross: bool = False) -> N
         _install_timed_model(tmp_path / "latency.json")
         runs = max(1, round_trips // per_run)
         wall = time.perf_counter()
+        if counter is not None:
+            counter.counting.set()
         person = subprocess.run([sys.executable, "-c", PERSON_CODE.format(
             root=str(ROOT), url=server.url, token=client.token, host_id=host_id, spec=spec, runs=runs)],
             capture_output=True, text=True, timeout=3600)
+        if counter is not None:
+            counter.counting.clear()
         if person.returncode:
             raise RuntimeError(f"the runs did not complete: {person.stderr[-2000:]}")
         wall = time.perf_counter() - wall
@@ -222,6 +287,8 @@ def bench_latency(round_trips: int, per_run: int = 20, cross: bool = False) -> N
         print(f"  {mode}: p50 {_percentile(values, 50):.2f} ms, p99 {_percentile(values, 99):.2f} ms")
     print(f"  host-side time (subtracted): median {statistics.median(host_time.values()) * 1000:.2f} ms; "
           f"ToolCall->appended before subtracting: p50 {_percentile(raw, 50):.2f} ms")
+    if counter is not None:
+        counter.report(len(added))
     floor = bench_echo(round_trips)
     print(f"  floor, bare loopback websocket echo (same run, same stack): p50 {_percentile(floor, 50):.2f} ms, "
           f"p99 {_percentile(floor, 99):.2f} ms")
@@ -447,13 +514,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--keepalive", type=float, default=1.0)
     parser.add_argument("--observe", type=float, default=12.0)
+    parser.add_argument("--count-calls", action="store_true",
+                        help="latency, crossprocess: count every PostgreSQL statement and Redis command per round trip")
     args = parser.parse_args()
     if args.which in ("all", "render"):
         bench_render()
     if args.which in ("all", "latency"):
-        bench_latency(args.round_trips)
+        bench_latency(args.round_trips, count_calls=args.count_calls)
     if args.which == "crossprocess":
-        bench_latency(args.round_trips, cross=True)
+        bench_latency(args.round_trips, cross=True, count_calls=args.count_calls)
     if args.which in ("all", "inprocess"):
         TOOL_CALL_AT.clear()
         bench_inprocess(args.round_trips)

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from sqlalchemy import event
 
@@ -442,3 +443,36 @@ def test_nexus_db_current_and_upgrade(tmp_path):
     assert "already at revision" in again.stdout
     now = subprocess.run([*nexus, "db", "current", "--db", target], capture_output=True, text=True)
     assert now.returncode == 0 and f"revision {migrations.head()} (newest)" in now.stdout
+
+
+def test_writes_made_together_are_one_statement_on_postgresql_applied_all_or_none(store):
+    """Issue 29 item 4: a tool call's state and the person's copy of its result are one statement on PostgreSQL
+    (`write(together=True)`: one round trip where BEGIN, two statements and COMMIT took four), one transaction on
+    SQLite; either way all or none."""
+    session_id = store.create_session("alice", "h_1", "scripted:x", {"phase": "start"})
+    statements: list[str] = []
+    if store.postgres:
+        original = store.db.write_one
+        store.db.write_one = lambda sql, args=(): (statements.append(sql), original(sql, args))[1]
+    with store.db.write(together=True):
+        store.update_session(session_id, state={"phase": "after the call"})
+        store.save_result(session_id, "c1", {"stdout": "it's 100% done"})
+    assert store.get_session(session_id)["state"] == {"phase": "after the call"}
+    assert store.get_result(session_id, "c1") == {"stdout": "it's 100% done"}
+    if store.postgres:
+        assert len(statements) == 3 and statements[-1].startswith("WITH w0 AS (UPDATE sessions")
+    # the second fails (no such column): the first is not applied either
+    with pytest.raises((sqlite3.OperationalError, psycopg.errors.UndefinedColumn)):
+        with store.db.write(together=True):
+            store.update_session(session_id, state={"phase": "never"})
+            store.db.write_one("UPDATE results SET nowhere = ? WHERE session_id = ?", (1, session_id))
+    assert store.get_session(session_id)["state"] == {"phase": "after the call"}
+
+
+def test_writes_made_together_refuse_what_one_statement_cannot_hold(store):
+    if not store.postgres:
+        pytest.skip("on SQLite a write made together is an ordinary transaction")
+    with pytest.raises(TypeError), store.db.write(together=True) as db:
+        db.lock("messages:s1")
+    with pytest.raises(ValueError), store.db.write(together=True) as db:
+        db.execute("WITH x AS (SELECT 1) UPDATE sessions SET updated = 0 WHERE id = 'none'")

@@ -27,6 +27,7 @@ from typing import Any
 import redis
 
 from cloud.distributed.bus import PREFIX, Bus
+from cloud.distributed.unanswered import UnansweredWrites
 from cloud.hostlink import IDLE, HostActivity, HostConnection, HostDirectory, HostUnavailable
 from cloud.hosts.hello import Hello
 
@@ -94,7 +95,7 @@ class RedisHostDirectory(HostDirectory):
         self.bus = bus
         self._release = bus.redis.register_script(_RELEASE)
         self._refresh = bus.redis.register_script(_REFRESH)
-        self._replace_activity = bus.redis.register_script(_REPLACE_ACTIVITY)
+        self._activity_writes = UnansweredWrites(bus.redis)
         self._cache: dict[str, tuple[float, HostConnection | None]] = {}
         self._refreshing: set[str] = set()  # host ids whose record a call is reading from Redis now
         bus.on("host_cmd", self._deliver_here)
@@ -253,18 +254,19 @@ class RedisHostDirectory(HostDirectory):
         return connection.user_name if connection else None
 
     def note_activity(self, host_id: str, activity: HostActivity, replacing: str | None = None) -> None:
-        """In Redis, so every process's host list shows it (the run may be driven by another process)."""
+        """In Redis too, so every process's host list shows it (the run may be driven by another process): sent
+        without waiting for Redis's reply (`UnansweredWrites`), in the order noted."""
         super().note_activity(host_id, activity, replacing)
         key = _activity_key(host_id)
         record = "" if activity.state == IDLE else json.dumps({**activity.as_json(), "request_id": activity.request_id})
         try:
-            if replacing is not None:  # one round trip: compare and replace in Redis
-                self._replace_activity(keys=[key], args=[replacing, record, ACTIVITY_KEEP_S])
+            if replacing is not None:  # compare and replace in Redis
+                self._activity_writes.send("EVAL", _REPLACE_ACTIVITY, 1, key, replacing, record, ACTIVITY_KEEP_S)
             elif record:
-                self.bus.redis.set(key, record, ex=ACTIVITY_KEEP_S)
+                self._activity_writes.send("SET", key, record, "EX", ACTIVITY_KEEP_S)
             else:
-                self.bus.redis.delete(key)
-        except redis.RedisError as exc:  # this process's own copy still says it
+                self._activity_writes.send("DEL", key)
+        except (redis.RedisError, OSError) as exc:  # this process's own copy still says it
             log.warning("host %s: could not record its activity in Redis: %s", host_id, exc)
 
     def activity(self, host_id: str) -> HostActivity:

@@ -8,7 +8,9 @@ answer reaching two processes at once exactly one is applied and the other is re
 even when Redis lost the pending request in between. A host's delivery names only its request: the check
 script looks its session up too (one round trip). Redis then carries the answer's copy and, in the same
 script call, the answer itself to the inbox of the process that opened the request (the hash names it), whose
-bus thread hands it to the waiting call: no read of Redis there. The waiting call re-reads the hash when woken
+bus thread hands it to the waiting call: no read of Redis there. That script closes the request too (its key goes,
+its ids join the answered ones; the hash stays, answered, until the session's next request replaces it), so a
+call that takes its answer from the message or the copy has nothing to close in Redis. The waiting call re-reads the hash when woken
 without it (by the bus's probe that reads every waiting call's hash in one pipeline a second, should the message
 be lost), reads the database record when woken and after a sweep of every waiting call's record (one query
 every 10 s) and whenever Redis cannot say (unreachable, or restarted without persistence: the
@@ -91,13 +93,20 @@ return checked
 """
 SIGNED_FIELDS = ("request_id", "tool_call_id", "kind", "host_id", "pending_id")
 
-# KEYS: pending hash. ARGV: pending_id, result JSON, a channel, the sealed message for it. The answer's copy, only
-# on the request it answers, then the message (the answer itself to the waiting process's inbox, or a wake-up on
-# the bus's channel): one round trip, and the copy is there before the message.
+# KEYS: pending hash, the request's key, answered list. ARGV: pending_id, result JSON, a channel, the sealed message
+# for it, request_id, tool_call_id, how many ids the list keeps, its ttl. The answer's copy, only on the request it
+# answers, and that request's close (its key goes, so a host's second delivery is not pending; its ids join the
+# answered ones; the hash stays, with the copy, until the session's next request replaces it), then the message
+# (the answer itself to the waiting process's inbox, or a wake-up on the bus's channel): one round trip, the copy
+# there before the message, and the waiting call has nothing left to close.
 _KEEP_COPY = """
 local kept = 0
 if redis.call('HGET', KEYS[1], 'pending_id') == ARGV[1] then
   redis.call('HSET', KEYS[1], 'result', ARGV[2])
+  redis.call('DEL', KEYS[2])
+  redis.call('RPUSH', KEYS[3], ARGV[5], ARGV[6])
+  redis.call('LTRIM', KEYS[3], -tonumber(ARGV[7]), -1)
+  redis.call('EXPIRE', KEYS[3], ARGV[8])
   kept = 1
 end
 redis.call('PUBLISH', ARGV[3], ARGV[4])
@@ -194,7 +203,8 @@ class RedisToolResultChannel:
             pipe.execute()
 
     def pending_tool_call(self, session_id: str) -> str | None:
-        return self._redis.hget(_pending_key(session_id), "tool_call_id")
+        tool_call_id, result = self._redis.hmget(_pending_key(session_id), "tool_call_id", "result")
+        return tool_call_id if result is None else None  # an answered request's hash stays until the next opens
 
     def awaiting_decision(self, session_id: str) -> bool:
         kind, result = self._redis.hmget(_pending_key(session_id), "kind", "result")
@@ -220,9 +230,10 @@ class RedisToolResultChannel:
         else:
             channel, message = BROADCAST, self.bus.seal(key, BROADCAST)
         try:
-            self._keep_copy(keys=[_pending_key(session_id)],
+            self._keep_copy(keys=[_pending_key(session_id), _request_key(written["request_id"]),
+                                  _answered_key(session_id)],
                             args=[pending_id, self.bus.seal(json.dumps(result), _copy_purpose(session_id, pending_id)),
-                                  channel, message])
+                                  channel, message, written["request_id"], pending_call, ANSWERED_MEMORY, KEEP_S])
             self.bus.wake_here(key)  # the other processes' message went out with the copy
         except redis.RedisError as exc:  # recorded: the waiting call finds it on the records sweep
             log.warning("session %s: answer recorded, Redis unreachable to wake its run: %s", session_id, exc)
@@ -272,6 +283,7 @@ class RedisToolResultChannel:
         # The first look reads Redis only if a wake-up came since the request was opened here (else the answer
         # is not there yet, and its wake-up, or the probe's first reading, says when it is).
         read, woken, first = opened_at is None, False, True
+        closed_by_delivery = False  # the answer came from its delivery's message or copy: that script closed it
         try:
             # The hash's field count changes when an answer's copy lands or Redis loses the request: the
             # bus's probe wakes this call then, should the delivery's own wake-up be lost.
@@ -283,7 +295,7 @@ class RedisToolResultChannel:
                     if first:
                         read, first = read or seen[key] != opened_at, False
                     if read:  # woken (the delivery, the probe, the records sweep, a reconnect), or the first look
-                        result = self._read_result(session_id, woken)
+                        result, closed_by_delivery = self._read_result(session_id, woken)
                         if result is not None:
                             return Answer(result)
                     read = woken = False
@@ -301,25 +313,29 @@ class RedisToolResultChannel:
                     if self.bus.wait_any(seen, min(remaining, step)) and self.bus.generation(key) != seen[key]:
                         read = woken = True
         finally:
-            self.close(session_id)
+            if closed_by_delivery:
+                self._forget(session_id)
+            else:
+                self.close(session_id)
             self.bus.forget(key)
             self.bus.forget(cancelled)
 
-    def _read_result(self, session_id: str, check_record: bool) -> dict[str, Any] | None:
+    def _read_result(self, session_id: str, check_record: bool) -> tuple[dict[str, Any] | None, bool]:
         """The answer: the one its delivery sent here, else Redis's copy, else (when `check_record`, or Redis
-        cannot say) the database record."""
+        cannot say) the database record; and whether it came from the delivery's message or copy (whose script
+        closed the request in Redis)."""
         with self._lock:
             fields = self._opened.get(session_id)
             arrived = self._arrived.pop(session_id, None)
         if arrived is not None:
-            return arrived
+            return arrived, True
         try:
             stored = self._redis.hgetall(_pending_key(session_id))
             if "result" in stored:
                 pending_id = (fields or stored).get("pending_id", "")
                 copy = self.bus.unseal(stored["result"], _copy_purpose(session_id, pending_id))
                 if copy is not None:
-                    return json.loads(copy)
+                    return json.loads(copy), True
                 check_record = True  # a forged or stale copy: the database record alone says
             if not stored and fields is not None:  # Redis lost it (restarted without persistence): put it back
                 log.warning("session %s: the pending request was gone from Redis; restored", session_id)
@@ -329,14 +345,18 @@ class RedisToolResultChannel:
             log.warning("session %s: Redis unreachable while waiting for a result: %s", session_id, exc)
             check_record = True
         if check_record and fields is not None:
-            return self.deliveries.delivery(session_id, fields["pending_id"])
-        return None
+            return self.deliveries.delivery(session_id, fields["pending_id"]), False
+        return None, False
 
-    def close(self, session_id: str) -> None:
+    def _forget(self, session_id: str) -> dict[str, str] | None:
+        """Forget here the session's request (what this process opened); what it was."""
         with self._lock:
-            fields = self._opened.pop(session_id, None)
             self._opened_at.pop(session_id, None)
             self._arrived.pop(session_id, None)
+            return self._opened.pop(session_id, None)
+
+    def close(self, session_id: str) -> None:
+        fields = self._forget(session_id)
         if fields is None:
             return
         try:

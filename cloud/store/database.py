@@ -113,6 +113,53 @@ class Tx:
             self._cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
 
 
+class _NotKnown(Rows):
+    """What a statement of a `KeptTx` gives: no rows, its count not known (-1)."""
+
+    def __init__(self) -> None:
+        self.rowcount = -1
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        raise TypeError("the statements of write(together=True) read nothing back")
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        raise TypeError("the statements of write(together=True) read nothing back")
+
+    def mappings(self) -> list[dict[str, Any]]:
+        raise TypeError("the statements of write(together=True) read nothing back")
+
+
+class KeptTx(Tx):
+    """The statements of a `write(together=True)` on PostgreSQL, kept to be made one statement when it ends."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self.statements: list[tuple[str, tuple[Any, ...]]] = []
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows:
+        if sql.lstrip()[:4].upper() == "WITH":
+            raise ValueError("write(together=True) takes no statement with a WITH clause of its own")
+        self.statements.append((sql, tuple(args)))
+        return _NotKnown()
+
+    def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        for row in rows:
+            self.execute(sql, row)
+
+    def lock(self, key: str) -> None:
+        raise TypeError("write(together=True) takes no lock: its statements are independent of each other")
+
+
+def _one_statement(statements: list[tuple[str, tuple[Any, ...]]]) -> tuple[str, tuple[Any, ...]]:
+    """`statements` as one: all but the last in a WITH clause (PostgreSQL runs each of them once, in the same
+    snapshot)."""
+    *first, (last_sql, last_args) = statements
+    if not first:
+        return last_sql, last_args
+    clause = ", ".join(f"w{i} AS ({sql})" for i, (sql, _) in enumerate(first))
+    return f"WITH {clause} {last_sql}", tuple(a for _, args in statements for a in args)
+
+
 class CoreTx:
     """One write transaction on a SQLAlchemy `Connection` (`_conn`), for the migrations and the team library:
     `execute` takes the store's `?` placeholders and answers SQLAlchemy's result."""
@@ -139,8 +186,9 @@ class Database:
         self.path = str(target)
         self.postgres = is_database_url(target)
         self.engine = self._engine()
-        # thread (greenlet, under gevent) id -> the write transaction it is inside. Not a threading.local: under
-        # gevent a local allocates a dict for every greenlet that merely looks (each waiting run's two).
+        # thread (greenlet, under gevent) id -> the write transaction it is inside (a KeptTx: together). Not a
+        # threading.local: under gevent a local allocates a dict for every greenlet that merely looks (each waiting
+        # run's two).
         self._open: dict[int, Any] = {}
         # Driver connections ready for the next read or write, with when each was last used. ":memory:" keeps
         # none: its pool has exactly one connection, which the migrations and the team library need too.
@@ -212,13 +260,29 @@ class Database:
             return migrations.current(conn)
 
     @contextmanager
-    def write(self) -> Iterator[Tx]:
+    def write(self, together: bool = False) -> Iterator[Tx]:
         """One write transaction: committed when the block ends, rolled back if it raises. A `write` inside
-        another on the same thread joins it, so writes of several parts can land in one commit (all or none)."""
+        another on the same thread joins it, so writes of several parts can land in one commit (all or none).
+        `together`, for writes independent of each other (plain INSERT, UPDATE or DELETE statements without a
+        WITH of their own, none seeing another's change, no row changed twice) whose results nobody reads: on
+        PostgreSQL they are kept until the block ends and then made one statement, all but the last in a WITH
+        clause (`WITH w1 AS (...), w2 AS (...) last`), its own transaction: one round trip where BEGIN, each
+        statement and COMMIT took one each, and a plan the server keeps like any statement's. A statement's row
+        count is not known there (-1)."""
         me = threading.get_ident()
         outer = self._open.get(me)
         if outer is not None:
-            yield Tx(outer, self)
+            yield outer if isinstance(outer, KeptTx) else Tx(outer, self)
+            return
+        if together and self.postgres:
+            kept = KeptTx(self)
+            self._open[me] = kept
+            try:
+                yield kept
+            finally:
+                del self._open[me]
+            if kept.statements:
+                self.write_one(*_one_statement(kept.statements))
             return
         pooled = self._checkout()
         try:
@@ -285,6 +349,9 @@ class Database:
     def write_one(self, sql: str, args: Sequence[Any] = ()) -> int:
         """One write statement as a transaction of its own; the rows it changed. Inside a `write` on this thread
         it joins that transaction."""
+        kept = self._open.get(threading.get_ident())
+        if isinstance(kept, KeptTx):
+            return kept.execute(sql, args).rowcount
         if not self.postgres or self.in_write():
             with self.write() as db:
                 return db.execute(sql, args).rowcount

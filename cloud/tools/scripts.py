@@ -116,7 +116,8 @@ def run_script(ctx: ToolContext, call: dict[str, Any], run: ScriptRun) -> ToolOu
         directives=directives, decision=decision, external_changes=result.get("external_changes"),
         blocked=result.get("blocked", []), dialogs=result.get("dialogs", []),
         change_details=result.get("change_details"), validation=result.get("validation")).to_json()
-    with ctx.store.db.write():  # what the call did to the run's state and the person's copy: one commit
+    # What the call did to the run's state and the person's copy: one commit (one statement on PostgreSQL).
+    with ctx.store.db.write(together=True):
         ctx.record(call["name"], (Outcome.COMMITTED if committed else Outcome.NOT_COMMITTED) if automate
                    else Outcome.COLLECTED, run.code if automate else None)
         ctx.store.results.save_result(ctx.session.session_id, call["id"], person)

@@ -70,3 +70,35 @@ def test_the_inbox_takes_only_the_answer_to_the_request_its_process_opened(rende
     b.open("s3", "toolu_3b.run", "toolu_3b", "h1")
     answer = _answer_once_delivered(b, "s3", lambda: a.deliver_from_host("toolu_3b.run", "h1", {"ok": True, "output": "real"}))
     assert answer.result == {"ok": True, "output": "real"}
+
+
+def _calls(client: redis_client.Redis, command: str) -> int:
+    return int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_the_delivery_closes_the_request_so_the_waiting_call_writes_nothing_to_redis(rendezvous, redis):  # noqa: F811
+    a, b = rendezvous
+    admin = redis_client.Redis.from_url(redis.url)
+    b.open("s5", "toolu_5.run", "toolu_5", "h1")
+    before = {c: _calls(admin, c) for c in ("multi", "del", "rpush")}
+    answer = _answer_once_delivered(b, "s5", lambda: a.deliver_from_host("toolu_5.run", "h1", {"ok": True}))
+    assert answer.result == {"ok": True}
+    # the close went with the delivery's script (its DEL and RPUSH), not as a pipeline of B's own
+    assert {c: _calls(admin, c) - before[c] for c in ("multi", "del", "rpush")} == {"multi": 0, "del": 1, "rpush": 1}
+    assert a.deliver_from_host("toolu_5.run", "h1", {"ok": True}) is Delivery.NOT_PENDING
+    assert a.deliver_tool_result("s5", "toolu_5", {"ok": True}) is Delivery.ALREADY_ANSWERED
+    assert b.pending_tool_call("s5") is None and not b.awaiting_decision("s5")
+    # the session's next request replaces the answered one
+    b.open("s5", "toolu_6.run", "toolu_6", "h1")
+    assert b.pending_tool_call("s5") == "toolu_6"
+    answer = _answer_once_delivered(b, "s5", lambda: a.deliver_from_host("toolu_6.run", "h1", {"n": 6}))
+    assert answer.result == {"n": 6}
+
+
+def test_a_call_that_ends_unanswered_still_closes_its_request(rendezvous):  # noqa: F811
+    a, b = rendezvous
+    b.open("s7", "toolu_7.run", "toolu_7", "h1")
+    assert b.await_answer("s7", 0.2, threading.Event()).missing == "timeout"
+    assert b.pending_tool_call("s7") is None
+    assert a.deliver_from_host("toolu_7.run", "h1", {"late": True}) is Delivery.NOT_PENDING
+    assert a.deliver_tool_result("s7", "toolu_7", {"late": True}) is Delivery.ALREADY_ANSWERED

@@ -34,13 +34,14 @@ class RunningServer:
         return self.state.store.create_token(user, admin=admin)
 
     def wait_for_host(self, user_or_token: str, timeout: float = 10) -> str:
-        """The host_id of the (most recently connected) host of a user, once it has said hello."""
+        """The host_id of the (most recently connected) host of a user, once it has said hello and its owner is
+        recorded in the store (the socket records it just after listing the host: another instance checks it)."""
         user = self.state.store.user_for_token(user_or_token)
         name = user.name if user else user_or_token
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             hosts = sorted(self.state.hosts.for_user(name), key=lambda h: h.connected_at)
-            if hosts:
+            if hosts and self.state.store.auth.host_owner(hosts[-1].host_id) == name:
                 return hosts[-1].host_id
             time.sleep(0.02)
         raise TimeoutError(f"no host of {name} connected within {timeout} s")

@@ -12,11 +12,14 @@ tests, RC3):
 - an ``IfcSectionedSolidHorizontal`` whose ``CrossSectionPositions`` are distances along the directrix (measures,
   where the final schema has ``IfcAxis2PlacementLinear``). Each becomes an ``IfcAxis2PlacementLinear`` at an
   ``IfcPointByDistanceExpression`` of that distance along the directrix, no offset. The draft's
-  ``FixedAxisVertical`` (dropped from the final schema; the lenient reading drops it) is not read: the section
-  follows the directrix as the final schema says, so a cant along a segmented reference curve rolls it.
+  ``FixedAxisVertical`` (dropped from the final schema; the lenient reading drops its value) is taken as TRUE, as
+  ACCA's and buildingSMART's RC3 files write it: the section stays upright, so along an
+  ``IfcSegmentedReferenceCurve`` it is swept along the curve's ``BaseCurve`` (the gradient curve), the cant not
+  rolling it. ACCA's segmented reference curves are also placed by station, not by distance from the curve's start,
+  which the kernel evaluates far off the alignment (a few km from it, at height 0); the gradient curve is right.
 
-The user's file is never touched: the render server never writes its models. Nothing is approximated: the
-solids and curves are the ones the draft describes, built by the kernel and counted as built.
+The user's file is never touched: the render server never writes its models. The solids are built by the kernel and
+counted as built; only a cant along a segmented reference curve is not drawn (none in ACCA's files: zero cant).
 """
 from __future__ import annotations
 
@@ -43,6 +46,8 @@ def restate_drafts(model: ifcopenshell.file) -> int:
     for solid in solids:
         positions = solid.CrossSectionPositions or ()
         if positions and all(_is_measure(p) for p in positions):
+            if solid.Directrix.is_a("IfcSegmentedReferenceCurve"):  # FixedAxisVertical: the cant does not roll it
+                solid.Directrix = solid.Directrix.BaseCurve
             solid.CrossSectionPositions = [model.create_entity("IfcAxis2PlacementLinear", model.create_entity(
                 "IfcPointByDistanceExpression", model.create_entity("IfcLengthMeasure", float(p.wrappedValue)),
                 0.0, 0.0, None, solid.Directrix), None, None) for p in positions]

@@ -21,7 +21,8 @@ STRAIGHT = 20.0
 HEIGHT = 10.0
 
 # A 20 m straight then a 20 m arc of radius 50 turning left, at a constant height of 10 m; a 4 m wide, 0.5 m deep
-# bed swept along all 40 m of it. Written by hand in the RC3 form.
+# bed swept along all 40 m of it, its directrix the gradient curve or a segmented reference curve over it (no cant)
+# placed by station, as an RC3 exporter writes it. Written by hand in the RC3 form.
 _RC3 = """ISO-10303-21;
 HEADER;
 FILE_DESCRIPTION(('ViewDefinition [Ifc4X3NotAssigned]'),'2;1');
@@ -57,10 +58,14 @@ DATA;
 #51=IFCCURVESEGMENT(.CONTINUOUS.,#52,IFCNONNEGATIVELENGTHMEASURE(0.),IFCPARAMETERVALUE({length}),#34);
 #52=IFCAXIS2PLACEMENT2D(#53,#39);
 #53=IFCCARTESIANPOINT((0.,{height}));
+#70=IFCSEGMENTEDREFERENCECURVE((#71),.U.,#50,$);
+#71=IFCCURVESEGMENT(.CONTINUOUS.,#72,IFCNONNEGATIVELENGTHMEASURE(0.),IFCPARAMETERVALUE({length}),#34);
+#72=IFCAXIS2PLACEMENT3D(#73,$,$);
+#73=IFCCARTESIANPOINT(({station},0.,0.));
 #60=IFCBUILDINGELEMENTPROXY('0ctij$kBPC7vIo5c5aOMNs',$,'Ballast',$,$,#21,#61,$,$);
 #61=IFCPRODUCTDEFINITIONSHAPE($,$,(#62));
 #62=IFCSHAPEREPRESENTATION(#13,'Body','AdvancedSweptSolid',(#63));
-#63=IFCSECTIONEDSOLIDHORIZONTAL(#50,(#64,#64),({measure}(0.),{measure}({length})),.T.);
+#63=IFCSECTIONEDSOLIDHORIZONTAL({directrix},(#64,#64),({measure}(0.),{measure}({length})),.T.);
 #64=IFCARBITRARYCLOSEDPROFILEDEF(.AREA.,'bed',#65);
 #65=IFCPOLYLINE((#66,#67,#68,#69,#66));
 #66=IFCCARTESIANPOINT((-2.,-0.5));
@@ -72,18 +77,20 @@ END-ISO-10303-21;
 """
 
 
-def write_rc3(path: Path, measure: str = "IFCNONNEGATIVELENGTHMEASURE") -> Path:
+def write_rc3(path: Path, measure: str = "IFCNONNEGATIVELENGTHMEASURE", directrix: str = "#50") -> Path:
     path.write_text(_RC3.format(straight=f"{STRAIGHT:.1f}", angle=ARC_ANGLE, radius=f"{ARC_RADIUS:.1f}",
                                 length=f"{STRAIGHT + ARC_ANGLE * ARC_RADIUS:.1f}", height=f"{HEIGHT:.1f}",
-                                measure=measure))
+                                measure=measure, directrix=directrix, station="1000."))
     return path
 
 
-@pytest.mark.parametrize("measure", ["IFCNONNEGATIVELENGTHMEASURE", "IFCPARAMETERVALUE"])
-def test_a_draft_sectioned_solid_is_built_along_its_curve(tmp_path: Path, measure: str):
+@pytest.mark.parametrize(("measure", "directrix"), [("IFCNONNEGATIVELENGTHMEASURE", "#50"),
+                                                    ("IFCPARAMETERVALUE", "#50"),
+                                                    ("IFCNONNEGATIVELENGTHMEASURE", "#70")])
+def test_a_draft_sectioned_solid_is_built_along_its_curve(tmp_path: Path, measure: str, directrix: str):
     """The bed is built by the kernel (not a stand-in), where the draft puts it: along the straight, then round the
     arc to its end, 10 m up."""
-    model = open_model(str(write_rc3(tmp_path / "draft.ifc", measure)))
+    model = open_model(str(write_rc3(tmp_path / "draft.ifc", measure, directrix)))
     (element,) = model.by_type("IfcBuildingElementProxy")
     bodies = tessellate_bodies(model, [element], BodyOptions())
     assert not bodies.undrawn and not bodies.boxed and not bodies.simplified and not bodies.out_of_time
@@ -96,7 +103,7 @@ def test_a_draft_sectioned_solid_is_built_along_its_curve(tmp_path: Path, measur
 
 
 def test_the_3d_of_a_draft_file_draws_and_leaves_the_file_byte_identical(tmp_path: Path):
-    path = write_rc3(tmp_path / "draft.ifc")
+    path = write_rc3(tmp_path / "draft.ifc", directrix="#70")
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     rendered = render_view(str(path), "3D", [], 600, timeout_s=120)
     assert rendered.png and not rendered.undrawn and not rendered.out_of_time and not rendered.boxed

@@ -14,6 +14,7 @@ import ifcopenshell.util.unit
 import numpy as np
 
 from ifc_host.model_file import BadModelError, open_checked
+from ifc_host.render_drafts import restate_drafts
 from ifc_host.spatial import elements_of_storey as elements_of_storey  # the views import it from here
 from ifc_host.spatial import storey_ids, storey_labels
 
@@ -77,11 +78,14 @@ class Drawing:
 
 
 def open_model(path: str) -> ifcopenshell.file:
-    """The model as the host opens it (an IFC 4.3 draft header read as the schema IfcOpenShell has, and so on)."""
+    """The model as the host opens it (an IFC 4.3 draft header read as the schema IfcOpenShell has, and so on), its
+    draft geometry restated in the final schema's terms (render_drafts.py: this copy is never written)."""
     try:
-        return open_checked(path)
+        model = open_checked(path)
     except BadModelError as exc:
         raise ViewError(f"cannot read the model: {exc}") from exc
+    restate_drafts(model)
+    return model
 
 
 def storeys_by_elevation(model: ifcopenshell.file) -> list[ifcopenshell.entity_instance]:

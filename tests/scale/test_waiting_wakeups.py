@@ -19,9 +19,16 @@ import redis as redis_client
 
 from cloud.distributed.bus import Bus
 from cloud.distributed.hosts import RedisHostDirectory
-from cloud.distributed.redis_rendezvous import RedisToolResultChannel, _copy_purpose, _pending_key
+from cloud.distributed.redis_rendezvous import (
+    KEEP_S,
+    RedisToolResultChannel,
+    _answered_key,
+    _copy_purpose,
+    _pending_key,
+    _request_key,
+)
 from cloud.hostlink import RECONNECT_GRACE_S, HostPresence
-from cloud.rendezvous import Answer
+from cloud.rendezvous import ANSWERED_MEMORY, Answer
 from cloud.store import Store
 
 HELLO = {"type": "hello", "host_app": "test", "host_version": "test-1", "runtime_version": "1.0",
@@ -92,7 +99,9 @@ def test_the_probe_still_hands_a_call_the_answer_whose_wake_up_was_lost(processe
     # An answer's copy lands in the pending hash, its message to the waiting process is lost (published nowhere).
     pending_id = redis_client.Redis.from_url(redis.url, decode_responses=True).hget(_pending_key("s1"), "pending_id")
     sealed = a.bus.seal(json.dumps({"ok": True, "output": "late"}), _copy_purpose("s1", pending_id))
-    a.channel._keep_copy(keys=[_pending_key("s1")], args=[pending_id, sealed, "nx:nowhere", "lost"])
+    a.channel._keep_copy(keys=[_pending_key("s1"), _request_key("toolu_1.run"), _answered_key("s1")],
+                         args=[pending_id, sealed, "nx:nowhere", "lost", "toolu_1.run", "toolu_1", ANSWERED_MEMORY,
+                               KEEP_S])
     _until(answers, 20)
     assert answers and answers[0].result == {"ok": True, "output": "late"}
 

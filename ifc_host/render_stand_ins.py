@@ -142,19 +142,29 @@ def _representation(element: ifcopenshell.entity_instance, identifier: str) -> i
     return None
 
 
-def _curve_segments(representation: ifcopenshell.entity_instance) -> np.ndarray | None:
-    """The representation's curves as (n, 2, 3) line segments in the element's coordinates (metres), by
-    IfcOpenShell's geometry (arcs come as polylines); None when it yields none."""
+def curve_wire(curves: ifcopenshell.entity_instance) -> tuple[np.ndarray, np.ndarray] | None:
+    """Vertices (metres) and edges of a curve or a representation of curves, by IfcOpenShell's geometry (a wire,
+    no solid built); None when the kernel cannot read them or yields no finite edge."""
     settings = ifcopenshell.geom.settings()
     settings.set("dimensionality", ifcopenshell.ifcopenshell_wrapper.CURVES)
     try:
-        shape = ifcopenshell.geom.create_shape(settings, representation)
-    except Exception:  # the kernel could not read these curves: no stand-in from them
+        shape = ifcopenshell.geom.create_shape(settings, curves)
+    except Exception:  # the kernel could not read these curves
         return None
     verts = np.frombuffer(shape.verts_buffer, dtype=np.float64).reshape(-1, 3)
     edges = np.frombuffer(shape.edges_buffer, dtype=np.int32).reshape(-1, 2)
     if not len(edges) or not np.isfinite(verts).all():
         return None
+    return verts, edges
+
+
+def _curve_segments(representation: ifcopenshell.entity_instance) -> np.ndarray | None:
+    """The representation's curves as (n, 2, 3) line segments in the element's coordinates (metres), by
+    IfcOpenShell's geometry (arcs come as polylines); None when it yields none."""
+    wire = curve_wire(representation)
+    if wire is None:
+        return None
+    verts, edges = wire
     segments = verts[edges]
     segments = segments[np.linalg.norm(segments[:, 1] - segments[:, 0], axis=1) > _MIN_LENGTH_M]
     return segments if len(segments) else None

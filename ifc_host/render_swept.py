@@ -17,6 +17,7 @@ import numpy as np
 
 from ifc_host.render_scene import Mesh, PlacementFrames
 from ifc_host.render_simplified import body_representations
+from ifc_host.render_stand_ins import curve_wire
 
 _SWEPT = "IfcSectionedSolidHorizontal"
 
@@ -91,15 +92,11 @@ def _sweep(solid: ifcopenshell.entity_instance, curves: dict[int, tuple[np.ndarr
 
 def _polyline(curve: ifcopenshell.entity_instance) -> tuple[np.ndarray, np.ndarray] | None:
     """The curve's points (metres) in order, and each one's distance along it in plan; None when unreadable."""
-    settings = ifcopenshell.geom.settings()
-    settings.set("dimensionality", ifcopenshell.ifcopenshell_wrapper.CURVES)
-    try:
-        shape = ifcopenshell.geom.create_shape(settings, curve)
-    except Exception:  # the kernel could not evaluate the directrix: no stand-in along it
+    wire = curve_wire(curve)
+    if wire is None:
         return None
-    verts = np.frombuffer(shape.verts_buffer, dtype=np.float64).reshape(-1, 3)
-    edges = np.frombuffer(shape.edges_buffer, dtype=np.int32).reshape(-1, 2)
-    if not len(edges) or not np.isfinite(verts).all() or not (edges[1:, 0] == edges[:-1, 1]).all():
+    verts, edges = wire
+    if not (edges[1:, 0] == edges[:-1, 1]).all():  # not one chain of edges
         return None
     points = verts[np.concatenate([edges[:, 0], edges[-1:, 1]])]
     steps = np.linalg.norm(np.diff(points[:, :2], axis=0), axis=1)

@@ -17,7 +17,7 @@ import ifcopenshell
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.model_file import open_checked
 from ifc_host.script import STDOUT_CAP_BYTES
 from tests.conformance.ifc_models import write_small_building

@@ -386,6 +386,22 @@ def test_a_read_only_script_cannot_append_to_the_model_file(executor: IsolatedEx
     assert reading["ok"] is False and reading["error"]["type"] == "PermissionError"
 
 
+def test_a_script_imports_the_scheduling_and_costing_api_the_keeper_leaves_to_scripts(executor: IsolatedExecutor):
+    """ifcopenshell.api.sequence, cost and resource (they pull networkx and requests) are not preimported for every
+    script; a confined script imports them from the Python installation, which it may read, and uses them."""
+    code = ("import sys\nprint('networkx' in sys.modules, 'requests' in sys.modules)\n"
+            "import ifcopenshell.api.cost, ifcopenshell.api.resource, ifcopenshell.api.sequence\n"
+            "schedule = ifcopenshell.api.sequence.add_work_schedule(model, name='Build')\n"
+            "task = ifcopenshell.api.sequence.add_task(model, work_schedule=schedule, name='Walls')\n"
+            "budget = ifcopenshell.api.cost.add_cost_schedule(model, name='Budget')\n"
+            "crew = ifcopenshell.api.resource.add_resource(model, ifc_class='IfcCrewResource')\n"
+            "print(task.is_a(), budget.is_a(), crew.is_a())\n")
+    result = run(executor, code, mode="collect", timeout_s=60)
+    assert result["ok"], result.get("error")
+    assert result["stdout"].splitlines() == ["False False", "IfcTask IfcCostSchedule IfcCrewResource"]
+    assert executor.sandbox.get("filesystem", "").startswith("read-only Python"), executor.sandbox
+
+
 def test_a_forked_script_process_inherits_the_keepers_objects_frozen_out_of_the_collector(executor, isolation):
     """fork: the keeper freezes its objects before forking, so a collection in the script's process does not
     touch (and copy) the pages holding them; it stays so after a commit (the keeper collects, then freezes)."""

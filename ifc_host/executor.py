@@ -505,7 +505,7 @@ class IsolatedExecutor:
                       ) -> tuple[SpawnedKeeper, Connection]:
         """Windows (no fork, no fd passing): multiprocessing's 'spawn'; the keeper replaces its environment with
         `env` before it loads anything, so the spares it starts for scripts inherit only that."""
-        from ifc_host.keeper import serve_in_spawned_process
+        from ifc_host.keeper_spawned import serve_in_spawned_process
 
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe(duplex=True)

@@ -73,6 +73,33 @@ def test_a_connected_host_that_served_calls_has_no_ifcopenshell_in_its_own_proce
     assert json.loads(report.removeprefix("loaded: ")) == [], "the host's runtime process imported these"
 
 
+# An executor on each way of starting the keeper and of isolating scripts, in a process of its own.
+EXECUTOR_REPORTING_ITS_MODULES = """
+import sys
+from ifc_host.executor import IsolatedExecutor, execute_command
+executor = IsolatedExecutor(sys.argv[1], isolation=sys.argv[2], keeper_launch=sys.argv[3])
+try:
+    result = executor.execute(execute_command("r1", "collect", "print(len(model.by_type('IfcDoor')))", 60.0))
+    assert result["ok"] and int(result["stdout"]) > 0, result
+finally:
+    executor.close()
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("ifcopenshell", "numpy")))
+"""
+
+
+@pytest.mark.parametrize(("isolation", "launch"), [("spawn", "exec"), ("spawn", "multiprocessing")])
+def test_the_runtime_side_imports_no_ifcopenshell_with_spares_or_a_keeper_started_by_multiprocessing(
+        tmp_path: Path, isolation: str, launch: str):
+    """Spawned spares (macOS, Windows) and a keeper started by multiprocessing (Windows) are the keeper's
+    business: the process that drives them loads neither IfcOpenShell nor numpy."""
+    model = tmp_path / "sample.ifc"
+    write_sample_model(str(model), storeys=1)
+    out = subprocess.run([sys.executable, "-c", EXECUTOR_REPORTING_ITS_MODULES, str(model), isolation, launch],
+                         capture_output=True, text=True, timeout=300, env=host_environment())
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_the_keeper_started_early_is_the_executors_first(tmp_path: Path):
     model = tmp_path / "sample.ifc"
     write_sample_model(str(model), storeys=1)

@@ -142,7 +142,7 @@ def main() -> None:
         labels = {"host cpu": "host CPU, start to stop, all", "runtime": "CPU at connect+1s: runtime",
                   "keeper": "  keeper", "keeper children": "  keeper's children", "render": "  render servers"}
         for kind in CPU_KINDS:
-            print(f"{name + ': ' + labels[kind]:34} {cpu_summary(done, kind)}")
+            print(f"{name + ': ' + labels[kind]:44} {cpu_summary(done, kind)}")
         print(f"{name + ': runtime loaded':34} {done[-1]['runtime loads'] or 'neither ifcopenshell nor numpy'}")
 
 

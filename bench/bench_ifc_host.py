@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cloud.hosts.registry import stamped_epilogue  # noqa: E402
 from ifc_host.changes import ChangeRecorder  # noqa: E402
 from ifc_host.executor import IsolatedExecutor, execute_command  # noqa: E402
-from ifc_host.isolation import ISOLATIONS  # noqa: E402
+from ifc_host.keeper_process import ISOLATIONS  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 from ifc_host.sample import write_sample_model  # noqa: E402
 from ifc_host.trusted_report import epilogue_helpers  # noqa: E402

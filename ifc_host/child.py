@@ -33,8 +33,12 @@ SCRIPT_FILENAME = "<script>"
 _PR_SET_PDEATHSIG = 1
 _PREIMPORTED_UTILS = (
     "element", "placement", "selector", "unit", "shape_builder", "representation", "pset", "type", "attribute",
-    "classification", "date", "schema", "shape", "system", "cost", "constraint", "geolocation", "resource",
+    "classification", "date", "schema", "shape", "system", "constraint", "geolocation",
 )
+# Left for the scripts that use them: they pull networkx and requests (0.2 s of CPU, in every keeper and spare
+# otherwise, for the few scripts that schedule or cost). A script imports them from the Python installation, which
+# the sandbox lets it read (sandbox.py); what it cannot read (this package, /etc/mime.types) is preimported.
+_LEFT_TO_SCRIPTS = frozenset({"cost", "resource", "sequence"})
 
 
 class TransactionsAreManagedByTheHost(RuntimeError):
@@ -172,7 +176,7 @@ def preimport() -> None:
     mimetypes.init()  # read /etc/mime.types now: the sandbox denies it, and the IDS check (xmlschema) needs it
 
     for module in pkgutil.iter_modules(ifcopenshell.api.__path__):
-        if module.ispkg:
+        if module.ispkg and module.name not in _LEFT_TO_SCRIPTS:
             try:
                 importlib.import_module(f"ifcopenshell.api.{module.name}")
             except Exception:  # an optional API module missing its own dependency stays lazy

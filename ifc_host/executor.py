@@ -41,18 +41,20 @@ from pathlib import Path
 from typing import Any
 
 from ifc_host import limits as script_limits
+from ifc_host.file_identity import BadModelError, file_signature
 from ifc_host.handover import HandoverPolicy, resident_bytes
-from ifc_host.isolation import default_isolation
-from ifc_host.keeper import ABORTS_REMEMBERED, COMMIT_TIMEOUT_S, SNAPSHOT_TIMEOUT_S
 from ifc_host.keeper_process import (
+    ABORTS_REMEMBERED,
+    COMMIT_TIMEOUT_S,
     DEFAULT_HOLD_TIMEOUT_S,
     ISOLATIONS,
+    SNAPSHOT_TIMEOUT_S,
     LaunchedKeeper,
+    default_isolation,
     default_keeper_launch,
     exec_keeper,
     keeper_environment,
 )
-from ifc_host.model_file import BadModelError, file_signature
 from shared_contract.host_messages import NO_CHANGES, Epilogue, ErrorInfo, ExecuteCommand, ModelRef
 from shared_contract.validate import content_hash
 
@@ -166,6 +168,7 @@ class IsolatedExecutor:
         self._proc: subprocess.Popen[bytes] | SpawnedKeeper | None = None
         self._conn: Connection | None = None
         self.sandbox: dict[str, str] = {}
+        self.ifcopenshell_version = ""  # the keeper's, for the hello: this process never imports IfcOpenShell
         self._generation = 0  # commits so far: a successor started for an older one is stale
         self._closed = False
         self._handover: threading.Thread | None = None
@@ -382,6 +385,7 @@ class IsolatedExecutor:
         reply = self._hello(proc, conn, path)
         self._proc, self._conn = proc, conn
         self._rss_at_open = reply.get("rss_at_open") or resident_bytes(proc.pid)
+        self.ifcopenshell_version = reply["ifcopenshell_version"]
         self._take_state(reply)
         self._note_sandbox(reply)
         return reply["document"]
@@ -501,7 +505,7 @@ class IsolatedExecutor:
                       ) -> tuple[SpawnedKeeper, Connection]:
         """Windows (no fork, no fd passing): multiprocessing's 'spawn'; the keeper replaces its environment with
         `env` before it loads anything, so the spares it starts for scripts inherit only that."""
-        from ifc_host.keeper import serve_in_spawned_process
+        from ifc_host.keeper_spawned import serve_in_spawned_process
 
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe(duplex=True)

@@ -26,7 +26,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -34,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ifc_host import limits as script_limits
 from ifc_host import process_count, sandbox
-from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.pipes import MessageReader, send_message
 from ifc_host.process_tree import ScriptHandle, reap_bounded
 from ifc_host.read_server import LANDLOCK_ABI_NEEDED, JobTooBig, ReadServer, ServedRun
@@ -46,18 +44,6 @@ if TYPE_CHECKING:
 SPARE_START_TIMEOUT_S = 300.0
 SUPERVISOR_GRACE_S = 10.0  # for the supervisor to reap what the script left and exit, once the script is dead
 _OUTPUT_FILES = ("stdout", "epilogue", "crash")
-
-
-def default_isolation() -> str:
-    """fork where it is available and safe; spawn on Windows and macOS (and wherever fork is missing)."""
-    chosen = os.environ.get("NEXUS_IFC_ISOLATION", "").strip().lower()
-    if chosen in ISOLATIONS:
-        return chosen
-    return "fork" if fork_is_safe() else "spawn"
-
-
-def fork_is_safe() -> bool:
-    return hasattr(os, "fork") and sys.platform not in ("darwin", "win32", "cygwin")
 
 
 class ScriptProcess(Protocol):

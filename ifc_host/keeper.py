@@ -54,14 +54,20 @@ from typing import Any
 import ifcopenshell
 
 from ifc_host.baseline_child import BaselineChild, serialisable_ahead
+from ifc_host.file_identity import file_signature
 from ifc_host.handover import HandoverPolicy, resident_bytes
 from ifc_host.isolation import (
-    ISOLATIONS,
     ForkedRun,
     ForkStrategy,
     ScriptProcess,
     SpawnedRun,
     SpawnStrategy,
+)
+from ifc_host.keeper_process import (
+    ABORTS_REMEMBERED,
+    COMMIT_TIMEOUT_S,
+    ISOLATIONS,
+    SNAPSHOT_TIMEOUT_S,
     default_isolation,
 )
 from ifc_host.model_diff import DATA_START, HINT_MAX_RECORDS, NotCanonical, data_section, record_count
@@ -71,7 +77,6 @@ from ifc_host.model_file import (
     describe_context,
     describe_document,
     directory_lock,
-    file_signature,
     open_checked,
     replace_atomically,
     write_beside,
@@ -83,11 +88,8 @@ from ifc_host.script import STDOUT_CAP_BYTES
 from ifc_host.trusted_report import IdsStates, Prepared, ReportAhead, prepare, warm_ids
 from shared_contract.host_messages import NO_CHANGES, ErrorInfo, ExecuteCommand
 
-COMMIT_TIMEOUT_S = 600.0
-SNAPSHOT_TIMEOUT_S = 300.0
 FULL_COLLECT_EVERY = 64  # replies between full garbage collections of the keeper (see Keeper._freeze_for_fork)
 _CRASH_FRAME = re.compile(r'File "<script>", line (\d+)')
-ABORTS_REMEMBERED = 64
 RETIRED_KEPT = 8  # killed script processes still being torn down, left for a later reply to reap (reap_retired)
 SPARE_WAIT_S = 300.0
 # A read still running this long after it started gets its spare replaced meanwhile (strategy.replace_taken);
@@ -933,7 +935,7 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
     keeper.handover = HandoverPolicy()  # the defaults, until the runtime's first execute sends its own
     keeper.rss_at_open = resident_bytes(os.getpid())
     connection.send({"ok": True, "document": describe_document(model, model_path), "pid": os.getpid(),
-                     "rss_at_open": keeper.rss_at_open,
+                     "rss_at_open": keeper.rss_at_open, "ifcopenshell_version": ifcopenshell.version,
                      "isolation": keeper.strategy.name, "sandbox": keeper.sandbox, "keeper": keeper.state()})
     try:
         while True:

@@ -18,12 +18,29 @@ from ifc_host import limits as script_limits
 
 ISOLATIONS = ("fork", "spawn")
 DEFAULT_HOLD_TIMEOUT_S = 900.0
+# How long the keeper may take to write a commit or a held model, and how many aborts it remembers: the
+# runtime's proxy (executor.py) waits and remembers as long.
+COMMIT_TIMEOUT_S = 600.0
+SNAPSHOT_TIMEOUT_S = 300.0
+ABORTS_REMEMBERED = 64
 # What the keeper's environment keeps from ours: enough for Python to start, nothing secret.
 KEEPER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
                       "WINDIR", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV",
                       *script_limits.VARIABLES)
 
 LaunchedKeeper = tuple[subprocess.Popen[bytes], Connection]
+
+
+def default_isolation() -> str:
+    """fork where it is available and safe; spawn on Windows and macOS (and wherever fork is missing)."""
+    chosen = os.environ.get("NEXUS_IFC_ISOLATION", "").strip().lower()
+    if chosen in ISOLATIONS:
+        return chosen
+    return "fork" if fork_is_safe() else "spawn"
+
+
+def fork_is_safe() -> bool:
+    return hasattr(os, "fork") and sys.platform not in ("darwin", "win32", "cygwin")
 
 
 def default_keeper_launch() -> str:
@@ -45,7 +62,7 @@ def exec_keeper(model_path: Path, save_path: Path, hold_timeout_s: float, isolat
                 expect_signature: tuple[int, ...] | None = None) -> LaunchedKeeper:
     """POSIX: a fresh interpreter with exactly keeper_environment(), its end of a socket pair passed as an fd.
     Returns at once; the keeper's first message on the connection says whether it opened the model.
-    `isolation` None: the keeper's default (isolation.default_isolation, which the executor uses too)."""
+    `isolation` None: the keeper's default (default_isolation, which the executor uses too)."""
     ours, theirs = socket.socketpair()
     successor = ["--expect-signature", ",".join(map(str, expect_signature))] if expect_signature else []
     command = [sys.executable, "-m", "ifc_host.keeper", "--fd", str(theirs.fileno()),

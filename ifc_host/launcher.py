@@ -108,7 +108,7 @@ def serve_from_arguments(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     # The keeper imports IfcOpenShell and opens the model while this process imports the rest of the host.
     keeper = start_early(args.model, args.out, args.isolation)
-    from ifc_host.model_file import BadModelError
+    from ifc_host.file_identity import BadModelError
     from ifc_host.runtime import HostRejected, HostReplaced, run_host
     stop = threading.Event()
     if hasattr(signal, "SIGTERM"):

@@ -24,6 +24,7 @@ from typing import Any
 import ifcopenshell
 import ifcopenshell.ifcopenshell_wrapper as wrapper
 
+from ifc_host.file_identity import BadModelError
 from ifc_host.spatial import storey_labels
 
 STEP_TRAILER = b"END-ISO-10303-21;"
@@ -35,10 +36,6 @@ _RECOVERABLE = (
     # A value outside the schema's enumeration (e.g. an IFC 4.3 draft's literal): IfcOpenShell reads it as unset.
     re.compile(r"^An enumeration literal '[A-Za-z0-9_]+' is not valid for type '[A-Za-z0-9_]+'"),
 )
-
-
-class BadModelError(ValueError):
-    """The file is not a usable IFC model; the message says why, for a person to read."""
 
 
 def open_checked(path: str | os.PathLike[str]) -> ifcopenshell.file:
@@ -266,15 +263,6 @@ def _elevation(storey: ifcopenshell.entity_instance) -> float:
         return float(storey.Elevation or 0.0)
     except (TypeError, ValueError):
         return 0.0
-
-
-def file_signature(path: str | os.PathLike[str]) -> tuple[int, int, int, int] | None:
-    """Identity and version of the file at `path` (through symlinks): a replaced or rewritten file differs."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
 @contextlib.contextmanager

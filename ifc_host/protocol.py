@@ -10,8 +10,6 @@ import json
 import platform
 from typing import Any
 
-import ifcopenshell
-
 from shared_contract.host_messages import NO_CHANGES, ExecuteResult, Hello
 from shared_contract.validate import ContractError, validate_host_message
 
@@ -54,8 +52,9 @@ def parse_inbound(raw: str | bytes) -> dict[str, Any]:
     return message
 
 
-def hello(document: dict[str, Any], host_id: str | None) -> dict[str, Any]:
-    return checked(Hello(HOST_APP, ifcopenshell.version, RUNTIME_VERSION, platform.python_version(), document,
+def hello(document: dict[str, Any], host_id: str | None, ifcopenshell_version: str) -> dict[str, Any]:
+    """`ifcopenshell_version`: the keeper's (executor.ifcopenshell_version); the runtime does not import it."""
+    return checked(Hello(HOST_APP, ifcopenshell_version, RUNTIME_VERSION, platform.python_version(), document,
                          host_id or None, tuple(CAPABILITIES)).to_dict())
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import ifcopenshell
 
-from ifc_host.model_file import file_signature
+from ifc_host.file_identity import file_signature
 
 MAX_REFS = 16
 FULL_CHECK_ENTITIES = 50_000  # references up to this size get their records compared after each script using them

@@ -73,8 +73,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ifc_host import render_pool
-from ifc_host.model_file import file_signature
-from ifc_host.render_canvas import HIGHLIGHT
+from ifc_host.file_identity import file_signature
+from ifc_host.render_palette import HIGHLIGHT
 
 MIN_PX, MAX_PX = 16, 8000
 CHILD_COMMAND: Sequence[str] = (sys.executable, "-m", "ifc_host.render_child")  # one request, then exits

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import ifcopenshell
 import numpy as np
 
-from ifc_host import render_canvas as style
+from ifc_host import render_palette as style
 from ifc_host.render_alignment import alignment_lines
 from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, NothingDrawn, tessellate_bodies
-from ifc_host.render_canvas import Canvas, LegendEntry
+from ifc_host.render_canvas import Canvas, LegendEntry, title_with_highlights
 from ifc_host.render_scene import Drawing, Mesh, ViewSpec, all_elements, elements_of_storey
 
 _SQRT2, _SQRT3, _SQRT6 = np.sqrt(2.0), np.sqrt(3.0), np.sqrt(6.0)
@@ -197,6 +197,6 @@ def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time
            sketched: int = 0, later: int = 0, simplified: int = 0) -> str:
     how = ("seen from above, north up" if spec.facing == "above" else f"seen from the {spec.facing}"
            if spec.kind == "elevation" else "axonometric from the south-west")
-    return style.title_with_highlights(f"{spec.shown_name} \u2014 {how}", shown, elsewhere, undrawn, out_of_time,
+    return title_with_highlights(f"{spec.shown_name} \u2014 {how}", shown, elsewhere, undrawn, out_of_time,
                                        boxed, sketched, later, simplified)
 

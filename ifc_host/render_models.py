@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import ifcopenshell
 
-from ifc_host.model_file import file_signature
+from ifc_host.file_identity import file_signature
 from ifc_host.render_background import BackgroundBuilds
 from ifc_host.render_scene import Mesh, open_model
 

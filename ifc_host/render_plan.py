@@ -12,9 +12,9 @@ import shapely.ops
 from shapely.geometry import Polygon
 from shapely.geometry.base import BaseGeometry
 
-from ifc_host import render_canvas as style
+from ifc_host import render_palette as style
 from ifc_host.render_bodies import FIRST_ATTEMPT, BodyOptions, NothingDrawn, tessellate_bodies
-from ifc_host.render_canvas import Canvas, LegendEntry
+from ifc_host.render_canvas import Canvas, LegendEntry, title_with_highlights
 from ifc_host.render_geometry import kept_footprint, kept_sections
 from ifc_host.render_scene import (
     PLAN_CUT_HEIGHT_M,
@@ -248,7 +248,7 @@ def _bounds(extents: list[tuple[float, float, float, float]]) -> tuple[float, fl
 
 def _title(spec: ViewSpec, shown: int, elsewhere: int, undrawn: int, out_of_time: int, boxed: int = 0,
            sketched: int = 0, later: int = 0, simplified: int = 0) -> str:
-    return style.title_with_highlights(f"{spec.shown_name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown,
+    return title_with_highlights(f"{spec.shown_name} \u2014 plan cut at +{PLAN_CUT_HEIGHT_M:.1f} m", shown,
                                        elsewhere, undrawn, out_of_time, boxed, sketched, later, simplified)
 
 

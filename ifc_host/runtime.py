@@ -176,7 +176,7 @@ class HostRuntime:
         try:
             if stop.is_set():
                 return False
-            self._send(protocol.hello(self._document(), self.host_id), queue_if_down=False)
+            self._send(protocol.hello(self._document(), self.host_id, self.executor.ifcopenshell_version), queue_if_down=False)
             threading.Thread(target=self._heartbeat, args=(heartbeat_stop,), name="ifc-host-heartbeat",
                              daemon=True).start()
             while not stop.is_set():

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ifc_host import protocol
-from ifc_host.model_file import file_signature
+from ifc_host.file_identity import file_signature
 from ifc_host.scene import DEFAULT_MAX_BYTES, RenderError, build_scene_file
 
 KEPT_BEFORE_COPIES = 8

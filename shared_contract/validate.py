@@ -3,7 +3,9 @@
 Importable by every party to the wire contract (the orchestrator and the host runtimes) without
 importing any of them: this module needs only the standard library and jsonschema. A value is first put to
 its schema's compiled predicate (fast_check.py, a few microseconds); only one that fails it is walked by
-jsonschema, for the errors that name what is wrong.
+jsonschema, for the errors that name what is wrong, and only then is jsonschema imported (a tenth of a second
+that a host's processes, which only ever check valid messages, never pay). That the schema files themselves are
+valid JSON Schema is checked by the tests (tests/test_contract.py), not each time a process reads one.
 """
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from shared_contract import SCHEMA_DIR
 from shared_contract.fast_check import Predicate, compile_schema
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 HOST_MESSAGE_TYPES = (
     "hello", "welcome", "execute", "execute_result", "export_view", "export_view_result",
@@ -37,9 +40,7 @@ def content_hash(code: str) -> str:
 
 @cache
 def _schema_file(relative_path: str) -> dict[str, Any]:
-    schema = json.loads((SCHEMA_DIR / relative_path).read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return schema
+    return json.loads((SCHEMA_DIR / relative_path).read_text(encoding="utf-8"))
 
 
 def schema_at(location: str) -> dict[str, Any]:
@@ -53,6 +54,8 @@ def schema_at(location: str) -> dict[str, Any]:
 
 @cache
 def _validator(location: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(schema_at(location))
 
 
@@ -73,6 +76,8 @@ def tool_definitions() -> tuple[dict[str, Any], ...]:
 
 @cache
 def _tool_validators() -> dict[str, Draft202012Validator]:
+    from jsonschema import Draft202012Validator
+
     return {t["name"]: Draft202012Validator(t["input_schema"]) for t in tool_definitions()}
 
 

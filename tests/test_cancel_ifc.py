@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host import runtime
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.runtime import HostHandle
 from ifc_host.sample import write_sample_model
 from tests.support.client import Client, write_script

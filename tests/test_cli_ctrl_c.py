@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from tests.support.client import write_script
 from tests.support.spine import automate, say
 

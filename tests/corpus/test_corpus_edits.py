@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.model_file import open_checked
 from tests.corpus.corpus_files import CorpusFile, corpus_dirs, manifest
 from tests.corpus.edit_script import CORPUS_IDS, EDIT_SCRIPT, OFF_PATTERN_TAG, PSET_VALUE

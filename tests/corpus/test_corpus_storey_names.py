@@ -36,7 +36,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 
 def _everything_the_model_is_told(executor: IsolatedExecutor) -> tuple[list[str], str, str]:
-    hello = protocol.hello(executor.document, None)  # what the host says when it connects
+    hello = protocol.hello(executor.document, None, executor.ifcopenshell_version)  # what the host says when it connects
     block = render_context_block(SimpleNamespace(hello=hello), executor.context())
     return executor.document["storeys"], block, IfcProvider().system_prompt_fragment(Hello.parse(hello))
 

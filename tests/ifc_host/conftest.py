@@ -9,7 +9,7 @@ import pytest
 
 from ifc_host import render_pool
 from ifc_host.executor import IsolatedExecutor
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.sample import write_sample_model
 from tests.conformance.ifc_models import write_small_building
 

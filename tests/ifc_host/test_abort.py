@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.runtime import HostHandle, ReconnectPolicy, start_host_thread
 from tests.conformance.ifc_models import write_small_building
 from tests.conformance.raw_cloud import RawCloud, RawHostConnection

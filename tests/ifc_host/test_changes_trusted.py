@@ -21,7 +21,7 @@ from cloud.hosts.base import split_epilogue_output
 from cloud.tools.render import describe_run
 from ifc_host import sample
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.protocol import execute_result
 from tests.ifc_host.test_ids import FIRE_RATING_IDS
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.model_diff import HINT_MAX_RECORDS
 from ifc_host.model_file import open_checked
 from ifc_host.sample import write_sample_model

@@ -13,9 +13,10 @@ import pytest
 
 from ifc_host.baseline_child import BaselineChild
 from ifc_host.executor import IsolatedExecutor, execute_command
+from ifc_host.file_identity import file_signature
 from ifc_host.keeper import Keeper
 from ifc_host.model_diff import NotCanonical, data_section, diff_records
-from ifc_host.model_file import file_signature, open_checked
+from ifc_host.model_file import open_checked
 from ifc_host.model_patch import InPlace
 from ifc_host.sample import write_sample_model
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from cloud.context import render_context_block
-from ifc_host import isolation as isolation_module
+from ifc_host import keeper_process
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS, default_isolation
+from ifc_host.keeper_process import ISOLATIONS, default_isolation
 from ifc_host.model_file import BadModelError, open_checked, open_warnings
 from ifc_host.runtime import start_host_thread
 from tests.conformance.ifc_models import write_small_building
@@ -123,9 +123,9 @@ def test_the_warnings_reach_hello_and_scripts_run_on_such_a_file(server: Running
 def test_the_isolation_is_chosen_by_platform_and_can_be_forced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.delenv("NEXUS_IFC_ISOLATION", raising=False)
     assert default_isolation() == "fork"  # Linux
-    monkeypatch.setattr(isolation_module.sys, "platform", "darwin")
+    monkeypatch.setattr(keeper_process.sys, "platform", "darwin")
     assert default_isolation() == "spawn"
-    monkeypatch.setattr(isolation_module.sys, "platform", "win32")
+    monkeypatch.setattr(keeper_process.sys, "platform", "win32")
     assert default_isolation() == "spawn"
     monkeypatch.setenv("NEXUS_IFC_ISOLATION", "fork")
     assert default_isolation() == "fork"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, KeeperUnavailable, execute_command
+from ifc_host.file_identity import file_signature
 from ifc_host.handover import ALWAYS
-from ifc_host.isolation import ISOLATIONS
-from ifc_host.model_file import file_signature
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.sample import write_sample_model
 from tests.ifc_host.door_renames import RENAME_FIRST_DOOR, commit, first_door, live_children
 

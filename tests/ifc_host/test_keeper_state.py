@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.model_file import file_signature, open_checked
+from ifc_host.file_identity import file_signature
+from ifc_host.model_file import open_checked
 from tests.conformance.ifc_models import write_small_building
 from tests.support.waiting import wait_until
 

@@ -15,7 +15,7 @@ from PIL import Image
 
 from ifc_host import render, render_pool
 from ifc_host.render import HIGHLIGHT, RenderError, render_view, render_view_from_bytes
-from ifc_host.render_canvas import WALL
+from ifc_host.render_palette import WALL
 from ifc_host.sample import write_sample_model
 
 

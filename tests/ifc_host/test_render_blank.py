@@ -12,7 +12,7 @@ import ifcopenshell
 import numpy as np
 from PIL import Image
 
-from ifc_host import render_canvas as style
+from ifc_host import render_palette as style
 from ifc_host.render_plan import draw_plan
 from ifc_host.render_scene import resolve_view, view_names
 from tests.corpus.corpus_files import corpus_dirs

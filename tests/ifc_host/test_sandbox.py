@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.launcher import HostProcess, start_host_process
 from ifc_host.sandbox import landlock_abi
 from tests.conformance.hosts import sample_building

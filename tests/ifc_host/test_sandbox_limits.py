@@ -14,7 +14,7 @@ import pytest
 
 from ifc_host import limits
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.sample import write_sample_model
 
 _counter = iter(range(1_000_000))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import fork_is_safe
+from ifc_host.keeper_process import fork_is_safe
 from ifc_host.read_server import LANDLOCK_ABI_NEEDED
 from ifc_host.sample import write_sample_model
 from ifc_host.sandbox import landlock_abi

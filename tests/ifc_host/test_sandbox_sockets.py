@@ -19,7 +19,7 @@ import ifcopenshell
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.sample import write_sample_model
 from tests.batch.support import json_lines, run_batch
 from tests.mcp.support import stdio_session, text_of

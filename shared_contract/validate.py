@@ -3,7 +3,8 @@
 Importable by every party to the wire contract (the orchestrator and the host runtimes) without
 importing any of them: this module needs only the standard library and jsonschema. A value is first put to
 its schema's compiled predicate (fast_check.py, a few microseconds); only one that fails it is walked by
-jsonschema, for the errors that name what is wrong.
+jsonschema, for the errors that name what is wrong, so jsonschema is imported only then (about 0.1 s; every
+schema is compiled, and tests/test_contract.py holds each to Draft 2020-12).
 """
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from shared_contract import SCHEMA_DIR
 from shared_contract.fast_check import Predicate, compile_schema
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 HOST_MESSAGE_TYPES = (
     "hello", "welcome", "execute", "execute_result", "export_view", "export_view_result",
@@ -37,9 +39,7 @@ def content_hash(code: str) -> str:
 
 @cache
 def _schema_file(relative_path: str) -> dict[str, Any]:
-    schema = json.loads((SCHEMA_DIR / relative_path).read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return schema
+    return json.loads((SCHEMA_DIR / relative_path).read_text(encoding="utf-8"))
 
 
 def schema_at(location: str) -> dict[str, Any]:
@@ -53,6 +53,8 @@ def schema_at(location: str) -> dict[str, Any]:
 
 @cache
 def _validator(location: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(schema_at(location))
 
 
@@ -72,8 +74,10 @@ def tool_definitions() -> tuple[dict[str, Any], ...]:
 
 
 @cache
-def _tool_validators() -> dict[str, Draft202012Validator]:
-    return {t["name"]: Draft202012Validator(t["input_schema"]) for t in tool_definitions()}
+def _tool_validator(name: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(next(t["input_schema"] for t in tool_definitions() if t["name"] == name))
 
 
 @cache
@@ -116,13 +120,13 @@ def validate_host_message(message: Any) -> dict[str, Any]:
 
 
 def validate_tool_input(name: str, arguments: Any) -> dict[str, Any]:
-    validators = _tool_validators()
-    if name not in validators:
-        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(validators))}")
+    predicates = _tool_predicates()
+    if name not in predicates:
+        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(predicates))}")
     if not isinstance(arguments, dict):
         raise ContractError(f"invalid input for {name}: expected a JSON object")
-    predicate = _tool_predicates()[name]
-    errors = [] if predicate is not None and predicate(arguments) else list(validators[name].iter_errors(arguments))
+    predicate = predicates[name]
+    errors = [] if predicate is not None and predicate(arguments) else list(_tool_validator(name).iter_errors(arguments))
     if errors:
         raise ContractError(f"invalid input for {name}: {describe_errors(errors)}")
     if name == "execute_task_automation" and ("code" in arguments) == ("edits" in arguments):

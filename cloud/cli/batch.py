@@ -253,7 +253,6 @@ def _batch(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.batch.jobs import BatchError, result_path, sha256_file
     from cloud.batch.progress import Tracker
     from cloud.batch.report import summary, write_reports
-    from cloud.batch.service import Runner
     from cloud.config import ConfigurationError
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError
@@ -263,6 +262,8 @@ def _batch(args: argparse.Namespace, out: TextIO) -> int:
         _check_model(spec)
     except (BatchError, ModelSpecError, ModelError) as exc:
         return fail(str(exc))
+    from cloud.batch.service import Runner  # the store and the cores: only for a batch that will run
+
     shas = {}
     for path in spec.files:
         try:

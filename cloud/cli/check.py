@@ -79,7 +79,7 @@ def _check(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise _BadInput(f"no model file at {path}")
     ids_documents = [_read_ids(Path(f)) for f in args.ids]
-    # IfcOpenShell and the geometry kernels only once the command line is known to be good
+    # IfcOpenShell and the checks once the command line is known to be good: a refused one exits at once
     from ifc_host.check_scripts import sandboxed_check_scripts
     from ifc_host.clash import DEFAULT_TOLERANCE, clash_findings
     from ifc_host.findings import Finding

@@ -120,6 +120,22 @@ def test_help_and_a_bad_command_line_are_answered_before_anything_heavy_is_impor
     assert not {m.split(".")[0] for m in imported} & HEAVY
 
 
+def test_a_model_the_host_cannot_open_is_one_line_and_never_opened_by_the_orchestrator(tmp_path, sample_ifc):
+    """The host reads the model; `nexus run` opened it first too (IfcOpenShell's import, a second parse)."""
+    truncated = tmp_path / "truncated.ifc"
+    truncated.write_bytes(sample_ifc.read_bytes()[:3000])
+    spec = write_script(tmp_path / "say.json", [say("hi")])
+    done = _nexus("run", "hi", "--ifc", str(truncated), "--model", spec, "--db", str(tmp_path / "r.db"),
+                  python_flags=("-X", "importtime"))
+    stderr = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == 2 and stderr == [
+        f"nexus: {truncated}: the IFC file is truncated (it does not end with END-ISO-10303-21;)"], done.stderr[-3000:]
+    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", done.stderr, re.MULTILINE))
+    assert "cloud.embedded" in imported and "ifcopenshell" not in imported
+    missing = _one_line_error(_nexus("run", "hi", "--ifc", str(tmp_path / "nowhere.ifc"), "--model", spec))
+    assert missing == f"nexus: {tmp_path / 'nowhere.ifc'}: no such file"
+
+
 def test_the_registry_reads_the_same_key_variables_as_each_vendor(monkeypatch):
     """default_model_spec and missing_key look at the environment instead of importing the vendor modules:
     the table they use must say what each module's is_configured() says."""

@@ -146,7 +146,7 @@ def _check(data: Any, number: int, base: Path | None) -> Check:
 
 
 def _ids_text(data: dict[str, Any], where: str, base: Path | None) -> str:
-    from ifc_host.ids_check import IdsProblem, parse_ids
+    from ifc_host.ids_reader import IdsProblem, parse_ids
 
     text = data.get("ids_xml")
     if text is None:

@@ -94,7 +94,8 @@ def filling_findings(model: ifcopenshell.file, model_name: str) -> list[Finding]
 
 def ids_findings(model: ifcopenshell.file, ids_xml: str, model_name: str, ids_name: str = "the IDS") -> list[Finding]:
     """Every failure of the IDS on the whole model, as findings (see `nexus check --ids`)."""
-    from ifc_host.ids_check import check_model, parsed_ids
+    from ifc_host.ids_check import check_model
+    from ifc_host.ids_reader import parsed_ids
 
     state = check_model(model, parsed_ids(ids_xml))
     findings: list[Finding] = []

@@ -137,7 +137,7 @@ def _ids_text(path: str | None) -> str | None:
         return None
     from cloud.batch.jobs import BatchError
     from cloud.ids_document import read_ids_file
-    from ifc_host.ids_check import IdsProblem
+    from ifc_host.ids_reader import IdsProblem
 
     try:
         return read_ids_file(path)

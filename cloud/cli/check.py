@@ -126,7 +126,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _read_ids(path: Path) -> tuple[Path, str]:
-    from ifc_host.ids_check import IdsProblem, parse_ids
+    from ifc_host.ids_reader import IdsProblem, parse_ids
 
     if not path.is_file():
         raise _BadInput(f"no IDS file at {path}")

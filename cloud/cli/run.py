@@ -186,7 +186,7 @@ def _read_ids(path: str | None) -> str | None:
     if path is None:
         return None
     from cloud.ids_document import read_ids_file
-    from ifc_host.ids_check import IdsProblem
+    from ifc_host.ids_reader import IdsProblem
 
     try:
         return read_ids_file(path)

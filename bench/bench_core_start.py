@@ -4,12 +4,20 @@
 
 Each cycle starts, in a fresh interpreter, what `nexus run` starts before its first model turn: the core's shared
 state and the server its IFC host connects to, then (`with host`) the IFC host on the sample building until it
-is connected; and closes it. Its CPU is the interpreter's own up to the end of its imports, and that of the whole
-cycle: the interpreter and every process it reaped (the IFC host, its keeper and their script processes). Two
-command lines are timed alike: `nexus run --help` and `nexus check nowhere.ifc --clash` (a bad argument).
-Printed side by side with the floor, an interpreter that only imports the core, and, with `--old-checkout`, the
-same on another checkout of the project (e.g. `git worktree add /tmp/old 93b5cfd`) run with this environment's
-packages; the checkouts take turns, cycle by cycle, so a change in the machine's load falls on both alike.
+is connected; and closes it. Printed side by side with the floor, an interpreter that only imports the core,
+and, with `--old-checkout`, the same cycle on another checkout of the project (e.g. `git worktree add /tmp/old
+93b5cfd`) run with this environment's packages.
+
+CPU per host start, robust on a loaded machine (wall times are not): a second after the host connected, the CPU
+each of its processes has used (/proc/PID/stat): the runtime (`python -m ifc_host.launcher`), the model keeper
+(`python -m ifc_host.keeper`), the keeper's forked children (script spares, read server) and render servers; and,
+after the core closed, everything the host's process tree used from start to stop (getrusage of the reaped
+children: the host's processes are the cycle's only children). With them, whether the runtime process loaded
+IfcOpenShell or numpy (its /proc/PID/maps: their native libraries).
+
+CPU per command process: the interpreter's own up to the end of its imports, and that of the whole cycle (the
+interpreter and every process it reaped); two command lines are timed alike, `nexus run --help` and `nexus check
+nowhere.ifc --clash` (a bad argument). The database is made before each cycle, as an earlier command leaves it.
 """
 from __future__ import annotations
 
@@ -27,7 +35,49 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 CYCLE = r"""
-import json, shutil, sys, time
+import json, os, resource, shutil, sys, time
+TICK = os.sysconf("SC_CLK_TCK")
+
+def tree(pid):
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append((int(entry), (int(fields[11]) + int(fields[12])) / TICK))
+    out, todo = [], [(pid, None)]
+    while todo:
+        parent, _ = todo.pop()
+        for child, cpu in children.get(parent, []):
+            try:
+                command = open(f"/proc/{child}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            out.append((child, parent, command, cpu))
+            todo.append((child, None))
+    return out
+
+def host_cpu(launcher):
+    kinds = {"runtime": 0.0, "keeper": 0.0, "keeper children": 0.0, "render": 0.0}
+    with open(f"/proc/{launcher}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    kinds["runtime"] = (int(fields[11]) + int(fields[12])) / TICK
+    keepers = set()
+    for pid, parent, command, cpu in tree(launcher):
+        if "ifc_host.render_child" in command:
+            kinds["render"] += cpu
+        elif "ifc_host.keeper" in command and parent == launcher:
+            kinds["keeper"] += cpu
+            keepers.add(pid)
+        else:
+            kinds["keeper children"] += cpu
+    maps = open(f"/proc/{launcher}/maps").read()
+    kinds["runtime loads"] = sorted(name for name in ("ifcopenshell", "numpy") if f"/{name}/" in maps)
+    return kinds
+
 started = time.perf_counter()
 from cloud.embedded import EmbeddedCore
 from cloud.store import Store
@@ -40,12 +90,19 @@ Store(sys.argv[1] + "/nexus.db").close()  # made by an earlier command: opened a
 opened = time.perf_counter()
 core = EmbeddedCore(Store(sys.argv[1] + "/nexus.db"), sys.argv[2], None, connect_timeout_s=300)
 ready = time.perf_counter()
+time.sleep(1.0)  # the keeper prepares its first script processes just after its hello
+cpu = host_cpu(core.host.pid)
+closing = time.perf_counter()
 core.close()
 closed = time.perf_counter()
+reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"import": imported - started, "import_cpu": import_cpu, "start": ready - opened,
-                  "close": closed - ready,
+                  "close": closed - closing,
+                  "host cpu": reaped.ru_utime + reaped.ru_stime, **cpu,
                   "web": sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in ("flask", "flask_sock")})}))
 """
+
+
 COMMANDS = {"nexus run --help": ["run", "--help"], "nexus check nowhere.ifc --clash": ["check", "nowhere.ifc", "--clash"]}
 
 
@@ -63,7 +120,7 @@ def cycle(checkout: Path, model: Path, kind: str) -> dict:
         cpu = _children_cpu() - before
         if done.returncode != 0:
             raise SystemExit(f"{checkout}: {done.stderr[-2000:]}")
-        return {**json.loads(done.stdout.strip().splitlines()[-1]), "cpu": cpu}
+        return {**json.loads(done.stdout.strip().splitlines()[-1]), "cycle cpu": cpu}
 
 
 def command(checkout: Path, arguments: list[str]) -> dict:
@@ -81,6 +138,14 @@ def summary(rows: list[dict], key: str) -> str:
     return f"median {statistics.median(values) * 1000:7.0f} ms  min {values[0] * 1000:7.0f}  max {values[-1] * 1000:7.0f}"
 
 
+def cpu_summary(rows: list[dict], key: str) -> str:
+    values = sorted(r[key] for r in rows)
+    return f"median {statistics.median(values):6.2f} CPU-s  min {values[0]:6.2f}  max {values[-1]:6.2f}"
+
+
+CPU_KINDS = ("host cpu", "runtime", "keeper", "keeper children", "render")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cycles", type=int, default=10)
@@ -91,6 +156,7 @@ def main() -> None:
     model = Path(tempfile.mkdtemp()) / "sample.ifc"
     write_sample_model(model)
     checkouts = [("this checkout", REPO)] + ([("old checkout", args.old_checkout)] if args.old_checkout else [])
+    # Old and new cycles alternate, so both see the same load from the machine's other work.
     floor: list[dict] = []
     rows: dict[str, list[dict]] = {name: [] for name, _ in checkouts}
     commands: dict[tuple[str, str], list[dict]] = {(name, c): [] for name, _ in checkouts for c in COMMANDS}
@@ -101,18 +167,24 @@ def main() -> None:
             for shown, arguments in COMMANDS.items():
                 commands[(name, shown)].append(command(checkout, arguments))
     print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print(f"{'floor: import the core':46} {summary(floor, 'import')}")
-    print(f"{'floor: import the core, CPU':46} {summary(floor, 'import_cpu')}")
+    print(f"{'floor: import the core':34} import {summary(floor, 'import')}")
+    print(f"{'floor: import the core, CPU':34} {cpu_summary(floor, 'import_cpu')}")
     for name, _ in checkouts:
-        print(f"{name + ': import':46} {summary(rows[name], 'import')}")
-        print(f"{name + ': import, CPU':46} {summary(rows[name], 'import_cpu')}")
-        print(f"{name + ': start (host connected)':46} {summary(rows[name], 'start')}")
-        print(f"{name + ': close':46} {summary(rows[name], 'close')}")
-        print(f"{name + ': CPU of a cycle, all processes':46} {summary(rows[name], 'cpu')}")
-        print(f"{name + ': web modules loaded':46} {rows[name][-1]['web'] or 'none'}")
+        done = rows[name]
+        print(f"{name + ': import':34} {summary(done, 'import')}")
+        print(f"{name + ': import, CPU':34} {cpu_summary(done, 'import_cpu')}")
+        print(f"{name + ': start (host connected)':34} {summary(done, 'start')}")
+        print(f"{name + ': close':34} {summary(done, 'close')}")
+        print(f"{name + ': web modules loaded':34} {done[-1]['web'] or 'none'}")
+        labels = {"host cpu": "host CPU, start to stop, all", "runtime": "CPU at connect+1s: runtime",
+                  "keeper": "  keeper", "keeper children": "  keeper's children", "render": "  render servers"}
+        for kind in CPU_KINDS:
+            print(f"{name + ': ' + labels[kind]:44} {cpu_summary(done, kind)}")
+        print(f"{name + ': runtime loaded':34} {done[-1]['runtime loads'] or 'neither ifcopenshell nor numpy'}")
+        print(f"{name + ': CPU of a cycle, all processes':44} {cpu_summary(done, 'cycle cpu')}")
         for shown in COMMANDS:
-            print(f"{name + ': ' + shown:46} {summary(commands[(name, shown)], 'wall')}")
-            print(f"{name + ': ' + shown + ', CPU':46} {summary(commands[(name, shown)], 'cpu')}")
+            print(f"{name + ': ' + shown:44} {summary(commands[(name, shown)], 'wall')}")
+            print(f"{name + ': ' + shown + ', CPU':44} {cpu_summary(commands[(name, shown)], 'cpu')}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""How long the embedded core takes to start and stop (run by hand; prints figures).
+"""How long the embedded core takes to start and stop, in wall time and in CPU (run by hand; prints figures).
 
     python bench/bench_core_start.py [--cycles 10] [--old-checkout DIR]
 
@@ -14,16 +14,22 @@ each of its processes has used (/proc/PID/stat): the runtime (`python -m ifc_hos
 after the core closed, everything the host's process tree used from start to stop (getrusage of the reaped
 children: the host's processes are the cycle's only children). With them, whether the runtime process loaded
 IfcOpenShell or numpy (its /proc/PID/maps: their native libraries).
+
+CPU per command process: the interpreter's own up to the end of its imports, and that of the whole cycle (the
+interpreter and every process it reaped); two command lines are timed alike, `nexus run --help` and `nexus check
+nowhere.ifc --clash` (a bad argument). The database is made before each cycle, as an earlier command leaves it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,9 +82,12 @@ started = time.perf_counter()
 from cloud.embedded import EmbeddedCore
 from cloud.store import Store
 imported = time.perf_counter()
+import_cpu = time.process_time()
 if sys.argv[3] == "floor":
-    print(json.dumps({"import": imported - started}))
+    print(json.dumps({"import": imported - started, "import_cpu": import_cpu}))
     raise SystemExit
+Store(sys.argv[1] + "/nexus.db").close()  # made by an earlier command: opened as it is, as at every later start
+opened = time.perf_counter()
 core = EmbeddedCore(Store(sys.argv[1] + "/nexus.db"), sys.argv[2], None, connect_timeout_s=300)
 ready = time.perf_counter()
 time.sleep(1.0)  # the keeper prepares its first script processes just after its hello
@@ -87,20 +96,41 @@ closing = time.perf_counter()
 core.close()
 closed = time.perf_counter()
 reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"import": imported - started, "start": ready - imported, "close": closed - closing,
+print(json.dumps({"import": imported - started, "import_cpu": import_cpu, "start": ready - opened,
+                  "close": closed - closing,
                   "host cpu": reaped.ru_utime + reaped.ru_stime, **cpu,
                   "web": sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in ("flask", "flask_sock")})}))
 """
 
 
+COMMANDS = {"nexus run --help": ["run", "--help"], "nexus check nowhere.ifc --clash": ["check", "nowhere.ifc", "--clash"]}
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def cycle(checkout: Path, model: Path, kind: str) -> dict:
     with tempfile.TemporaryDirectory() as work:
         env = {**os.environ, "PYTHONPATH": str(checkout)}
+        before = _children_cpu()
         done = subprocess.run([sys.executable, "-c", CYCLE, work, str(model), kind], capture_output=True, text=True,
                               env=env, cwd=checkout, timeout=600)
+        cpu = _children_cpu() - before
         if done.returncode != 0:
             raise SystemExit(f"{checkout}: {done.stderr[-2000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return {**json.loads(done.stdout.strip().splitlines()[-1]), "cycle cpu": cpu}
+
+
+def command(checkout: Path, arguments: list[str]) -> dict:
+    """One `nexus ARGUMENTS` of `checkout`: its wall time and CPU (its status is not checked: a bad argument)."""
+    with tempfile.TemporaryDirectory() as work:
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        before, started = _children_cpu(), time.perf_counter()
+        subprocess.run([sys.executable, "-m", "cloud.cli", *arguments], capture_output=True, env=env, cwd=work,
+                       timeout=600)
+        return {"wall": time.perf_counter() - started, "cpu": _children_cpu() - before}
 
 
 def summary(rows: list[dict], key: str) -> str:
@@ -126,16 +156,23 @@ def main() -> None:
     model = Path(tempfile.mkdtemp()) / "sample.ifc"
     write_sample_model(model)
     checkouts = [("this checkout", REPO)] + ([("old checkout", args.old_checkout)] if args.old_checkout else [])
-    floor = [cycle(REPO, model, "floor") for _ in range(args.cycles)]
-    print(f"{'floor: import the core':34} import {summary(floor, 'import')}")
     # Old and new cycles alternate, so both see the same load from the machine's other work.
+    floor: list[dict] = []
     rows: dict[str, list[dict]] = {name: [] for name, _ in checkouts}
+    commands: dict[tuple[str, str], list[dict]] = {(name, c): [] for name, _ in checkouts for c in COMMANDS}
     for _ in range(args.cycles):
+        floor.append(cycle(REPO, model, "floor"))
         for name, checkout in checkouts:
             rows[name].append(cycle(checkout, model, "core"))
+            for shown, arguments in COMMANDS.items():
+                commands[(name, shown)].append(command(checkout, arguments))
+    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"{'floor: import the core':34} import {summary(floor, 'import')}")
+    print(f"{'floor: import the core, CPU':34} {cpu_summary(floor, 'import_cpu')}")
     for name, _ in checkouts:
         done = rows[name]
         print(f"{name + ': import':34} {summary(done, 'import')}")
+        print(f"{name + ': import, CPU':34} {cpu_summary(done, 'import_cpu')}")
         print(f"{name + ': start (host connected)':34} {summary(done, 'start')}")
         print(f"{name + ': close':34} {summary(done, 'close')}")
         print(f"{name + ': web modules loaded':34} {done[-1]['web'] or 'none'}")
@@ -144,6 +181,10 @@ def main() -> None:
         for kind in CPU_KINDS:
             print(f"{name + ': ' + labels[kind]:44} {cpu_summary(done, kind)}")
         print(f"{name + ': runtime loaded':34} {done[-1]['runtime loads'] or 'neither ifcopenshell nor numpy'}")
+        print(f"{name + ': CPU of a cycle, all processes':44} {cpu_summary(done, 'cycle cpu')}")
+        for shown in COMMANDS:
+            print(f"{name + ': ' + shown:44} {summary(commands[(name, shown)], 'wall')}")
+            print(f"{name + ': ' + shown + ', CPU':44} {cpu_summary(commands[(name, shown)], 'cpu')}")
 
 
 if __name__ == "__main__":

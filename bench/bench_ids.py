@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_changes import sample  # noqa: E402
-from ifc_host.ids_check import check_model, introduced, parse_ids  # noqa: E402
+from ifc_host.ids_check import check_model, introduced  # noqa: E402
+from ifc_host.ids_reader import parse_ids  # noqa: E402
 from ifc_host.model_file import open_checked  # noqa: E402
 
 IDS = """<?xml version="1.0" encoding="UTF-8"?>

@@ -1,5 +1,8 @@
 """An IFC host in a child process of this command (`nexus run`, `demo`, `mcp --ifc`, `eval`, `batch`): start
-it, and wait for it to connect, for as long as opening a model of its size can take."""
+it, and wait for it to connect, for as long as opening a model of its size can take. The host is the one that
+reads the model: a command need not open it first to learn whether it is usable (IfcOpenShell's import and a
+second parse of the model, in the orchestrator), since a host that cannot open it says why (HostStartFailed.reason).
+"""
 from __future__ import annotations
 
 import os
@@ -10,10 +13,13 @@ from typing import Any, Protocol
 # busy laptop. A host that dies is noticed at once; these bound only one that hangs.
 HOST_CONNECT_BASE_S = 120.0
 HOST_CONNECT_S_PER_MB = 3.0
+HOST_SAYS = "nexus: "  # how an IFC host that gives up (a model it cannot open, a token refused) says why
 
 
 class HostStartFailed(RuntimeError):
-    pass
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason  # the host's own one line, when it said why it stopped (e.g. its model is truncated)
 
 
 class ChildHost(Protocol):
@@ -50,6 +56,8 @@ def wait_for_host(hosts: Any, user: str, host: ChildHost, timeout_s: float) -> s
         if connected:
             return connected[-1].host_id
         if not host.alive():
-            raise HostStartFailed(f"the IFC host stopped before it connected:\n{host.log_tail()}")
+            tail = host.log_tail()
+            said = [line[len(HOST_SAYS):] for line in tail.splitlines() if line.startswith(HOST_SAYS)]
+            raise HostStartFailed(f"the IFC host stopped before it connected:\n{tail}", said[-1] if said else None)
         time.sleep(0.05)
     raise HostStartFailed(f"the IFC host did not connect within {timeout_s:g} s:\n{host.log_tail()}")

@@ -45,7 +45,7 @@ class EmbeddedCore:
         self._closed = False
         self.store, self.user = store, user
         self.settings = settings or Settings()
-        self.state = start_core_state(store, self.settings)
+        self.state = start_core_state(store, self.settings, warm_api_indexes=False)
         self.server = start_server(HostGate(self.state), "127.0.0.1", 0)
         self._track_requests()
         self.host: ChildHost | None = None

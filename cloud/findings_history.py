@@ -13,7 +13,7 @@ from typing import Any
 
 from cloud.store.finding_runs import FindingRuns
 from ifc_host.findings import Finding
-from ifc_host.rules import count_by_severity
+from ifc_host.rule_set import count_by_severity
 
 SOURCES = ("check", "check skill", "batch")
 

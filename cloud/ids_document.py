@@ -2,7 +2,8 @@
 checked the way `nexus run --ids` and `nexus batch --ids` read it, and the short summary a person is shown
 (title from the document's <info>, number of specifications, size), never the document itself.
 
-The checking itself is ifc_host/ids_check.py (the IFC host's; it never imports cloud).
+The reading is ifc_host/ids_reader.py and the checking ifc_host/ids_check.py (the IFC host's; they never import
+cloud).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import hashlib
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from ifc_host.ids_check import IDS_NAMESPACE, IdsProblem, parse_ids
+from ifc_host.ids_reader import IDS_NAMESPACE, IdsProblem, parse_ids
 
 MAX_TITLE = 200
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from cloud.skills.library import SkillLibrary
 from cloud.store import Store
-from ifc_host.rules import RuleSet, RuleSetProblem, parse_rule_set, read_rule_set_file
+from ifc_host.rule_set import RuleSet, RuleSetProblem, parse_rule_set, read_rule_set_file
 
 
 class RuleSetError(ValueError):

@@ -10,7 +10,8 @@ from pathlib import Path
 import ifcopenshell
 
 from ifc_host.findings import Finding
-from ifc_host.rules import Check, parse_finding_lines, require_code
+from ifc_host.rule_set import Check, require_code
+from ifc_host.rules import parse_finding_lines
 
 CHECK_TIMEOUT_S = 600.0
 

@@ -22,7 +22,8 @@ import ifcopenshell
 from ifc_host.changes import ChangeSet
 from ifc_host.findings import ElementRef, Finding, from_validation
 from ifc_host.refs import ReferenceCache
-from ifc_host.rules import RuleSet, RuleSetProblem, ids_findings, parse_rule_set, with_check
+from ifc_host.rule_set import RuleSet, RuleSetProblem, parse_rule_set, with_check
+from ifc_host.rules import ids_findings
 from ifc_host.validation import MAX_REPORTED, introduced_findings
 
 MAX_UNIFIED = 200

@@ -28,7 +28,8 @@ from ifc_host.changes import (
     read_before,
     snapshot_of,
 )
-from ifc_host.ids_check import IdsProblem, IdsRun, IdsState, parsed_ids
+from ifc_host.ids_check import IdsRun, IdsState
+from ifc_host.ids_reader import IdsProblem, parsed_ids
 from ifc_host.model_diff import (
     DATA_START,
     EntityDiff,

@@ -75,10 +75,10 @@ def tool_definitions() -> tuple[dict[str, Any], ...]:
 
 
 @cache
-def _tool_validators() -> dict[str, Draft202012Validator]:
+def _tool_validator(name: str) -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
-    return {t["name"]: Draft202012Validator(t["input_schema"]) for t in tool_definitions()}
+    return Draft202012Validator(next(t["input_schema"] for t in tool_definitions() if t["name"] == name))
 
 
 @cache
@@ -121,13 +121,13 @@ def validate_host_message(message: Any) -> dict[str, Any]:
 
 
 def validate_tool_input(name: str, arguments: Any) -> dict[str, Any]:
-    validators = _tool_validators()
-    if name not in validators:
-        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(validators))}")
+    predicates = _tool_predicates()  # a valid input never builds (nor imports) jsonschema's validator
+    if name not in predicates:
+        raise ContractError(f"unknown tool {name!r}; available: {', '.join(sorted(predicates))}")
     if not isinstance(arguments, dict):
         raise ContractError(f"invalid input for {name}: expected a JSON object")
-    predicate = _tool_predicates()[name]
-    errors = [] if predicate is not None and predicate(arguments) else list(validators[name].iter_errors(arguments))
+    predicate = predicates[name]
+    errors = [] if predicate is not None and predicate(arguments) else list(_tool_validator(name).iter_errors(arguments))
     if errors:
         raise ContractError(f"invalid input for {name}: {describe_errors(errors)}")
     if name == "execute_task_automation" and ("code" in arguments) == ("edits" in arguments):

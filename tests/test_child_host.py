@@ -52,3 +52,5 @@ def test_a_host_that_cannot_open_its_model_ends_the_start_with_its_reason(tmp_pa
     message = str(failed.value)
     assert message.startswith("the IFC host stopped before it connected:")
     assert "notes.ifc" in message, message
+    assert failed.value.reason is not None and failed.value.reason.startswith(f"{not_ifc}: not a readable IFC file")
+    assert "\n" not in failed.value.reason  # the host's own line, which a command prints as its one-line error

@@ -99,6 +99,43 @@ def test_nexus_run_without_any_key_says_so_without_importing_a_vendor_sdk(tmp_pa
     assert not imported & set(VENDOR_SDKS)
 
 
+HEAVY = {"ifcopenshell", "alembic", "sqlalchemy", "jsonschema", "numpy", "flask"}
+
+
+@pytest.mark.parametrize("arguments, status", [
+    (["run", "--help"], 0),
+    (["check", "{tmp}/nowhere.ifc", "--clash"], 2),
+    (["check", "{tmp}/nowhere.ifc"], 2),
+    (["batch", "--ifc", "{tmp}/*.ifc", "--script", "{tmp}/x.py", "--out", "{tmp}/out"], 2),
+])
+def test_help_and_a_bad_command_line_are_answered_before_anything_heavy_is_imported(tmp_path, arguments, status):
+    """`nexus check nowhere.ifc` imported IfcOpenShell (and numpy) before saying there is no such file, and a
+    batch that matches no file opened the store's SQLAlchemy first."""
+    done = _nexus(*[a.format(tmp=tmp_path) for a in arguments], python_flags=("-X", "importtime"))
+    stderr = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == status, done.stderr[-3000:]
+    assert len(stderr) == (0 if status == 0 else 1) and all(line.startswith("nexus: ") for line in stderr), stderr
+    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", done.stderr, re.MULTILINE))
+    assert "cloud.cli" in imported
+    assert not {m.split(".")[0] for m in imported} & HEAVY
+
+
+def test_a_model_the_host_cannot_open_is_one_line_and_never_opened_by_the_orchestrator(tmp_path, sample_ifc):
+    """The host reads the model; `nexus run` opened it first too (IfcOpenShell's import, a second parse)."""
+    truncated = tmp_path / "truncated.ifc"
+    truncated.write_bytes(sample_ifc.read_bytes()[:3000])
+    spec = write_script(tmp_path / "say.json", [say("hi")])
+    done = _nexus("run", "hi", "--ifc", str(truncated), "--model", spec, "--db", str(tmp_path / "r.db"),
+                  python_flags=("-X", "importtime"))
+    stderr = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == 2 and stderr == [
+        f"nexus: {truncated}: the IFC file is truncated (it does not end with END-ISO-10303-21;)"], done.stderr[-3000:]
+    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", done.stderr, re.MULTILINE))
+    assert "cloud.embedded" in imported and "ifcopenshell" not in imported
+    missing = _one_line_error(_nexus("run", "hi", "--ifc", str(tmp_path / "nowhere.ifc"), "--model", spec))
+    assert missing == f"nexus: {tmp_path / 'nowhere.ifc'}: no such file"
+
+
 def test_the_registry_reads_the_same_key_variables_as_each_vendor(monkeypatch):
     """default_model_spec and missing_key look at the environment instead of importing the vendor modules:
     the table they use must say what each module's is_configured() says."""

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ifc_host.ids_check import MAX_IDS_BYTES
+from ifc_host.ids_reader import MAX_IDS_BYTES
 from tests.conformance.ifc_models import write_small_building
 from tests.ifc_host.test_ids import FIRE_RATING_IDS, HOSTED_DOOR
 from tests.support.client import Client, write_script

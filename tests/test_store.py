@@ -14,8 +14,9 @@ import psycopg
 import pytest
 from sqlalchemy import event
 
-from cloud import migrations
-from cloud.store import Store, hash_token, metadata
+from cloud import migrations, schema_revision
+from cloud.store import Store, hash_token
+from cloud.store.schema import metadata
 from tests.scale.servers import fresh_database, postgres_server
 
 
@@ -364,6 +365,28 @@ def test_an_empty_database_is_brought_to_the_newest_revision_which_makes_the_dec
         assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall() == [("0011",)]
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []
     assert Store(opened.path).migrate().before == migrations.head()  # the next start changes nothing
+
+
+def test_the_revisions_are_read_without_alembic_as_alembic_reads_them(dialect, request, tmp_path):
+    from alembic.runtime.migration import MigrationContext
+
+    assert schema_revision.head() == migrations.script_directory().get_current_head()
+    target = _database(request, tmp_path)
+    for opened in (Store(target, migrate=False), _at_revision(target, "0003"), Store(target)):
+        with opened.engine.connect() as conn:
+            assert schema_revision.current(conn) == MigrationContext.configure(conn).get_current_revision()
+
+
+OPEN_AND_LIST_MODULES = ("import sys; from cloud.store import Store; Store(sys.argv[1]).close(); "
+                         "print(sorted({m.split('.')[0] for m in sys.modules} & {'alembic', 'mako'}))")
+
+
+def test_alembic_is_imported_only_when_the_database_must_be_created_or_upgraded(tmp_path):
+    target = str(tmp_path / "nexus.db")
+    opens = [subprocess.run([sys.executable, "-c", OPEN_AND_LIST_MODULES, target], capture_output=True, text=True,
+                            timeout=120) for _ in range(2)]
+    assert [o.returncode for o in opens] == [0, 0], opens[-1].stderr[-2000:]
+    assert [o.stdout.strip() for o in opens] == ["['alembic', 'mako']", "[]"]  # created, then opened as it is
 
 
 def test_a_database_at_the_first_revision_keeps_its_data_and_is_backfilled(dialect, request, tmp_path):

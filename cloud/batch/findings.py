@@ -22,7 +22,8 @@ def check_file(spec: BatchSpec, path: str, result: dict[str, Any], store: Store 
     from cloud.findings_history import record_run
     from ifc_host.check_scripts import sandboxed_check_scripts
     from ifc_host.model_file import BadModelError, open_checked
-    from ifc_host.rules import count_by_severity, parse_rule_set, run_rule_set
+    from ifc_host.rule_set import count_by_severity, parse_rule_set
+    from ifc_host.rules import run_rule_set
 
     checked = result.get("output") if result.get("committed") and result.get("output") else path
     try:

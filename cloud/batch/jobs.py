@@ -61,7 +61,7 @@ class BatchSpec:
     source: dict[str, Any] | None = None  # where the script came from (session, tool call, sha256)
     skill: dict[str, Any] | None = None  # a team skill (cloud/skills/batch.py): version, sha256, arguments
     ids: str | None = None  # an IDS document (the text: it travels with the manifest to every worker)
-    rules: dict[str, Any] | None = None  # a rule set document (ifc_host/rules.py; cloud/batch/findings.py)
+    rules: dict[str, Any] | None = None  # a rule set document (ifc_host/rule_set.py; cloud/batch/findings.py)
 
     @property
     def kind(self) -> str:

@@ -61,7 +61,6 @@ def _finish(spec: BatchSpec, path: str, result: dict[str, Any], started: float, 
 def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
-    from ifc_host.model_file import BadModelError, open_checked
 
     if spec.skill is not None:  # its sha256, host app and arguments, before the file is touched
         from cloud.skills.batch import refusal
@@ -70,10 +69,6 @@ def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
         refused = refusal(store, spec.skill, spec.script, HOST_APP)
         if refused:
             return _failed(path, refused)
-    try:
-        open_checked(path)
-    except BadModelError as exc:
-        return _failed(path, str(exc))
     output = spec.staged_for(path) if spec.review else spec.output_for(path)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     temp = f"{output}.{os.getpid()}.{threading.get_ident()}.partial"
@@ -81,8 +76,8 @@ def _run(spec: BatchSpec, path: str, store: Store) -> dict[str, Any]:
     try:
         try:
             core = EmbeddedCore(store, path, temp, user=user)
-        except HostStartFailed as exc:
-            return _failed(path, str(exc))
+        except HostStartFailed as exc:  # the host reads the file: one it cannot open fails with the host's reason
+            return _failed(path, exc.reason or str(exc))
         try:
             outcome = _drive(spec, path, core)
             if outcome["committed"]:

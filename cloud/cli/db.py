@@ -25,14 +25,14 @@ def _shown(target: str) -> str:
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
-    from cloud import migrations
+    from cloud.schema_revision import SchemaError
     from cloud.store import Store
 
     target = args.db or default_db()
     store = Store(target, migrate=False)
     try:
         done = store.migrate()
-    except migrations.SchemaError as exc:
+    except SchemaError as exc:
         return fail(str(exc))
     finally:
         store.close()
@@ -46,17 +46,17 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_db_current(args: argparse.Namespace) -> int:
-    from cloud import migrations
+    from cloud import schema_revision
     from cloud.store import Store
 
     target = args.db or default_db()
     store = Store(target, migrate=False)
     try:
         with store.engine.connect() as conn:
-            revision, legacy = migrations.current(conn), migrations.is_legacy(conn)
+            revision, legacy = schema_revision.current(conn), schema_revision.is_legacy(conn)
     finally:
         store.close()
-    head = migrations.head()
+    head = schema_revision.head()
     if revision is None:
         state = "made before versioned migrations (upgraded at the next start)" if legacy else "empty"
         print(f"{_shown(target)}: no revision, {state}; newest is {head}")

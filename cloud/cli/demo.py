@@ -19,10 +19,7 @@ from pathlib import Path
 
 import platformdirs
 
-from cloud.child_host import HostStartFailed
 from cloud.cli.common import fail, open_store, with_db
-from cloud.cli.local_stack import LocalStack
-from cloud.server import first_free_port
 from ifc_host.launcher import add_isolation_argument
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
@@ -72,6 +69,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace, work: Path) -> int:
+    from cloud.child_host import HostStartFailed
+    from cloud.cli.local_stack import LocalStack
+    from cloud.server import first_free_port
     from cloud.vendors.registry import default_model_spec
     from ifc_host.sample import write_sample_model
 

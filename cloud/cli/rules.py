@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_save(args: argparse.Namespace) -> int:
     from cloud.rule_sets import RuleSetError, RuleSets
-    from ifc_host.rules import RuleSetProblem, read_rule_set_file
+    from ifc_host.rule_set import RuleSetProblem, read_rule_set_file
 
     try:
         rules = read_rule_set_file(args.file)

@@ -26,7 +26,7 @@ from typing import TextIO
 from cloud.cli.common import fail, open_store, with_db
 from cloud.cli.printer import Printer
 from cloud.cli.protocol_stdout import protocol_stdout
-from cloud.cli.run_bcf import add_bcf_arguments, attach_bcf_in, bcf_problem, read_bcf_in, write_bcf_out
+from cloud.cli.run_bcf import BcfIn, add_bcf_arguments, attach_bcf_in, bcf_problem, read_bcf_in, write_bcf_out
 from ifc_host.launcher import add_isolation_argument
 
 CLI_USER = "cli"
@@ -115,35 +115,31 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if no_key:
         return fail(no_key)
 
-    from cloud.bcf.archive import BcfProblem
+    if not Path(args.ifc).is_file():
+        return fail(f"{args.ifc}: no such file")  # as the host would say, before anything is started
     from cloud.child_host import HostStartFailed
     from cloud.embedded import EmbeddedCore
-    from cloud.ids_document import read_ids_file
     from cloud.session_refs import RefsProblem, local_refs, save_refs
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import allow_on_command_line, create_model
-    from ifc_host.ids_check import IdsProblem
-    from ifc_host.model_file import BadModelError, open_checked
 
     try:
         allow_on_command_line(spec)  # the person's own machine: an openai-compat URL typed here (never gets the key)
         model = create_model(spec)
-        open_checked(args.ifc)
-        ids = read_ids_file(args.ids) if args.ids else None
+        ids = _read_ids(args.ids)
         refs = local_refs(args.ref, args.ifc)
-        for ref in refs:
-            open_checked(ref["path"])
-        bcf_in = read_bcf_in(args)
-    except (ModelSpecError, ModelError, BadModelError, IdsProblem, RefsProblem, BcfProblem) as exc:
+        _open_refs(refs)
+        bcf_in = _read_bcf_in(args)
+    except (ModelSpecError, ModelError, _Refused, RefsProblem) as exc:
         return fail(str(exc))
     # Without --out or --in-place, MODEL is never modified: commits go to a scratch copy, kept if any.
     scratch = None if args.out or args.in_place else Path(tempfile.mkdtemp(prefix="nexus-run-"))
     save_to = str(scratch / Path(args.ifc).name) if scratch else args.out
-    try:
+    try:  # the host reads MODEL: one it cannot open ends the start with the host's reason
         core = EmbeddedCore(open_store(args), args.ifc, save_to, user=CLI_USER, isolation=args.isolation)
     except HostStartFailed as exc:
         _drop_empty_scratch(scratch)
-        return fail(str(exc))
+        return fail(exc.reason or str(exc))
     interrupted = False
     try:
         printer, outcome = Printer(out), None
@@ -179,6 +175,49 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         _report_scratch(scratch, args.ifc)
         if interrupted:
             _exit_at_once(EXIT_INTERRUPTED, out)
+
+
+class _Refused(ValueError):
+    """A file named on the command line cannot be used; the message says which and why."""
+
+
+def _read_ids(path: str | None) -> str | None:
+    """--ids FILE, checked (IfcOpenShell's IDS reader is imported only for one)."""
+    if path is None:
+        return None
+    from cloud.ids_document import read_ids_file
+    from ifc_host.ids_reader import IdsProblem
+
+    try:
+        return read_ids_file(path)
+    except IdsProblem as exc:
+        raise _Refused(str(exc)) from None
+
+
+def _read_bcf_in(args: argparse.Namespace) -> BcfIn | None:
+    """--bcf-in ARCHIVE, read (bcf-client, with IfcOpenShell and numpy, is imported only for one)."""
+    if not args.bcf_in:
+        return None
+    from cloud.bcf.archive import BcfProblem
+
+    try:
+        return read_bcf_in(args)
+    except BcfProblem as exc:
+        raise _Refused(str(exc)) from None
+
+
+def _open_refs(refs: list[dict[str, str]]) -> None:
+    """Each --ref model opened once here, so a damaged one is refused before the run starts (the host opens the
+    references at the first script, not when it starts)."""
+    if not refs:
+        return
+    from ifc_host.model_file import BadModelError, open_checked
+
+    for ref in refs:
+        try:
+            open_checked(ref["path"])
+        except BadModelError as exc:
+            raise _Refused(str(exc)) from None
 
 
 def _stop_host_quickly(core: object) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TextIO
 
 from cloud.cli.common import fail, open_store, with_db
@@ -61,20 +62,20 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.embedded import EmbeddedCore
     from cloud.skills.library import SkillLibrary
     from cloud.tools.direct import run_skill_directly
-    from ifc_host.model_file import BadModelError, open_checked
 
     try:
         values = parse_args(args.arg)
-        open_checked(args.ifc)
-    except (ValueError, BadModelError) as exc:
+    except ValueError as exc:
         return fail(str(exc))
+    if not Path(args.ifc).is_file():
+        return fail(f"{args.ifc}: no such file")  # as the host would say, before anything is started
     store = open_store(args)
     if SkillLibrary(store).get(args.user, args.name) is None:
         return fail(f"no skill named {args.name!r} in the library of {args.user}'s team (nexus skills list)")
     try:
         core = EmbeddedCore(store, args.ifc, args.out, user=args.user, isolation=args.isolation)
-    except HostStartFailed as exc:
-        return fail(str(exc))
+    except HostStartFailed as exc:  # the host reads the model: one it cannot open ends the start with its reason
+        return fail(exc.reason or str(exc))
     try:
         row = core.new_session(f"skill:{args.name}")
         printer = Printer(out)

@@ -105,7 +105,8 @@ def serve_host(state: CoreState, ws: Any, user: User) -> None:
     auth.claim_host(connection.host_id, user.name)
     state.sockets.add(ws, connection.host_id, user.token_id)
     try:
-        warm_api_index(connection.host_app, connection.hello)
+        if state.warm_api_indexes:
+            warm_api_index(connection.host_app, connection.hello)
         with connection.send_lock:
             _send(ws, {"type": "welcome", "host_id": connection.host_id})
             for command in state.hosts.take_on_connect(connection.host_id):  # e.g. discards a restart left held

@@ -6,13 +6,15 @@ The revision a database is at lives in its `alembic_version` table. A database m
 migrations (tables present, no `alembic_version`) is recognised: the tables of the first revision it
 lacks are created, it is stamped with the last revision whose change it already has, and upgraded from
 there. The caller holds the schema lock, so several processes starting at once take their turn.
+
+Which revision a database is at, and the newest, are read without Alembic (cloud/schema_revision.py): this
+package is imported only when a database is to be created or upgraded.
 """
 from __future__ import annotations
 
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from alembic.operations import Operations
@@ -22,23 +24,12 @@ from alembic.util import CommandError
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
+from cloud.schema_revision import SchemaError, Upgrade, current, head, is_legacy
+
 FOLDER = Path(__file__).resolve().parent
-VERSION_TABLE = "alembic_version"
-LEGACY_MARKER = "users"  # a table every database of this product has had since the first version
 # Revision scripts reach their database through Alembic's module-global `op` proxy: one migration at a
 # time in a process (stores of different databases opened at once by several threads would collide).
 _RUNNING = threading.Lock()
-
-
-class SchemaError(RuntimeError):
-    """The database is at a revision this version of NexusAI does not know (made by a newer one)."""
-
-
-@dataclass(frozen=True)
-class Upgrade:
-    before: str | None  # None: an empty database
-    after: str
-    stamped: str | None = None  # the revision a database from before versioned migrations was recognised at
 
 
 @functools.cache
@@ -46,26 +37,9 @@ def script_directory() -> ScriptDirectory:
     return ScriptDirectory(str(FOLDER))
 
 
-def head() -> str:
-    found = script_directory().get_current_head()
-    assert found is not None
-    return found
-
-
 def has_columns(conn: Connection, table: str, *columns: str) -> bool:
     names = {c["name"] for c in inspect(conn).get_columns(table)}
     return set(columns) <= names
-
-
-def current(conn: Connection) -> str | None:
-    """The revision the database is at; None when it has no version table (empty, or from before)."""
-    return MigrationContext.configure(conn).get_current_revision()
-
-
-def is_legacy(conn: Connection) -> bool:
-    """Tables of this product but no version table: made before versioned migrations."""
-    tables = set(inspect(conn).get_table_names())
-    return VERSION_TABLE not in tables and LEGACY_MARKER in tables
 
 
 def _legacy_stamp(conn: Connection, script: ScriptDirectory) -> str:

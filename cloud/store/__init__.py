@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from cloud.migrations import Upgrade
+from cloud.schema_revision import Upgrade
 from cloud.store.auth import TOKEN_SCOPES, USER_NAME, Auth, User, hash_token
 from cloud.store.database import IN_BATCH, MAX_IDLE_CONNECTIONS, CoreTx, Database, Tx, is_database_url
 from cloud.store.deliveries import DELIVERY_KEEP_S, Deliveries
@@ -38,13 +38,12 @@ from cloud.store.leases import RunLeases
 from cloud.store.ledger import Ledger
 from cloud.store.results import Results
 from cloud.store.rule_sets import RuleSets
-from cloud.store.schema import metadata
 from cloud.store.sessions import Sessions
 from cloud.store.user_settings import UserSettings
 
 __all__ = ["DELIVERY_KEEP_S", "FOLDER_ACCESS", "IN_BATCH", "MAX_IDLE_CONNECTIONS", "TOKEN_SCOPES", "USER_NAME",
            "Auth", "CoreTx", "Database", "Deliveries", "FindingRuns", "FolderGrants", "Ledger", "Results", "RuleSets", "RunLeases",
-           "Sessions", "Store", "Tx", "User", "UserSettings", "hash_token", "is_database_url", "metadata"]
+           "Sessions", "Store", "Tx", "User", "UserSettings", "hash_token", "is_database_url"]
 
 # attribute -> part class, in the order of the table above
 PARTS: dict[str, type] = {"auth": Auth, "user_settings": UserSettings, "sessions": Sessions, "leases": RunLeases,

@@ -1,10 +1,11 @@
 """The connection to SQLite or PostgreSQL that every part of the store shares (cloud/store/__init__.py).
 
 One implementation for both databases on SQLAlchemy Core: the schema comes from versioned Alembic revisions
-(cloud/migrations/), run at start under a lock; cloud/store/schema.py declares what the newest revision makes
-(a test holds the two equal). The queries are plain SQL both dialects read alike, with `?` placeholders, and
-the few differences (substring search, locking) are chosen per dialect here. SQLite stays the embedded default
-(a file path); a `postgresql://` URL selects PostgreSQL.
+(cloud/migrations/), run at start under a lock when the database is behind (cloud/schema_revision.py tells, without
+Alembic); cloud/store/schema.py declares what the newest revision makes (a test holds the two equal). The queries
+are plain SQL both dialects read alike, with `?` placeholders, and the few differences (substring search,
+locking) are chosen per dialect here. SQLite stays the embedded default (a file path); a `postgresql://` URL
+selects PostgreSQL.
 
 Every write takes its own short transaction: `BEGIN IMMEDIATE` on SQLite (Python's default transaction
 handling loses updates under threads), row or advisory locks on PostgreSQL where a write reads first.
@@ -35,8 +36,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.pool import QueuePool
 
-from cloud import migrations
-from cloud.migrations import Upgrade
+from cloud import schema_revision
+from cloud.schema_revision import Upgrade
 
 MAX_IDLE_CONNECTIONS = 8
 # SQLite's automatic checkpoint runs inside whichever commit crosses 1,000 WAL pages and fsyncs there (4-5 ms on
@@ -245,11 +246,14 @@ class Database:
 
     def migrate(self) -> Upgrade:
         """Bring the database to the newest schema revision, in one transaction that several processes
-        starting at once on an empty database take in turn (a no-op read when it is there already)."""
+        starting at once on an empty database take in turn (a no-op read when it is there already: Alembic is
+        imported only when there is work for it)."""
         with self.engine.connect() as conn:
-            before = migrations.current(conn)
-        if before == migrations.head():
-            return migrations.Upgrade(before, before)
+            before = schema_revision.current(conn)
+        if before == schema_revision.head():
+            return Upgrade(before, before)
+        from cloud import migrations
+
         with self.core_write() as db:
             db.lock("nexus-schema")
             return migrations.upgrade(db._conn)
@@ -257,7 +261,7 @@ class Database:
     def schema_revision(self) -> str | None:
         """The schema revision the database is at (None: empty, or made before versioned migrations)."""
         with self.engine.connect() as conn:
-            return migrations.current(conn)
+            return schema_revision.current(conn)
 
     @contextmanager
     def write(self, together: bool = False) -> Iterator[Tx]:

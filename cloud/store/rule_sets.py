@@ -1,4 +1,4 @@
-"""Rule sets saved per team (ifc_host/rules.py documents, as JSON); cloud/rule_sets.py checks them and the
+"""Rule sets saved per team (ifc_host/rule_set.py documents, as JSON); cloud/rule_sets.py checks them and the
 team's rights before they reach this part."""
 from __future__ import annotations
 

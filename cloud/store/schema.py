@@ -80,7 +80,7 @@ Table("deliveries", metadata, _text("session_id", primary_key=True), _text("pend
 # Project folders under the batch root shared with teams (cloud/folders/access.py): one row per folder and team.
 Table("folder_grants", metadata, _text("folder", primary_key=True), _text("team", primary_key=True),
       _text("access", nullable=False), _text("granted_by", nullable=False), _real("granted", nullable=False))
-# Rule sets saved per team (ifc_host/rules.py documents, as JSON): checks with a severity each.
+# Rule sets saved per team (ifc_host/rule_set.py documents, as JSON): checks with a severity each.
 Table("rule_sets", metadata, _text("team", primary_key=True), _text("name", primary_key=True),
       _text("document", nullable=False), _text("saved_by", nullable=False), _real("saved", nullable=False))
 # Findings per model per check run, counted by severity (cloud/store/finding_runs.py).

@@ -23,7 +23,7 @@ from cloud.skills.wording import say
 from cloud.tools.automation import execute_task_automation
 from cloud.tools.base import Called, ToolContext, ToolOutput, plain, with_person
 from cloud.tools.scripts import ScriptRun, run_script
-from ifc_host.rules import count_by_severity
+from ifc_host.rule_set import count_by_severity
 
 MAX_FOUND = 8
 AUTOMATION = "execute_task_automation"

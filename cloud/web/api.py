@@ -359,7 +359,7 @@ def put_ids(row: dict[str, Any]):
     """The session's IDS: the XML document as the body (application/xml), or JSON {"ids": xml | null}; null
     or an empty body clears it. Checked here, so a document that is not XML or not an IDS is refused at once."""
     from cloud.ids_document import check_ids_text
-    from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem
+    from ifc_host.ids_reader import MAX_IDS_BYTES, IdsProblem
 
     session_id = row["id"]
     if (request.content_length or 0) > MAX_IDS_BYTES:

@@ -128,7 +128,7 @@ def _ids_from(body: dict[str, Any], source: dict[str, Any] | None) -> str | None
     messages), or `null` for none; without the field, a batch of a session's kept automation (the chat page's
     "Apply to other models…") carries that session's IDS over."""
     from cloud.ids_document import check_ids_text
-    from ifc_host.ids_check import IdsProblem
+    from ifc_host.ids_reader import IdsProblem
 
     if "ids" not in body:
         if source is None:

@@ -17,7 +17,7 @@ from cloud.web.api import own_session
 from cloud.web.auth import api_error, require_user
 from cloud.web.state import nexus
 from ifc_host.findings import Finding
-from ifc_host.rules import MAX_DOCUMENT_BYTES, NAME, RuleSetProblem, parse_rule_set
+from ifc_host.rule_set import MAX_DOCUMENT_BYTES, NAME, RuleSetProblem, parse_rule_set
 
 coordination_api = Blueprint("coordination_api", __name__)
 
@@ -202,7 +202,8 @@ def post_bcf(row: dict[str, Any]):
 
 
 CHECK_SCRIPT = """import json
-from ifc_host.rules import parse_rule_set, run_rule_set, script_findings
+from ifc_host.rule_set import parse_rule_set
+from ifc_host.rules import run_rule_set, script_findings
 rules = parse_rule_set(json.loads({document!r}))
 found = run_rule_set(rules, {name!r}, models={{{name!r}: model}}, run_script=script_findings)  # in the sandbox
 print(json.dumps([f.as_json() for f in found]))

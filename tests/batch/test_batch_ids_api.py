@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cloud.batch.worker import wait_for_hosts
-from ifc_host.ids_check import MAX_IDS_BYTES
+from ifc_host.ids_reader import MAX_IDS_BYTES
 from tests.batch.ids_support import FIRE_RATING_IDS, IDS_SCRIPT, IDS_TITLE, make_ids_models
 from tests.batch.support import assert_exactly_the_change, sha
 from tests.support.client import Client, write_script

@@ -1,4 +1,4 @@
-"""Rule sets (ifc_host/rules.py): a named list of checks with a severity each, read with clear errors, run over a
+"""Rule sets (ifc_host/rule_set.py, run by ifc_host/rules.py): a named list of checks with a severity each, read with clear errors, run over a
 whole model, and after an automation on what the script introduced (real keeper and script processes): an
 error-severity finding rolls the run back under `block` (the file stays byte-identical), a warning does not."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 from ifc_host.check_scripts import sandboxed_check_scripts
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.rules import RuleSetProblem, parse_rule_set, read_rule_set_file, run_rule_set, script_findings
+from ifc_host.rule_set import RuleSetProblem, parse_rule_set, read_rule_set_file
+from ifc_host.rules import run_rule_set, script_findings
 from tests.conformance.ifc_models import write_small_building
 from tests.ifc_host.test_ids import FIRE_RATING_IDS, STOREY, hosted_door
 

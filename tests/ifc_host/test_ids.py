@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.ids_check import MAX_IDS_BYTES, IdsProblem, parse_ids
+from ifc_host.ids_reader import MAX_IDS_BYTES, IdsProblem, parse_ids
 
 FIRE_RATING_IDS = """<?xml version="1.0" encoding="UTF-8"?>
 <ids xmlns="http://standards.buildingsmart.org/IDS" xmlns:xs="http://www.w3.org/2001/XMLSchema"

@@ -15,7 +15,8 @@ from pathlib import Path
 import ifcopenshell
 import pytest
 
-from ifc_host.ids_check import IdsProblem, check_model, parse_ids
+from ifc_host.ids_check import check_model
+from ifc_host.ids_reader import IdsProblem, parse_ids
 from ifc_host.model_file import open_checked
 from tests.corpus.corpus_files import REPO_ROOT, manifest
 

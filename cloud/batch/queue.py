@@ -40,10 +40,6 @@ MAX_RETRIES = 3  # a job that raises (a crash of the worker code, not a failing 
 MESSAGE_MAX_AGE_S = 30 * 86400  # a queued job may wait long for a worker; the signature, not its age, matters
 
 
-def redis_url(explicit: str | None) -> str | None:
-    return explicit or os.environ.get("NEXUS_REDIS_URL") or None
-
-
 def _job_text(state_dir: str, path: str) -> str:
     return json.dumps([state_dir, path])
 

@@ -117,12 +117,12 @@ def build_spec(args: argparse.Namespace) -> Any:
 
 def _rules(args: argparse.Namespace) -> dict[str, Any] | None:
     """--rules read and checked before any file of the batch is touched."""
+    name = getattr(args, "rules", None)
+    if not name:
+        return None  # IfcOpenShell and the rule checks are imported only for a batch that has rules
     from cloud.batch.jobs import BatchError
     from cloud.rule_sets import RuleSetError, resolve
 
-    name = getattr(args, "rules", None)
-    if not name:
-        return None
     looks_like_file = Path(name).suffix.lower() == ".json" or Path(name).is_file()
     try:
         return resolve(None if looks_like_file else open_store(args), args.user, name).as_json()
@@ -236,12 +236,11 @@ def shown_url(url: str) -> str:
 def _take_queue_url(explicit: str | None) -> str | None:
     """The queue's Redis. Each file's core is private to one host in this process, so its host registry and
     rendezvous stay in-process: NEXUS_REDIS_URL is taken out of this command's environment before any core
-    starts (the command is still single-threaded here)."""
-    from cloud.batch.queue import redis_url
+    starts (the command is still single-threaded here). Dramatiq is imported only where a queue is used."""
+    from cloud.distributed import REDIS_URL_ENV
 
-    url = redis_url(explicit)
-    os.environ.pop("NEXUS_REDIS_URL", None)
-    return url
+    from_environment = os.environ.pop(REDIS_URL_ENV, None)
+    return explicit or from_environment or None
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -251,10 +250,6 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 def _batch(args: argparse.Namespace, out: TextIO) -> int:
     from cloud.batch.jobs import BatchError, result_path, sha256_file
-    from cloud.batch.progress import Tracker
-    from cloud.batch.report import summary, write_reports
-    from cloud.batch.service import Runner
-    from cloud.config import ConfigurationError
     from cloud.vendors.base import ModelError
     from cloud.vendors.registry import ModelSpecError
 
@@ -263,6 +258,12 @@ def _batch(args: argparse.Namespace, out: TextIO) -> int:
         _check_model(spec)
     except (BatchError, ModelSpecError, ModelError) as exc:
         return fail(str(exc))
+    # after the command line is checked: a refused one does not load the store and the pools
+    from cloud.batch.progress import Tracker
+    from cloud.batch.report import summary, write_reports
+    from cloud.batch.service import Runner
+    from cloud.config import ConfigurationError
+
     shas = {}
     for path in spec.files:
         try:

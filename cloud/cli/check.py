@@ -63,12 +63,6 @@ def _metres(text: str | None, option: str, positive: bool) -> float | None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ifc_host.check_scripts import sandboxed_check_scripts
-    from ifc_host.clash import DEFAULT_TOLERANCE, clash_findings
-    from ifc_host.findings import Finding
-    from ifc_host.model_file import BadModelError, open_checked
-    from ifc_host.rules import ids_findings, run_rule_set
-
     rules = _read_rules(args) if args.rules is not None else None
     clearance = _metres(args.clearance, "--clearance", positive=True)
     tolerance = _metres(args.tolerance, "--tolerance", positive=False)
@@ -85,6 +79,13 @@ def _check(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise _BadInput(f"no model file at {path}")
     ids_documents = [_read_ids(Path(f)) for f in args.ids]
+    # IfcOpenShell and the checks once the command line is known to be good: a refused one exits at once
+    from ifc_host.check_scripts import sandboxed_check_scripts
+    from ifc_host.clash import DEFAULT_TOLERANCE, clash_findings
+    from ifc_host.findings import Finding
+    from ifc_host.model_file import BadModelError, open_checked
+    from ifc_host.rules import ids_findings, run_rule_set
+
     large = sum(p.stat().st_size for p in paths) >= LARGE_MODEL_BYTES
     progress = _Progress(large)
     models: dict[str, Any] = {}

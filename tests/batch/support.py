@@ -40,8 +40,8 @@ def sha(path: Path) -> str:
 
 @functools.cache
 def _sample_bytes(seed: int, project: str | None = None) -> bytes:
-    """A one-storey sample model of `seed` (its project renamed to `project`), built once per test process
-    (a fifth of a second each time): tests write copies of it."""
+    """A one-storey sample model of `seed` with its project renamed to `project`, made once per test process
+    (opening, renaming and writing it again took a tenth of a second per test): tests write copies of it."""
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "model.ifc"
         write_sample_model(path, storeys=1, seed=seed)

@@ -11,9 +11,9 @@ from tests.batch.support import make_models
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, list[Path]]:
-    """20 generated models, corpus files (2 from packages, hand-placed ones where present), a truncated file and
-    one the script fails on."""
-    return make_models(tmp_path_factory.mktemp("models") / "in", generated=20)
+    """2 generated models, corpus files (2 from packages, hand-placed ones where present), a truncated file and
+    one the script fails on: more files than the two workers, each kind of good and bad file once or more."""
+    return make_models(tmp_path_factory.mktemp("models") / "in", generated=2)
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import ifcopenshell
 
-from ifc_host.sample import write_sample_model
-from tests.batch.support import MARK
+from tests.batch.support import MARK, write_sample
 from tests.ifc_host.test_ids import FIRE_RATING_IDS
 
 BREAK_PROJECT = "BREAK-IDS"
@@ -25,22 +24,17 @@ if model.by_type("IfcProject")[0].Name == {BREAK_PROJECT!r}:
 __all__ = ["BREAK_PROJECT", "FIRE_RATING_IDS", "IDS_SCRIPT", "IDS_TITLE", "make_ids_models"]
 
 
-def make_ids_models(folder: Path, plain: int = 2, broken: int = 1) -> dict[str, list[Path]]:
+def make_ids_models(folder: Path, plain: int = 1, broken: int = 1) -> dict[str, list[Path]]:
     """`plain` sample models the script only marks, `broken` ones whose door ratings it removes."""
     folder.mkdir(parents=True, exist_ok=True)
     made: dict[str, list[Path]] = {"plain": [], "broken": []}
     for i in range(plain):
-        path = folder / f"plain_{i:02d}.ifc"
-        write_sample_model(path, storeys=1, seed=i)
-        made["plain"].append(path)
+        made["plain"].append(write_sample(folder / f"plain_{i:02d}.ifc", i))
     for i in range(broken):
-        path = folder / f"broken_{i:02d}.ifc"
-        write_sample_model(path, storeys=1, seed=50 + i)
+        path = write_sample(folder / f"broken_{i:02d}.ifc", 50 + i, BREAK_PROJECT)
         model = ifcopenshell.open(str(path))
-        model.by_type("IfcProject")[0].Name = BREAK_PROJECT
         rated = [p for p in model.by_type("IfcPropertySet") if p.Name == "Pset_DoorCommon"
                  and any(v.Name == "FireRating" for v in p.HasProperties)]
         assert rated, f"{path.name}: no rated door type, the script would break nothing"
-        model.write(str(path))
         made["broken"].append(path)
     return made

@@ -2,12 +2,14 @@
 the one-attribute script, running `nexus batch`, and an entity-by-entity comparison of input and output."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +38,29 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@functools.cache
+def _sample_bytes(seed: int, project: str | None = None) -> bytes:
+    """A one-storey sample model of `seed` with its project renamed to `project`, made once per test process
+    (opening, renaming and writing it again took a tenth of a second per test): tests write copies of it."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "model.ifc"
+        write_sample_model(path, storeys=1, seed=seed)
+        if project is not None:
+            model = ifcopenshell.open(str(path))
+            model.by_type("IfcProject")[0].Name = project
+            model.write(str(path))
+        return path.read_bytes()
+
+
+def write_sample(path: Path, seed: int, project: str | None = None) -> Path:
+    path.write_bytes(_sample_bytes(seed, project))
+    return path
+
+
 def make_models(folder: Path, generated: int, corpus: bool = True) -> dict[str, list[Path]]:
     """Generated sample models (different seeds), corpus files, a truncated file, one the script fails on."""
     folder.mkdir(parents=True, exist_ok=True)
-    good = []
-    for seed in range(generated):
-        path = folder / f"gen_{seed:02d}.ifc"
-        write_sample_model(path, storeys=1, seed=seed)
-        good.append(path)
+    good = [write_sample(folder / f"gen_{seed:02d}.ifc", seed) for seed in range(generated)]
     if corpus:  # real files from other tools: the registry-sourced ones always, the hand-placed ones where present
         for entry in (e for e in manifest() if e.file in REGISTRY_CORPUS_FILES):
             assert entry.present(), f"{entry.location} missing: run scripts/corpus.sh (scripts/test does)"
@@ -55,11 +72,7 @@ def make_models(folder: Path, generated: int, corpus: bool = True) -> dict[str, 
     truncated = folder / "truncated.ifc"
     data = (folder / "gen_00.ifc").read_bytes() if generated else b"ISO-10303-21;\nHEADER;\n"
     truncated.write_bytes(data[: len(data) // 2])
-    failing = folder / "failing.ifc"
-    write_sample_model(failing, storeys=1, seed=99)
-    model = ifcopenshell.open(str(failing))
-    model.by_type("IfcProject")[0].Name = FAIL_PROJECT
-    model.write(str(failing))
+    failing = write_sample(folder / "failing.ifc", 99, FAIL_PROJECT)
     return {"good": good, "bad": [truncated, failing]}
 
 
@@ -85,15 +98,18 @@ def _plain(value: Any) -> Any:
 
 
 def entities(path: Path) -> dict[int, tuple[str, tuple[Any, ...]]]:
-    model = ifcopenshell.open(str(path))
+    return _entities(ifcopenshell.open(str(path)))
+
+
+def _entities(model: ifcopenshell.file) -> dict[int, tuple[str, tuple[Any, ...]]]:
     return {e.id(): (e.is_a(), tuple(_plain(v) for v in e)) for e in model}
 
 
 def assert_exactly_the_change(source: Path, output: Path) -> None:
     """Every entity of the output equals the input's, except each wall's Description, which is MARK."""
-    before, after = entities(source), entities(output)
-    assert before.keys() == after.keys(), f"{output.name}: entities added or removed"
     model = ifcopenshell.open(str(source))
+    before, after = _entities(model), entities(output)
+    assert before.keys() == after.keys(), f"{output.name}: entities added or removed"
     walls = {w.id() for w in model.by_type("IfcWall")}
     assert walls, f"{source.name} has no walls: a useless test file"
     sample = model.by_type("IfcWall")[0]

@@ -21,7 +21,7 @@ BATCH_WAIT_MS = 600_000
 @pytest.fixture
 def ids_root(tmp_path, monkeypatch):
     root = tmp_path / "root" / "alice"  # alice's own folder under the batch root (cloud/folders/access.py)
-    make_ids_models(root / "models", plain=1, broken=1)
+    make_ids_models(root / "models")
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root.parent))
     monkeypatch.delenv("NEXUS_BATCH_STATE", raising=False)
     monkeypatch.delenv("NEXUS_REDIS_URL", raising=False)

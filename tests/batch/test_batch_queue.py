@@ -28,7 +28,7 @@ def _worker(tmp_path: Path, url: str, name: str) -> subprocess.Popen[bytes]:
 
 
 def test_two_workers_one_killed_mid_batch(tmp_path, redis_server):
-    files = make_models(tmp_path / "in", generated=8, corpus=False)
+    files = make_models(tmp_path / "in", generated=4, corpus=False)
     inputs = {p.name: sha(p) for p in files["good"] + files["bad"]}
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)

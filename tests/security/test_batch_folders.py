@@ -19,8 +19,7 @@ import pytest
 
 from cloud.batch.worker import wait_for_hosts
 from cloud.folders.access import user_folder_name
-from ifc_host.sample import write_sample_model
-from tests.batch.support import SCRIPT, assert_exactly_the_change, sha
+from tests.batch.support import SCRIPT, assert_exactly_the_change, sha, write_sample
 from tests.support.client import Client
 
 WAIT_S = 600
@@ -32,7 +31,7 @@ def root(tmp_path, monkeypatch) -> Iterator[Path]:
     for relative, seed in (("alice/a1.ifc", 1), ("alice/a/a2.ifc", 2), ("bob/a1.ifc", 3), ("bob/b/b1.ifc", 4),
                            ("projects/std/s1.ifc", 5), ("projects/secret/x1.ifc", 6)):
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        write_sample_model(root / relative, storeys=1, seed=seed)
+        write_sample(root / relative, seed)
     monkeypatch.setenv("NEXUS_BATCH_ROOT", str(root))
     monkeypatch.delenv("NEXUS_BATCH_STATE", raising=False)
     monkeypatch.delenv("NEXUS_REDIS_URL", raising=False)

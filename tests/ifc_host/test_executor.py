@@ -313,7 +313,7 @@ def test_losing_the_keeper_keeps_what_was_committed_and_stops_its_script(tmp_pat
         assert run(runner, "model.by_type('IfcWall')[0].Name = 'survives'")["committed"]
         time.sleep(0.5)
         threading.Timer(1.5, kill_the_keeper, (runner.keeper_pid,)).start()
-        lost = run(runner, "while True:\n    pass\n", timeout_s=60)
+        lost = run(runner, "import time\nwhile True:\n    time.sleep(0.05)\n", timeout_s=60)  # runs on, idle
         assert lost["ok"] is False and lost["error"]["type"] == "HostCrash" and "restarted" in lost["error"]["message"]
         assert script_pids, "the script's process was not found"
         deadline = time.monotonic() + 5

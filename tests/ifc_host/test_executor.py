@@ -17,7 +17,7 @@ import ifcopenshell
 import pytest
 
 from ifc_host.executor import IsolatedExecutor, execute_command
-from ifc_host.isolation import ISOLATIONS
+from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.model_file import open_checked
 from ifc_host.script import STDOUT_CAP_BYTES
 from tests.conformance.ifc_models import write_small_building
@@ -313,7 +313,7 @@ def test_losing_the_keeper_keeps_what_was_committed_and_stops_its_script(tmp_pat
         assert run(runner, "model.by_type('IfcWall')[0].Name = 'survives'")["committed"]
         time.sleep(0.5)
         threading.Timer(1.5, kill_the_keeper, (runner.keeper_pid,)).start()
-        lost = run(runner, "import time\nwhile True:\n    time.sleep(0.05)\n", timeout_s=60)  # runs on, idle
+        lost = run(runner, "while True:\n    pass\n", timeout_s=60)
         assert lost["ok"] is False and lost["error"]["type"] == "HostCrash" and "restarted" in lost["error"]["message"]
         assert script_pids, "the script's process was not found"
         deadline = time.monotonic() + 5
@@ -384,6 +384,22 @@ def test_a_read_only_script_cannot_append_to_the_model_file(executor: IsolatedEx
     assert model_path.read_bytes() == before
     reading = run(executor, f"open({str(model_path)!r}).read()", mode="collect")
     assert reading["ok"] is False and reading["error"]["type"] == "PermissionError"
+
+
+def test_a_script_imports_the_scheduling_and_costing_api_the_keeper_leaves_to_scripts(executor: IsolatedExecutor):
+    """ifcopenshell.api.sequence, cost and resource (they pull networkx and requests) are not preimported for every
+    script; a confined script imports them from the Python installation, which it may read, and uses them."""
+    code = ("import sys\nprint('networkx' in sys.modules, 'requests' in sys.modules)\n"
+            "import ifcopenshell.api.cost, ifcopenshell.api.resource, ifcopenshell.api.sequence\n"
+            "schedule = ifcopenshell.api.sequence.add_work_schedule(model, name='Build')\n"
+            "task = ifcopenshell.api.sequence.add_task(model, work_schedule=schedule, name='Walls')\n"
+            "budget = ifcopenshell.api.cost.add_cost_schedule(model, name='Budget')\n"
+            "crew = ifcopenshell.api.resource.add_resource(model, ifc_class='IfcCrewResource')\n"
+            "print(task.is_a(), budget.is_a(), crew.is_a())\n")
+    result = run(executor, code, mode="collect", timeout_s=60)
+    assert result["ok"], result.get("error")
+    assert result["stdout"].splitlines() == ["False False", "IfcTask IfcCostSchedule IfcCrewResource"]
+    assert executor.sandbox.get("filesystem", "").startswith("read-only Python"), executor.sandbox
 
 
 def test_a_forked_script_process_inherits_the_keepers_objects_frozen_out_of_the_collector(executor, isolation):

@@ -1,6 +1,9 @@
 """What every host runtime must do, checked over a real websocket against the real orchestrator.
 
-Host-specific knowledge lives only in the launcher's script dialect (hosts.py).
+Host-specific knowledge lives only in the launcher's script dialect (hosts.py). The tests that leave the
+document as it was share one server and one host per launcher (`steady`): each checks, after it ran, that the
+document is byte for byte what the host started with and the host still connected, so none hands a changed
+host to the next. The tests that commit, and those that start their host themselves, get their own.
 """
 from __future__ import annotations
 
@@ -9,18 +12,54 @@ import io
 import json
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
+import pytest
 from PIL import Image
 
 from cloud.contract import validate_host_message
 from cloud.hosts.registry import known_host_apps
 from tests.conformance.conftest import Commander
-from tests.conformance.hosts import HostLauncher, LaunchedHost
+from tests.conformance.hosts import LAUNCHERS, HostLauncher, LaunchedHost
 from tests.conformance.raw_cloud import RawCloud
-from tests.support.server import RunningServer
+from tests.conftest import FAST
+from tests.support.server import RunningServer, running_server
 
 
-def test_hello_is_contract_valid_and_the_welcome_id_is_kept(server: RunningServer, host: LaunchedHost, token: str):
+@dataclass
+class Steady:
+    server: RunningServer
+    host: LaunchedHost
+    token: str
+    cloud: Commander
+    document: bytes  # as the host started with it
+
+
+@pytest.fixture(scope="module", params=sorted(LAUNCHERS))
+def steady_host(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Steady]:
+    folder = tmp_path_factory.mktemp(f"conformance-{request.param}")
+    with running_server(folder, **FAST) as server:
+        token = server.token("conformance")
+        host = LAUNCHERS[request.param].launch(folder / "host", server.url, token)
+        try:
+            yield Steady(server, host, token, Commander(server, host), host.document_bytes())
+        finally:
+            host.stop()
+
+
+@pytest.fixture()
+def steady(steady_host: Steady) -> Iterator[Steady]:
+    """The launcher's shared host, for a test that must leave its document unchanged."""
+    yield steady_host
+    if steady_host.host.document_bytes() != steady_host.document:
+        pytest.fail("the test changed the shared host's document: it needs a host of its own")
+    if steady_host.server.wait_for_host(steady_host.token) != steady_host.host.host_id:
+        pytest.fail("the shared host is no longer connected as itself")
+
+
+def test_hello_is_contract_valid_and_the_welcome_id_is_kept(steady: Steady):
+    server, host, token = steady.server, steady.host, steady.token
     assert server.wait_for_host(token) == host.host_id
     hello = server.state.hosts.get(host.host_id).hello
     validate_host_message(hello)
@@ -28,7 +67,8 @@ def test_hello_is_contract_valid_and_the_welcome_id_is_kept(server: RunningServe
     assert hello["host_app"] in known_host_apps()  # a host app this server has a provider for
 
 
-def test_collect_never_changes_the_document(cloud: Commander, host: LaunchedHost):
+def test_collect_never_changes_the_document(steady: Steady):
+    cloud, host = steady.cloud, steady.host
     dialect = host.dialect
     ids = json.loads(cloud.output(dialect.pick_elements))
     before = host.document_bytes()
@@ -70,7 +110,8 @@ def test_added_then_deleted_elements_are_reported_as_such(cloud: Commander, host
     assert int(cloud.output(dialect.count_elements)) == count
 
 
-def test_a_failing_automation_rolls_back_and_says_where(cloud: Commander, host: LaunchedHost):
+def test_a_failing_automation_rolls_back_and_says_where(steady: Steady):
+    cloud, host = steady.cloud, steady.host
     dialect = host.dialect
     ids = json.loads(cloud.output(dialect.pick_elements))
     names_before = cloud.output(dialect.read_names(ids))
@@ -87,7 +128,8 @@ def test_a_failing_automation_rolls_back_and_says_where(cloud: Commander, host: 
     assert cloud.output(dialect.read_names(ids)) == names_before
 
 
-def test_malformed_commands_get_an_error_reply_and_the_host_keeps_serving(cloud: Commander, host: LaunchedHost):
+def test_malformed_commands_get_an_error_reply_and_the_host_keeps_serving(steady: Steady):
+    cloud, host = steady.cloud, steady.host
     unknown = cloud.send({"type": "bogus_command", "request_id": "r-unknown"})
     assert unknown["type"] == "error" and unknown["request_id"] == "r-unknown"
     assert "bogus_command" in unknown["message"]
@@ -102,7 +144,8 @@ def test_malformed_commands_get_an_error_reply_and_the_host_keeps_serving(cloud:
     assert cloud.run(host.dialect.count_elements)["ok"] is True
 
 
-def test_export_view_returns_a_png_of_the_requested_size(cloud: Commander, host: LaunchedHost):
+def test_export_view_returns_a_png_of_the_requested_size(steady: Steady):
+    cloud, host = steady.cloud, steady.host
     reply = cloud.send({"type": "export_view", "view": host.dialect.view, "max_px": 320}, timeout=120)
 
     assert reply["type"] == "export_view_result" and reply["ok"] is True, reply.get("error")
@@ -114,14 +157,16 @@ def test_export_view_returns_a_png_of_the_requested_size(cloud: Commander, host:
     assert reply["view"] == host.dialect.view
 
 
-def test_export_of_an_unknown_view_fails_cleanly(cloud: Commander, host: LaunchedHost):
+def test_export_of_an_unknown_view_fails_cleanly(steady: Steady):
+    cloud, host = steady.cloud, steady.host
     reply = cloud.send({"type": "export_view", "view": "No Such View 42", "max_px": 200}, timeout=120)
 
     assert reply["type"] == "export_view_result" and reply["ok"] is False and reply["error"]
     assert cloud.run(host.dialect.count_elements)["ok"] is True
 
 
-def test_a_second_execute_while_one_runs_is_refused(cloud: Commander, host: LaunchedHost):
+def test_a_second_execute_while_one_runs_is_refused(steady: Steady):
+    cloud, host = steady.cloud, steady.host
     results: list[dict] = []
     slow = threading.Thread(target=lambda: results.append(cloud.run(host.dialect.hang, timeout_s=3)))
     slow.start()

@@ -138,7 +138,7 @@ def test_a_model_that_never_finishes_fails_at_its_turn_limit(make_suite):
 
 
 def test_parallel_runs_give_the_same_results_as_serial_ones(make_suite):
-    for n in range(4):
+    for n in range(3):  # two at a time and one waiting for a free slot
         make_suite.task(f"t{n}", COUNT_DOORS, [collect("print(1)"), say(f"{10 if n % 2 else 9} doors.")],
                         policy="readonly")
     tasks = load_suite(make_suite.root).tasks
@@ -150,7 +150,7 @@ def test_parallel_runs_give_the_same_results_as_serial_ones(make_suite):
     serial = run_all(tasks, [make_suite.scripted], parallel=1)
     parallel = run_all(tasks, [make_suite.scripted], parallel=2)
     assert outcome(serial) == outcome(parallel)
-    assert [r.status for r in serial] == ["fail", "pass", "fail", "pass"]
+    assert [r.status for r in serial] == ["fail", "pass", "fail"]
 
 
 @pytest.mark.parametrize("change, message", [

@@ -4,7 +4,8 @@ one. A value written back unchanged is no change, a project edit is reported lik
 reached an element through linked data names what changed, and a script that switches off or patches the
 host's change recording in its own process still gets the true report, validation and IDS check.
 
-Real IfcOpenShell sample buildings, real keeper and script processes under both isolations.
+Real IfcOpenShell sample buildings, real keeper and script processes under both isolations (one keeper per
+isolation for the tests on the module's sample: tests/ifc_host/shared_keeper.py).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ifc_host import sample
 from ifc_host.executor import IsolatedExecutor, execute_command
 from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.protocol import execute_result
+from tests.ifc_host.shared_keeper import SharedKeeper
 from tests.ifc_host.test_ids import FIRE_RATING_IDS
 
 EPILOGUE = (Path(__file__).resolve().parents[2] / "cloud" / "hosts" / "epilogues" / "ifc_epilogue.py").read_text(
@@ -42,23 +44,28 @@ FORGERS = {
 }
 
 
-@pytest.fixture(params=ISOLATIONS)
+@pytest.fixture(scope="module", params=ISOLATIONS)
 def isolation(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture()
-def model_path(tmp_path: Path) -> Path:
-    path = tmp_path / "sample.ifc"
+@pytest.fixture(scope="module")
+def shared(isolation: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedKeeper]:
+    path = tmp_path_factory.mktemp(f"trusted-{isolation}") / "sample.ifc"
     sample.write_sample_model(path)  # 26 doors, 3 storeys, material layers
-    return path
+    keeper = SharedKeeper(path, isolation=isolation)
+    yield keeper
+    keeper.close()
 
 
 @pytest.fixture()
-def executor(model_path: Path, isolation: str) -> Iterator[IsolatedExecutor]:
-    runner = IsolatedExecutor(model_path, isolation=isolation)
-    yield runner
-    runner.close()
+def executor(shared: SharedKeeper) -> Iterator[IsolatedExecutor]:
+    yield from shared.lend()  # the module's keeper, on the sample as first written
+
+
+@pytest.fixture()
+def model_path(executor: IsolatedExecutor, shared: SharedKeeper) -> Path:
+    return shared.path
 
 
 _counter = iter(range(1_000_000))
@@ -177,8 +184,9 @@ def test_a_script_that_blinds_the_recorder_still_gets_its_three_deletions_report
     assert "worked around the host's change recording" in report
 
 
-def test_a_held_forged_automation_is_reviewed_and_kept_as_it_really_is(model_path: Path, isolation: str,
-                                                                        tmp_path: Path):
+def test_a_held_forged_automation_is_reviewed_and_kept_as_it_really_is(isolation: str, tmp_path: Path):
+    model_path = tmp_path / "sample.ifc"
+    sample.write_sample_model(model_path)
     doors_before = doors_in(model_path)
     with_hold = IsolatedExecutor(model_path, isolation=isolation)
     try:

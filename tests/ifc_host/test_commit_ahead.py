@@ -2,11 +2,10 @@
 commits, the keeper patches its model and works the report out on the records that process says the run
 changed, and takes that only if the model then sent differs from the committed one in exactly those records.
 A script that goes round the change recorder (or whose recorder names too much) gets its commit worked out
-from the model it sent, as always. Real keeper and script processes under both isolations."""
+from the model it sent, as always. Real keeper and script processes under both isolations (one keeper per isolation: tests/ifc_host/shared_keeper.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +14,23 @@ from ifc_host.keeper_process import ISOLATIONS
 from ifc_host.model_diff import HINT_MAX_RECORDS
 from ifc_host.model_file import open_checked
 from ifc_host.sample import write_sample_model
+from tests.ifc_host.shared_keeper import SharedKeeper
 
 _counter = iter(range(1_000_000))
 
 
-@pytest.fixture(params=ISOLATIONS)
-def executor(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IsolatedExecutor]:
-    path = tmp_path / "model.ifc"
+@pytest.fixture(scope="module", params=ISOLATIONS)
+def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedKeeper]:
+    path = tmp_path_factory.mktemp(f"ahead-{request.param}") / "model.ifc"
     write_sample_model(path, storeys=2)
-    runner = IsolatedExecutor(path, isolation=str(request.param))
-    yield runner
-    runner.close()
+    keeper = SharedKeeper(path, isolation=str(request.param))
+    yield keeper
+    keeper.close()
+
+
+@pytest.fixture()
+def executor(shared: SharedKeeper) -> Iterator[IsolatedExecutor]:
+    yield from shared.lend()  # the module's keeper, on the model as first written
 
 
 def commit(executor: IsolatedExecutor, code: str) -> dict:

@@ -116,15 +116,22 @@ def test_a_held_automation_and_a_late_decision_survive_the_handover(tmp_path: Pa
         runner.close()
 
 
-def test_a_successor_refuses_a_file_changed_since_the_commit(executor: IsolatedExecutor, big_model: Path):
-    commit(executor, "c0", "ours")
-    executor.wait_warm()
-    written = file_signature(big_model)
-    assert written is not None
-    stale = (*written[:3], written[3] + 1)  # another program's save: same size, another mtime
-    proc, conn = executor._launch(big_model, stale)
-    with pytest.raises(KeeperUnavailable, match="changed on disk since the previous keeper saved it"):
-        executor._hello(proc, conn, big_model)
+def test_a_successor_refuses_a_file_changed_since_the_commit(tmp_path: Path):
+    model = tmp_path / "model.ifc"  # the refusal reads the file's signature, not its size: a small model does
+    write_sample_model(model, storeys=2)
+    executor = IsolatedExecutor(model, isolation="fork", handover=ALWAYS)
+    try:
+        commit(executor, "c0", "ours")
+        executor.wait_warm()
+        assert executor.handovers == 1
+        written = file_signature(model)
+        assert written is not None
+        stale = (*written[:3], written[3] + 1)  # another program's save: same size, another mtime
+        proc, conn = executor._launch(model, stale)
+        with pytest.raises(KeeperUnavailable, match="changed on disk since the previous keeper saved it"):
+            executor._hello(proc, conn, model)
+    finally:
+        executor.close()
 
 
 def test_a_successor_that_dies_while_loading_loses_nothing(executor: IsolatedExecutor, big_model: Path):

@@ -113,7 +113,7 @@ class KeeperState:
     """What the keeper said of the state it alone owns, in its last reply (keeper.Keeper.state)."""
 
     committed_path: Path  # the file holding the committed model
-    signature: tuple[int, ...] | None  # that file (model_file.file_signature) as the keeper last saw it
+    signature: tuple[int, ...] | None  # that file (file_identity.file_signature) as the keeper last saw it
     held_request_id: str | None = None  # the automation held for a keep/discard decision
     held_until: float | None = None  # time.monotonic() here: when the keeper discards it undecided
 

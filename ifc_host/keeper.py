@@ -192,7 +192,7 @@ class Keeper:
     def state(self) -> dict[str, Any]:
         """What this keeper alone knows and the runtime reads from every reply instead of tracking it: the held
         automation and how long until it is discarded undecided, the file holding the committed model and its
-        signature (model_file.file_signature) as this keeper last saw it."""
+        signature (file_identity.file_signature) as this keeper last saw it."""
         held = self.held
         return {"held": None if held is None else {"request_id": held.run.request_id,
                                                    "expires_in_s": max(0.0, held.expires - time.monotonic())},

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ifc_host.executor import IsolatedExecutor
-from ifc_host.model_file import file_signature
+from ifc_host.file_identity import file_signature
 
 
 class SharedKeeper:

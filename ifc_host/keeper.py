@@ -965,16 +965,6 @@ def serve(connection: Connection, model_path: Path, save_path: Path, hold_timeou
         keeper.shutdown()
 
 
-def serve_in_spawned_process(connection: Connection, model_path: str, save_path: str, hold_timeout_s: float,
-                             isolation: str, environment: dict[str, str],
-                             expect_signature: tuple[int, ...] | None = None) -> None:
-    """Entry of a keeper started by multiprocessing 'spawn' (Windows): first drop the inherited environment."""
-    os.environ.clear()
-    os.environ.update(environment)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(serve(connection, Path(model_path), Path(save_path), hold_timeout_s, isolation, expect_signature))
-
-
 class StaleFile(Exception):
     """The saved file is not the one the predecessor keeper wrote."""
 
